@@ -1,0 +1,33 @@
+# agentrig — the README's two commands are `make demo` and `make test`; both install first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup test test-fast demo bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "agentrig needs Python >= 3.11; set PYTHON=python3.11 (or newer)")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+# The whole suite, slow scale tests included (CI runs exactly this).
+test: setup
+	$(BIN)/python -m pytest -q
+
+# Everything but the slow scale tests.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m 'not slow'
+
+demo: setup
+	$(BIN)/agentrig demo
+
+bench: setup
+	$(BIN)/python benchmarks/channel_overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info

@@ -1,0 +1,38 @@
+"""The contract between the τ-bench engine and one domain (airline, retail, telecom, mock, ours).
+
+A domain module in ``agentrig.bench.tau.domains`` exposes ``DOMAIN: DomainSpec``. The engine
+(``environment.py``) builds one ``Environment`` per trial from it:
+
+- ``agent_tools(db)`` / ``user_tools(user_db)``: Toolkit instances over that trial's own state
+  (a fresh copy of the parsed db file; see ``state.py``);
+- ``sync(agent, user)``: called after every tool call when both sides exist (telecom keeps the
+  user's phone in step with the agent-side line records);
+- tasks' ``initialization_actions`` and ``env_assertions`` call ``getattr(toolkit, func_name)``
+  on the side named by ``env_type`` ("assistant" or "user"), so those functions are plain methods
+  of the toolkits, tools or not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .toolkit import Toolkit
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    name: str
+    agent_toolkit: type[Toolkit]
+    # file names inside domains/<name>/, first existing one wins
+    db_files: tuple[str, ...]
+    user_toolkit: type[Toolkit] | None = None
+    user_db_files: tuple[str, ...] = ()
+    # policy variants: name -> policy file names joined in order; "default" must exist
+    policies: dict[str, tuple[str, ...]] | None = None
+    sync: Callable[[Toolkit, Toolkit], None] | None = None
+    # builds the user-side state when the domain has a user toolkit but no user db file
+    default_user_db: Callable[[], dict] | None = None
+    # for a domain shipped inside the package: its own directory (else the data root's domains/<name>)
+    builtin_dir: Path | None = None

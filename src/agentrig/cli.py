@@ -1,0 +1,110 @@
+"""The ``agentrig`` command: thin — parse, call, print (rich for people, --json for programs)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+
+import typer
+from rich.console import Console
+
+from . import __version__
+from .errors import AgentrigError
+
+app = typer.Typer(
+    name="agentrig",
+    help="A test rig for LLM agents: k trials per task, pass^k, paired A/B, and a channel that tells plumbing faults from agent failures.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+def user_errors(fn: Callable) -> Callable:
+    """A user error (AgentrigError) becomes one clear message and exit code 1, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AgentrigError as exc:
+            err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+@app.command()
+def version() -> None:
+    """Print agentrig's version."""
+    out.print(__version__)
+
+
+@app.command()
+@user_errors
+def doctor(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Experiment TOML: check every (endpoint, model) its roles use."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Check one endpoint (default: $OPENAI_BASE_URL or the OpenAI API)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model id to check on that endpoint."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="NAME of the variable holding the key."),
+    timeout_s: Optional[float] = typer.Option(None, "--timeout", help="Seconds per request (default: the role's timeout_s, 60)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Diagnose the endpoints before a run: key, URL, network, model list, model, chat, tools."""
+    from .channel.diagnose import run_doctor
+    from .config import ChannelConfig, ChannelSettings, load_channel_config
+    from .report_console import print_doctor
+
+    if config is not None:
+        if base_url or model:
+            raise AgentrigError("give either --config or --base-url/--model, not both")
+        cfg = load_channel_config(config)
+        if timeout_s:
+            cfg.channel.timeout_s = timeout_s
+    else:
+        cfg = ChannelConfig(channel=ChannelSettings(base_url=base_url, model=model, api_key_env=api_key_env,
+                                                    timeout_s=timeout_s))
+    report = asyncio.run(run_doctor(cfg))
+    if as_json:
+        sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+    else:
+        print_doctor(report, out)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+@user_errors
+def demo() -> None:
+    """Run the built-in demo offline, with no key: see what agentrig does on this machine."""
+    from .demo import run_demo
+
+    raise typer.Exit(run_demo(out))
+
+
+def _mount_subapps() -> None:
+    try:
+        from .bench.tau.commands import data_app, tasks_app
+    except ImportError:
+        return
+    app.add_typer(tasks_app, name="tasks", help="List, show and replay τ²-bench tasks.")
+    app.add_typer(data_app, name="data", help="Fetch benchmark data.")
+
+
+_mount_subapps()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""One exception tree for agentrig.
+
+    AgentrigError                 anything agentrig raises on purpose; has a message a person can act on
+    ├── ConfigError               a bad experiment file, setting or command-line option
+    ├── DataError                 a malformed or missing benchmark file (names file, task id, field)
+    └── ChannelError              a model call that did not produce a completion
+        ├── RetriesExhausted      transient faults (429, 5xx, timeouts, bad bodies) outlasted the
+        │                         attempt bound or the deadline: the trial is invalid, not failed
+        └── FatalChannelError     retrying cannot help; a run stops at once
+            ├── AuthError             401/403
+            ├── EndpointNotFound      404 on the path: the base URL is wrong
+            ├── ModelNotFound         the endpoint does not serve the model id
+            ├── QuotaExhausted        429 whose error says the quota or credit is used up
+            ├── ContextOverflow       the request is longer than the model's context
+            └── BadRequest            400/422 with the server's message
+
+Every ChannelError carries a ``Diagnosis`` (code, message, fix) shared with ``agentrig doctor``.
+Messages never contain a key: server text is passed through ``agentrig.redact`` first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    code: str
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}\n  fix: {self.fix}"
+
+
+class AgentrigError(Exception):
+    """Base of every error agentrig raises on purpose; ``str(err)`` is meant for a person."""
+
+
+class ConfigError(AgentrigError):
+    """A bad experiment file, setting or option."""
+
+
+class DataError(AgentrigError):
+    """A malformed or missing benchmark data file."""
+
+
+class ChannelError(AgentrigError):
+    """A model call that produced no completion."""
+
+    def __init__(self, diagnosis: Diagnosis, *, status: int | None = None, attempts: list | None = None):
+        super().__init__(str(diagnosis))
+        self.diagnosis = diagnosis
+        self.status = status
+        self.attempts = attempts or []
+
+    @property
+    def code(self) -> str:
+        return self.diagnosis.code
+
+
+class RetriesExhausted(ChannelError):
+    """Transient faults outlasted the attempt bound or the deadline."""
+
+
+class FatalChannelError(ChannelError):
+    """Retrying cannot help; the run must stop."""
+
+
+class AuthError(FatalChannelError):
+    pass
+
+
+class EndpointNotFound(FatalChannelError):
+    pass
+
+
+class ModelNotFound(FatalChannelError):
+    pass
+
+
+class QuotaExhausted(FatalChannelError):
+    pass
+
+
+class ContextOverflow(FatalChannelError):
+    pass
+
+
+class BadRequest(FatalChannelError):
+    pass
