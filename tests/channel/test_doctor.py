@@ -98,8 +98,9 @@ async def test_base_url_path_names_the_working_url(fake, suffix, expected):
     assert f'base_url = "{fake.root_url}{expected}"' in c.fix
 
 
-async def test_base_url_path_without_a_working_candidate(fake):
-    c = by_name(await run(fake.root_url + "/api/v3"))["models"]
+async def test_base_url_path_without_a_working_candidate():
+    async with FakeEndpoint(api_key=KEY, prefix="/serving/v9") as fake:
+        c = by_name(await run(fake.root_url + "/api/v3"))["models"]
     assert c.code == "BASE_URL_PATH" and "none of the usual corrections" in c.message
 
 

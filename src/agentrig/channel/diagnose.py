@@ -356,8 +356,8 @@ async def check_chat(client: openai.AsyncOpenAI, rr: ResolvedRole, headers: dict
                      message=f"the model answered with no text (finish_reason={c.finish_reason})",
                      fix="a reasoning model may need a larger max_tokens for this role")
     u = c.usage
-    tokens = f", {u.prompt_tokens}+{u.completion_tokens} tokens" if u.reported else ", no usage reported"
-    return _ok("chat", f"a one-line completion came back in {_ms(out.latency_s):g} ms{tokens}", _ms(out.latency_s))
+    tokens = f" ({u.prompt_tokens}+{u.completion_tokens} tokens)" if u.reported else " (no usage reported)"
+    return _ok("chat", f"a one-line completion came back{tokens}", _ms(out.latency_s))
 
 
 async def check_tools(client: openai.AsyncOpenAI, rr: ResolvedRole, headers: dict[str, str]) -> Check:
