@@ -90,16 +90,10 @@ def demo() -> None:
     raise typer.Exit(run_demo(out))
 
 
-def _mount_subapps() -> None:
-    try:
-        from .bench.tau.commands import data_app, tasks_app
-    except ImportError:
-        return
-    app.add_typer(tasks_app, name="tasks", help="List, show and replay τ²-bench tasks.")
-    app.add_typer(data_app, name="data", help="Fetch benchmark data.")
+from .bench.tau.commands import data_app, tasks_app  # noqa: E402
 
-
-_mount_subapps()
+app.add_typer(tasks_app, name="tasks", help="List, show and replay τ²-bench tasks.")
+app.add_typer(data_app, name="data", help="Fetch benchmark data.")
 
 
 def main() -> None:
