@@ -31,7 +31,7 @@ MESSAGES = [{"role": "system", "content": "You are a helpful agent."}, {"role": 
 
 def start_server() -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentrig.testing.fake_endpoint", "--api-key-env", KEY_ENV],
+        [sys.executable, "-m", "agentrig.testing.fake_endpoint", "--api-key-env", KEY_ENV, "--no-record"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, KEY_ENV: KEY},
     )
     base_url = proc.stdout.readline().strip()
