@@ -9,7 +9,13 @@ A domain module in ``agentrig.bench.tau.domains`` exposes ``DOMAIN: DomainSpec``
   user's phone in step with the agent-side line records);
 - tasks' ``initialization_actions`` and ``env_assertions`` call ``getattr(toolkit, func_name)``
   on the side named by ``env_type`` ("assistant" or "user"), so those functions are plain methods
-  of the toolkits, tools or not.
+  of the toolkits, tools or not;
+- ``normalize_db(db)`` / ``normalize_user_db(user_db)`` (optional): bring a parsed db file into the
+  shape of tau2's pydantic ``model_dump()`` (field order, defaults such as ``"status": null``,
+  float fields as floats), so that tool results serialize to the same JSON text. Applied once per
+  process when the file is parsed (the cached state is the normalized one) and again after a
+  task's ``initialization_data`` is merged in (tau2 re-validates the model there). Must return
+  the dict (it may normalize in place).
 """
 
 from __future__ import annotations
@@ -36,3 +42,5 @@ class DomainSpec:
     default_user_db: Callable[[], dict] | None = None
     # for a domain shipped inside the package: its own directory (else the data root's domains/<name>)
     builtin_dir: Path | None = None
+    normalize_db: Callable[[dict], dict] | None = None
+    normalize_user_db: Callable[[dict], dict] | None = None
