@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import typer
 from rich.console import Console
 
 from . import __version__
+from .cli_errors import user_errors
 from .errors import AgentrigError
 
 app = typer.Typer(
@@ -23,24 +23,6 @@ app = typer.Typer(
     add_completion=False,
 )
 out = Console()
-err = Console(stderr=True)
-
-
-def user_errors(fn: Callable) -> Callable:
-    """A user error (AgentrigError) becomes one clear message and exit code 1, never a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except AgentrigError as exc:
-            err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            err.print("interrupted")
-            raise typer.Exit(130) from None
-
-    return wrapper
 
 
 @app.command()

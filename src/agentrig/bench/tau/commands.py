@@ -9,10 +9,9 @@ error (any AgentrigError) is one message on stderr and exit code 1.
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import typer
 from rich.console import Console, Group
@@ -21,6 +20,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ...cli_errors import user_errors
 from ...errors import AgentrigError
 from . import data as tau_data
 from .pull import FileOutcome, pull_tau2
@@ -43,16 +43,7 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-def _user_errors(fn: Callable) -> Callable:
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except AgentrigError as exc:
-            _err().print(Text("error: ", style="bold red") + Text(str(exc)))
-            raise typer.Exit(1) from None
-
-    return wrapper
+_user_errors = user_errors
 
 
 DataOpt = typer.Option(None, "--data", help=f"tau2-bench data root (default: ${tau_data.ENV_VAR})")
