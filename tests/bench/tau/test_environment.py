@@ -88,10 +88,11 @@ def _two_sided(tmp_path):
 def test_dispatch_by_requestor_and_sync(tmp_path):
     spec, d = _two_sided(tmp_path)
     env = Environment.fresh(spec, d)
+    assert SYNCS == ["sync"]  # built: synced once, as tau2's constructor does
     assert env.call("user", "status_bar", {}).text == "service"
-    assert SYNCS == ["sync"]
+    assert SYNCS == ["sync", "sync"]
     out = env.call("assistant", "suspend", {"line_id": "L1"})
-    assert out.result == {"status": "suspended"} and len(SYNCS) == 2
+    assert out.result == {"status": "suspended"} and len(SYNCS) == 3
     assert env.user_state()["phone"]["line_active"] is False  # synced after the call
     assert env.call("user", "status_bar", {}).text == "no service"
     # a bare int result is shown the way tau2 shows it: as a JSON string

@@ -2,6 +2,7 @@
 
 Mirrors tau2-bench's ``tau2.environment.environment.Environment``:
 
+- a new environment syncs the two sides once (``DomainSpec.sync``), as tau2's constructor does;
 - ``call`` is tau2's ``get_response``: dispatch by requestor ("assistant" -> agent toolkit,
   "user" -> user toolkit), every failure is an ``Error: ...`` result, and after a call that did not
   fail the two sides are synced (``DomainSpec.sync``);
@@ -92,6 +93,7 @@ class Environment:
             self.user = spec.user_toolkit(user_db)
         # problems met while applying a task's initial state (strict=False keeps going)
         self.init_problems: list[str] = []
+        self.sync()  # tau2's Environment syncs the sides when it is built
 
     # ---- construction --------------------------------------------------------------------------
 

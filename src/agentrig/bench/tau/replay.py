@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .domain import DomainSpec
 from .environment import Environment, field_of
-from .state import StateDiff, equal_to_diff, fresh_copy, gc_paused, record_diff, shared_db
+from .state import StateDiff, apply_diff, equal_to_diff, fresh_copy, gc_paused, record_diff, shared_db
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +77,17 @@ class GoldReplay(BaseModel):
     env_assertions: list[bool]
     judgement: StateJudgement
     init_problems: list[str] = Field(default_factory=list)
-    # final gold state, same structure as the db file(s); not serialized
-    agent_state: Any = Field(default=None, exclude=True, repr=False)
-    user_state: Any = Field(default=None, exclude=True, repr=False)
+    _gold: Any = PrivateAttr(default=None)
+
+    @property
+    def agent_state(self) -> dict:
+        """The final gold state of the agent side (a fresh copy, same structure as the db file)."""
+        return apply_diff(self._gold.agent_base, self._gold.agent_diff)
+
+    @property
+    def user_state(self) -> dict | None:
+        """The final gold state of the user side (None when the domain has none)."""
+        return fresh_copy(self._gold.user_state)
 
     @property
     def ok(self) -> bool:
@@ -88,7 +96,10 @@ class GoldReplay(BaseModel):
 
 
 @dataclass(frozen=True)
-class _Gold:
+class GoldState:
+    """The gold end state of a task: the agent side as a diff from the pristine db (plus the
+    pristine db it is relative to), the user side in full (small), the failed gold writes."""
+
     agent_base: dict
     agent_diff: StateDiff
     user_state: dict | None
@@ -96,7 +107,7 @@ class _Gold:
 
 
 _gold_lock = threading.Lock()
-_gold_cache: dict[tuple, _Gold] = {}
+_gold_cache: dict[tuple, GoldState] = {}
 
 
 def clear_gold_cache() -> None:
@@ -147,18 +158,18 @@ def _play_gold(spec: DomainSpec, domain_dir: Path | None, task: Any) -> tuple[En
             )
         )
         if outcome.error:
-            log.warning("task %s: gold action %s (%s) failed: %s", field_of(task, "id"),
-                        field_of(action, "action_id"), name, outcome.text)
+            log.info("task %s: gold action %s (%s) failed: %s", field_of(task, "id"),
+                     field_of(action, "action_id"), name, outcome.text)
             if mutating:
                 write_errors.append(str(field_of(action, "action_id")))
     return env, results, write_errors
 
 
 def _remember_gold(key: tuple, spec: DomainSpec, domain_dir: Path | None, env: Environment,
-                   write_errors: list[str]) -> _Gold:
+                   write_errors: list[str]) -> GoldState:
     db_path, _ = Environment.db_paths(spec, domain_dir)
     base = shared_db(db_path, spec.normalize_db)
-    gold = _Gold(
+    gold = GoldState(
         agent_base=base,
         agent_diff=record_diff(base, env.agent_state()),
         user_state=fresh_copy(env.user_state()),
@@ -169,7 +180,7 @@ def _remember_gold(key: tuple, spec: DomainSpec, domain_dir: Path | None, env: E
     return gold
 
 
-def gold_state(spec: DomainSpec, domain_dir: Path | None, task: Any) -> _Gold:
+def gold_state(spec: DomainSpec, domain_dir: Path | None, task: Any) -> GoldState:
     key = _gold_key(spec, domain_dir, task)
     with _gold_lock:
         gold = _gold_cache.get(key)
@@ -266,15 +277,17 @@ def replay_gold(spec: DomainSpec, domain_dir: Path | None, task: Any) -> GoldRep
 def _replay_gold(spec: DomainSpec, domain_dir: Path | None, task: Any) -> GoldReplay:
     key = _gold_key(spec, domain_dir, task)
     env, results, write_errors = _play_gold(spec, domain_dir, task)
-    _remember_gold(key, spec, domain_dir, env, write_errors)
+    gold = _remember_gold(key, spec, domain_dir, env, write_errors)
+    init_problems = list(env.init_problems)
+    del env  # freed here, while the collector is paused: nothing big is left for it to scan
     judgement = judge_state(spec, domain_dir, task, gold_calls(task))
-    return GoldReplay(
+    replay = GoldReplay(
         domain=spec.name,
         task_id=str(field_of(task, "id")),
         actions=results,
         env_assertions=judgement.env_assertions,
         judgement=judgement,
-        init_problems=list(env.init_problems),
-        agent_state=env.agent_state(),
-        user_state=env.user_state(),
+        init_problems=init_problems,
     )
+    replay._gold = gold
+    return replay

@@ -1,8 +1,8 @@
 """Domain state: parse each db file once per process, hand every trial its own copy, cheaply.
 
 ``load_db(path)`` parses ``db.json`` / ``db.toml`` the first time it sees a file (keyed by the
-resolved path, its mtime and size, and the normalizer), keeps a ``marshal`` blob of the result and
-returns a fresh, independent copy per call. ``marshal.loads`` of airline's 7 MB db takes ~10 ms
+resolved path, its mtime and size, and the normalizer), keeps a ``marshal`` blob of the result
+and returns a fresh, independent copy per call. ``marshal.loads`` of airline's 7 MB db takes ~10 ms
 with the cyclic garbage collector paused (it is, for the duration of the copy: a copy allocates
 ~10^5 containers, and letting the collector run in the middle triples the cost); ``copy.deepcopy``
 takes ~1 s, ``json.loads`` ~40 ms.
@@ -185,12 +185,9 @@ def record_diff(base: dict | None, state: dict | None) -> StateDiff:
         if b is not _MISSING and s is not _MISSING and b == s:
             continue
         if isinstance(b, dict) and isinstance(s, dict):
-            changed = {}
-            for rk, rv in s.items():
-                bv = b.get(rk, _MISSING)
-                if bv is _MISSING or bv != rv:
-                    changed[rk] = rv
-            removed = {rk for rk in b if rk not in s}
+            get = b.get
+            changed = {rk: rv for rk, rv in s.items() if get(rk, _MISSING) != rv}
+            removed = b.keys() - s.keys()
             diff.records[k] = (fresh_copy(changed), removed)
         else:
             diff.whole[k] = _MISSING if s is _MISSING else fresh_copy(s)
