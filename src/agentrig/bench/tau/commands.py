@@ -194,11 +194,58 @@ def _message_text(m: dict) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
-# ----------------------------------------------------------------------- replay-gold / audit (TBD)
-# `agentrig tasks replay-gold` and `agentrig audit` belong here, on top of the engine's
-# Environment (environment.py) and the gold/no-op agents (audit.py): add them as
-#   @tasks_app.command("replay-gold") @_user_errors def tasks_replay_gold(...)
-# reusing _root and tau_data.select_tasks for --data/--domain/--split/--task-id.
+# ------------------------------------------------------------------------------ tasks replay-gold
+
+
+@tasks_app.command("replay-gold")
+@_user_errors
+def tasks_replay_gold(
+    domain: str = DomainOpt,
+    data: Optional[Path] = DataOpt,
+    split: Optional[str] = typer.Option(None, "--split", "-s", help="only the tasks of this split"),
+    task_ids: Optional[list[str]] = typer.Option(None, "--task-id", help="only these tasks (repeatable)"),
+    dump_dir: Optional[Path] = typer.Option(None, "--dump-dir", help="write DIR/<domain>/<task>.agent.json (and .user.json)"),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Play each task's gold actions on a fresh environment: which actions error, which env
+    assertions hold, and (with --dump-dir) the final state."""
+    from .domains import get_domain
+    from .replay import replay_gold
+
+    root = _root(data, domain)
+    spec = get_domain(domain)
+    ddir = tau_data.domain_dir(root, domain)
+    tasks = tau_data.select_tasks(root, domain, split=split, task_ids=task_ids or None)
+    rows = []
+    for task in tasks:
+        r = replay_gold(spec, ddir, task)
+        rows.append({"domain": domain, "task_id": task.id,
+                     "actions": [{"name": a.name, "requestor": a.requestor, "error": a.error} for a in r.actions],
+                     "env_assertions": list(r.env_assertions), "ok": r.ok})
+        if dump_dir is not None:
+            out_dir = dump_dir / domain
+            out_dir.mkdir(parents=True, exist_ok=True)
+            safe = "".join(c if c.isalnum() or c in "-_.[]" else "_" for c in task.id)
+            (out_dir / f"{safe}.agent.json").write_text(json.dumps(r.agent_state, indent=2, ensure_ascii=False))
+            if r.user_state is not None:
+                (out_dir / f"{safe}.user.json").write_text(json.dumps(r.user_state, indent=2, ensure_ascii=False))
+    if json_out:
+        print(json.dumps({"tasks": rows}, ensure_ascii=False))
+        return
+    table = Table(title=Text(f"{domain} · gold replay of {len(rows)} task(s)"))
+    table.add_column("task", overflow="fold")
+    table.add_column("gold actions", justify="right")
+    table.add_column("errored", overflow="fold")
+    table.add_column("env assertions", justify="right")
+    table.add_column("ok")
+    for r in rows:
+        errs = [a["name"] for a in r["actions"] if a["error"]]
+        held = sum(r["env_assertions"])
+        table.add_row(Text(r["task_id"]), str(len(r["actions"])), Text(", ".join(errs)),
+                      f"{held}/{len(r['env_assertions'])}", "[green]yes[/]" if r["ok"] else "[red]no[/]")
+    _out().print(table)
+    bad = sum(not r["ok"] for r in rows)
+    _out().print(f"{len(rows) - bad} of {len(rows)} task(s) replay with no error and every env assertion holding")
 
 
 # ------------------------------------------------------------------------------------- data pull
