@@ -72,10 +72,11 @@ def demo() -> None:
     raise typer.Exit(run_demo(out))
 
 
-from .bench.tau.commands import data_app, tasks_app  # noqa: E402
+from .bench.tau.commands import audit_command, data_app, tasks_app  # noqa: E402
 
 app.add_typer(tasks_app, name="tasks", help="List, show and replay τ²-bench tasks.")
 app.add_typer(data_app, name="data", help="Fetch benchmark data.")
+app.command("audit")(user_errors(audit_command))
 
 
 def main() -> None:

@@ -248,6 +248,46 @@ def tasks_replay_gold(
     _out().print(f"{len(rows) - bad} of {len(rows)} task(s) replay with no error and every env assertion holding")
 
 
+# ------------------------------------------------------------------------------------------ audit
+
+
+def audit_command(
+    domain: str = DomainOpt,
+    data: Optional[Path] = DataOpt,
+    split: Optional[str] = typer.Option(None, "--split", "-s", help="only the tasks of this split"),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Leniency audit: the reward of the gold agent and of a do-nothing agent per task; tasks a
+    do-nothing agent passes are flagged lenient."""
+    from .audit import audit_task
+    from .domains import get_domain
+
+    root = _root(data, domain)
+    spec = get_domain(domain)
+    ddir = tau_data.domain_dir(root, domain)
+    rows = [audit_task(spec, ddir, t) for t in tau_data.select_tasks(root, domain, split=split)]
+    lenient = [r for r in rows if r.lenient]
+    summary = {"domain": domain, "tasks": len(rows), "lenient": len(lenient),
+               "lenient_unless_judge": sum(r.undecided for r in rows)}
+    if json_out:
+        print(json.dumps({"summary": summary, "tasks": [r.model_dump() for r in rows]}, ensure_ascii=False))
+        return
+    table = Table(title=Text(f"{domain} · leniency audit of {len(rows)} task(s)"))
+    for col in ("task", "basis", "gold", "do-nothing", "lenient", "why"):
+        table.add_column(col, overflow="fold")
+
+    def fmt(d: dict, basis: list[str]) -> str:
+        return " ".join(f"{c[:3]}={'?' if d[c] is None else f'{d[c]:g}'}" for c in basis if c in d)
+
+    for r in rows:
+        flag = ("[yellow]judge decides[/]" if r.undecided else "[red]LENIENT[/]") if r.lenient else ""
+        table.add_row(Text(r.task_id), Text(", ".join(r.reward_basis)), fmt(r.gold, r.reward_basis),
+                      fmt(r.noop, r.reward_basis), flag, Text(r.reason))
+    _out().print(table)
+    _out().print(f"{domain}: {summary['lenient']} of {summary['tasks']} task(s) lenient to a do-nothing agent "
+                 f"({summary['lenient_unless_judge']} of them only the judge can fail)")
+
+
 # ------------------------------------------------------------------------------------- data pull
 
 
