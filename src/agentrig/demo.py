@@ -63,8 +63,10 @@ async def _demo(console: Console) -> int:
 
     console.rule()
     console.print(
-        "Coming next in agentrig: τ²-bench's airline, retail, telecom and mock domains with gold replay and a\n"
-        "leniency audit; resumable runs of k trials per task; pass^k, A/B comparison and the HTML report.\n\n"
+        "Also here now: the τ²-bench engine (airline, retail, telecom, mock) and a built-in domain, e.g.\n"
+        "  agentrig tasks replay-gold --domain bikeshop     agentrig audit --domain bikeshop\n"
+        "Coming next: resumable runs of k trials per task with a model-driven agent and user simulator,\n"
+        "then pass^k, A/B comparison and the HTML report.\n\n"
         "Check a real endpoint now:\n"
         "  export OPENAI_API_KEY=...\n"
         "  agentrig doctor --base-url https://api.openai.com/v1 --model gpt-4.1-mini",
