@@ -9,10 +9,10 @@ as ``2024-05-<day + 1>`` (no zero padding), new ids come from fixed lists.
 
 from __future__ import annotations
 
-import ast
 
 from pydantic import BaseModel
 
+from ...calculator import calculate
 from ...toolkit import Toolkit, ToolError, tool
 from .models import (
     CabinClass,
@@ -45,27 +45,6 @@ def _parse_items(items: list, model: type[BaseModel]) -> list:
     if all(isinstance(x, dict) for x in items):
         return [model(**x) for x in items]
     return items
-
-
-def _calculate(expression: str) -> str:
-    if not all(ch in "0123456789+-*/(). " for ch in expression):
-        raise ToolError("Invalid characters in expression")
-    # Python's own SyntaxError text, as tau2's eval gives it
-    tree = ast.parse(expression, filename="<string>", mode="eval")
-    _check_exponents(tree)
-    value = eval(compile(tree, "<string>", "eval"), {"__builtins__": None}, {})
-    return str(round(float(value), 2))
-
-
-def _check_exponents(tree: ast.AST) -> None:
-    """Refuse exponent towers (9**9**9) that tau2's bare eval would never finish computing."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
-            sub = ast.Expression(node.right)
-            _check_exponents(sub)
-            exponent = eval(compile(sub, "<string>", "eval"), {"__builtins__": None}, {})
-            if abs(exponent) > 10_000:
-                raise ToolError("Exponent too large in expression")
 
 
 class AirlineTools(Toolkit):
@@ -255,7 +234,7 @@ class AirlineTools(Toolkit):
         Args:
             expression: The expression to calculate, such as '2 + 2'. It may contain only numbers, the operators +, -, *, /, parentheses and spaces.
         """
-        return _calculate(expression)
+        return calculate(expression)
 
     @tool(write=True)
     def cancel_reservation(self, reservation_id: str) -> dict:

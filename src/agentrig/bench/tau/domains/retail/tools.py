@@ -16,37 +16,13 @@ Results are the dicts tau2's models dump to (see ``models.py``); the state is th
 
 from __future__ import annotations
 
-import ast
 import json
 
+from ...calculator import calculate
 from ...toolkit import Toolkit, ToolError, tool
 from .models import address_record
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
-_CALC_CHARS = set("0123456789+-*/(). ")
-
-
-def _calculate(expression: str) -> str:
-    if not all(ch in _CALC_CHARS for ch in expression):
-        raise ToolError("Invalid characters in expression")
-    tree = ast.parse(expression, filename="<string>", mode="eval")  # SyntaxError text as tau2's eval
-    _check_powers(tree.body)
-    return str(round(float(_eval(tree.body)), 2))
-
-
-def _eval(node: ast.expr):
-    return eval(compile(ast.Expression(node), "<string>", "eval"), {"__builtins__": None}, {})
-
-
-def _check_powers(node: ast.AST) -> None:
-    """Refuse huge exponents (9**9**9), which tau2's bare eval would never finish computing;
-    inner exponents are checked before an outer one is evaluated."""
-    for child in ast.iter_child_nodes(node):
-        _check_powers(child)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
-        exponent = _eval(node.right)
-        if isinstance(exponent, (int, float)) and abs(exponent) > 10_000:
-            raise ToolError("Exponent too large in expression")
 
 
 def _is_gift_card(method: dict) -> bool:
@@ -128,7 +104,7 @@ class RetailTools(Toolkit):
         Args:
             expression: The expression to evaluate, for example '2 + 2'. Only digits, the operators +, -, *, /, parentheses, dots and spaces are allowed.
         """
-        return _calculate(expression)
+        return calculate(expression)
 
     @tool(write=True)
     def cancel_pending_order(self, order_id: str, reason: str) -> dict:
