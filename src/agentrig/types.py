@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,3 +82,205 @@ class Completion(_Model):
     @property
     def retries(self) -> int:
         return len(self.attempts) - 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Trials: the messages of a conversation, the model calls that produced them, plug-in events,
+# the verdict. Stored in the run's SQLite store and exported (JSONL, tau2 results.json).
+# ---------------------------------------------------------------------------------------------
+
+MessageRole = Literal["system", "assistant", "user", "tool"]
+Requestor = Literal["assistant", "user"]
+
+
+class Message(_Model):
+    """One message of a trial's conversation, in τ²-bench's terms.
+
+    ``assistant`` = the agent under test, ``user`` = the user simulator, ``tool`` = a tool result
+    from the environment (``requestor`` says whose call it answers; ``tool_call_id`` which call).
+    An assistant or user message carries text OR tool calls (a model may return both; both are
+    kept). ``turn`` is the message's index in the conversation (tau2's ``turn_idx``); ``t`` the
+    seconds since the trial started; ``call`` the index in ``Trajectory.model_calls`` of the model
+    call that produced the message (None for scripted / reference participants and tool results).
+    """
+
+    role: MessageRole
+    content: str | None = None
+    tool_calls: list[ToolCall] = []
+    tool_call_id: str | None = None
+    requestor: Requestor | None = None
+    error: bool = False
+    reasoning: str | None = None
+    extra: dict[str, Any] = {}
+    turn: int = 0
+    t: float = 0.0
+    call: int | None = None
+
+    @property
+    def is_tool_call(self) -> bool:
+        return bool(self.tool_calls)
+
+    @property
+    def text(self) -> str:
+        return self.content or ""
+
+
+class ModelCall(_Model):
+    """One call through the channel during a trial (every role: agent, user, memory, judge).
+
+    ``purpose`` says what the call was for: ``agent``, ``user``, ``judge.nl``, ``memory.edit``,
+    ``memory.decide`` … ``error`` is the failure code when the call failed (retries exhausted or a
+    fatal error): ``attempts`` then holds the failed attempts and ``usage`` is empty."""
+
+    role: str
+    purpose: str
+    turn: int = 0
+    model: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    attempts: list[Attempt] = []
+    finish_reason: str | None = None
+    request_id: str | None = None
+    error: str | None = None
+
+    @property
+    def retries(self) -> int:
+        return max(0, len(self.attempts) - 1) if self.error is None else len(self.attempts)
+
+
+class PluginEvent(_Model):
+    """Something a plug-in did before an agent step (``kind``: e.g. ``memory.trigger``)."""
+
+    plugin: str
+    turn: int
+    kind: str
+    data: dict[str, Any] = {}
+
+
+class Transient(_Model):
+    """Context a plug-in adds to ONE agent call; never stored in the agent's own history.
+
+    ``placement``: ``system`` = an extra system message after the history; ``user_append`` =
+    appended to the text of the last user message of that call."""
+
+    text: str
+    placement: Literal["system", "user_append"] = "system"
+    source: str = ""
+
+
+class Trajectory(_Model):
+    # the first ``history_len`` messages are the task's own ``message_history`` (already in the
+    # initial state: the judge does not replay their tool calls)
+    history_len: int = 0
+    messages: list[Message] = []
+    model_calls: list[ModelCall] = []
+    events: list[PluginEvent] = []
+    # running counts: tool_errors (τ²-bench's num_errors), invalid_tool_args, unknown_tools,
+    # format_errors (text mode), agent_steps, env_calls
+    counters: dict[str, int] = {}
+
+    def bump(self, name: str, by: int = 1) -> int:
+        self.counters[name] = self.counters.get(name, 0) + by
+        return self.counters[name]
+
+
+class ActionCheck(_Model):
+    action_id: str | None = None
+    requestor: str = "assistant"
+    name: str
+    arguments: dict[str, Any] = {}
+    compare_args: list[str] | None = None
+    write: bool | None = None  # the gold tool changes state
+    matched: bool
+
+
+class AssertionCheck(_Model):
+    env_type: str
+    func_name: str
+    arguments: dict[str, Any] = {}
+    assert_value: bool = True
+    message: str | None = None
+    met: bool
+    problem: str | None = None
+
+
+class TextCheck(_Model):
+    """A COMMUNICATE item or an NL assertion and whether it was met."""
+
+    text: str
+    met: bool
+    justification: str | None = None
+
+
+COMPONENTS = ("DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE", "NL_ASSERTION")
+
+
+class RewardInfo(_Model):
+    """Every reward component of τ²-bench, computed whether or not it is in ``reward_basis``.
+
+    ``components[c]`` is 1.0/0.0 (or a product for ENV_ASSERTION), or None when it could not be
+    computed (NL_ASSERTION with no judge configured; ``notes[c]`` says why). ``reward`` is the
+    product over ``reward_basis`` (1.0 for an empty basis)."""
+
+    reward: float
+    reward_basis: list[str] = []
+    components: dict[str, float | None] = {}
+    db_match: bool | None = None
+    agent_db_match: bool | None = None
+    user_db_match: bool | None = None
+    env_assertions: list[AssertionCheck] = []
+    action_checks: list[ActionCheck] = []
+    communicate_checks: list[TextCheck] = []
+    nl_assertions: list[TextCheck] = []
+    notes: dict[str, str] = {}
+
+
+# termination reasons (τ²-bench's names where it has one)
+TERMINATIONS = (
+    "user_stop",        # the user simulator said ###STOP### / ###TRANSFER### / ###OUT-OF-SCOPE###
+    "agent_transfer",   # the agent called transfer_to_human_agents
+    "agent_stop",       # the agent said ###STOP###
+    "max_steps",
+    "too_many_errors",  # max_errors tool errors in total
+    "too_many_format_errors",  # text mode: consecutive replies that were not one JSON action
+    "timeout",          # the trial's wall-clock limit
+    "agent_error",      # the agent sent an empty message / could not produce one
+    "user_error",       # the user simulator sent an empty message
+    "channel_error",    # a model call failed after retries: the trial is invalid
+)
+SCORED_TERMINATIONS = ("user_stop", "agent_transfer", "agent_stop")
+
+
+class Verdict(_Model):
+    """The judgement of one trial. ``valid`` is False when infrastructure spoiled the trial
+    (``invalid_cause`` says how); an invalid trial is never an agent failure."""
+
+    reward: float = 0.0
+    valid: bool = True
+    invalid_cause: str | None = None
+    termination: str
+    reward_info: RewardInfo | None = None
+    failure_class: str | None = None  # filled by analysis
+
+
+class TrialKey(_Model):
+    arm: str
+    domain: str
+    task_id: str
+    trial: int
+
+    def label(self) -> str:
+        return f"{self.arm}/{self.domain}/{self.task_id}#{self.trial}"
+
+
+class TrialRecord(_Model):
+    """Everything stored for one finished trial (one store transaction)."""
+
+    key: TrialKey
+    run_id: str
+    seed: int
+    attempt: int = 0  # 0 = first play; n = the runner's n-th replay after invalid attempts
+    started_at: str  # ISO 8601, UTC
+    duration_s: float
+    trajectory: Trajectory
+    verdict: Verdict

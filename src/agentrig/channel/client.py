@@ -125,13 +125,16 @@ class Channel:
     """Every model call of the program goes through one of these (one per process / run)."""
 
     def __init__(self, config: ChannelConfig | None = None, *, run_id: str | None = None,
-                 env: Mapping[str, str] | None = None, rng: random.Random | None = None):
+                 env: Mapping[str, str] | None = None, rng: random.Random | None = None,
+                 endpoints: dict | None = None):
+        """``endpoints``: pass the same (initially empty) dict to several channels (one per arm of
+        a run) so that they share each endpoint's connection pool and concurrency bound."""
         self.config = config or ChannelConfig()
         self.run_id = run_id
         self._env = env
         self._rng = rng or random.Random()
         self._roles: dict[str, ResolvedRole] = {}
-        self._endpoints: dict[tuple[str, str], Endpoint] = {}
+        self._endpoints: dict[tuple[str, str], Endpoint] = {} if endpoints is None else endpoints
         self.usage = UsageLedger(self.config.prices)
 
     def role(self, role: str) -> ResolvedRole:
@@ -167,8 +170,9 @@ class Channel:
 
     async def complete(self, role: str, messages: list[dict], tools: list[dict] | None = None,
                        context: CallContext | None = None, *, tool_choice: Any = None,
-                       parallel_tool_calls: bool | None = None) -> Completion:
-        """One chat completion for ``role``; retried per the channel's rules.
+                       parallel_tool_calls: bool | None = None, seed: int | None = None) -> Completion:
+        """One chat completion for ``role``; retried per the channel's rules. ``seed`` is sent
+        when the role's settings set none (a trial's own seed).
 
         Raises ``FatalChannelError`` (401/403, 404, quota, context overflow, 400) at once, and
         ``RetriesExhausted`` when transient faults outlast ``max_attempts`` or ``deadline_s``.
@@ -184,6 +188,8 @@ class Channel:
             if value:
                 headers[header] = value
         params = build_params(rr, messages, tools, tool_choice, parallel_tool_calls)
+        if seed is not None and "seed" not in params:
+            params["seed"] = seed
         return await self._call(rr, ep, params, headers)
 
     async def _call(self, rr: ResolvedRole, ep: Endpoint, params: dict, headers: dict[str, str]) -> Completion:

@@ -90,7 +90,10 @@ def parse_completion(body: bytes) -> tuple[AssistantMessage, str | None, Usage, 
     reasoning = msg.get("reasoning_content")
     if not isinstance(reasoning, str):
         reasoning = msg.get("reasoning") if isinstance(msg.get("reasoning"), str) else None
+    # provider fields to send back with the message, under the name they came in
     extra = {k: msg[k] for k in ("reasoning_details",) if msg.get(k) is not None}
+    if isinstance(msg.get("reasoning"), str) and not isinstance(msg.get("reasoning_content"), str):
+        extra["reasoning"] = msg["reasoning"]
     message = AssistantMessage(content=_text(msg.get("content")), tool_calls=calls, reasoning=reasoning, extra=extra)
     finish = choice.get("finish_reason")
     model = data.get("model") if isinstance(data.get("model"), str) else None

@@ -1,0 +1,65 @@
+"""The seam between the episode and an agent under test (and the reference agents).
+
+An agent is built once per trial by ``agentrig.agents.build_agent(settings, ctx)`` and then:
+
+- ``start(history)`` once, with the messages it already "said and saw" (τ²-bench's
+  ``get_init_state``): normally just its own greeting ``Hi! How can I help you today?``; for a
+  task with a ``message_history``, the agent-side messages of that history;
+- ``respond(incoming, transient)`` per agent step: ``incoming`` are the messages addressed to it
+  since its last step (one user message, or the tool results of its own calls, in call order);
+  ``transient`` is context a plug-in adds to THIS call only (never kept in the agent's history).
+  It returns one ``assistant`` ``Message`` with text or tool calls (the episode sets ``turn``/``t``).
+
+An agent that cannot produce a message because the channel failed lets the ``ChannelError``
+propagate (the episode marks the trial invalid). Model calls go through ``ctx.complete`` so that
+they are recorded in the trajectory.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentrig.types import Message, Transient
+
+GREETING = "Hi! How can I help you today?"
+
+
+class AgentSettings(BaseModel):
+    """The ``agent`` part of an ``[[arms]]`` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["llm", "gold", "noop", "flaky-gold"] = "llm"
+    # llm: how tools are offered. native = OpenAI function calling; text = described in the
+    # prompt, one JSON action per reply
+    tool_mode: Literal["native", "text"] = "native"
+    parallel_tool_calls: bool = False
+    # prompt variant: "default" (ours) or a path to a text file with the system prompt's preamble
+    prompt: str = "default"
+    # policy variant of the domain (telecom: default / workflow)
+    policy: str = "default"
+    # text mode: consecutive unusable replies before the trial ends (too_many_format_errors)
+    max_format_errors: int = Field(3, ge=1)
+    # send reasoning content back to the endpoint with the assistant messages it came with
+    send_reasoning: bool = True
+    # flaky-gold: probability of dropping one gold write action (else the communicated info)
+    drop_p: float = Field(0.0, ge=0.0, le=1.0)
+
+
+class Agent(Protocol):
+    async def start(self, history: list[Message]) -> None: ...
+
+    async def respond(self, incoming: list[Message], transient: list[Transient]) -> Message: ...
+
+
+class AgentStop(Exception):
+    """Raised by an agent that cannot go on (e.g. text mode: too many unusable replies in a row).
+    The episode ends the trial with ``termination`` (one of ``types.TERMINATIONS``); the trial is
+    valid and scores 0."""
+
+    def __init__(self, termination: str, detail: str = ""):
+        super().__init__(detail or termination)
+        self.termination = termination
+        self.detail = detail

@@ -1,0 +1,122 @@
+"""Every text the agents send: system prompts, the text-mode reply format, format-error notes and
+the reference agents' lines. All of it is agentrig's own wording.
+
+``settings.prompt`` is ``"default"`` or the path of a text file whose content replaces the
+preamble (the policy, and in text mode the tool list and reply format, are still appended).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from agentrig.errors import ConfigError
+
+# Kept close in substance to what τ²-bench tells its agent (role, follow the policy, text or tools
+# per turn, valid JSON), so that scores stay comparable; no extra behavioural hints.
+_PREAMBLE = """\
+You are a customer-service agent. Help the customer you are talking with, and always act within
+the policy below.
+
+On each turn you do one of two things: write a message to the customer, or call tools; never both
+in the same turn. {calls} Tool arguments must be valid JSON."""
+
+_ONE_CALL = "Make one tool call at a time and wait for its result before the next."
+_PARALLEL = ("When several tool calls do not depend on each other, you may make them together in "
+             "one turn.")
+
+_TEXT_PREAMBLE = """\
+You are a customer-service agent. Help the customer you are talking with, and always act within
+the policy below."""
+
+TEXT_FORMAT = """\
+# How to reply
+
+Every reply you write is exactly ONE JSON object and nothing else. It is one of two kinds:
+
+To use a tool:
+{"action": "<tool name>", "arguments": {<the tool's arguments>}}
+
+To send a message to the customer:
+{"action": "respond", "content": "<your message>"}
+
+One action per reply: after a tool action, wait for its result before doing anything else.
+Messages you receive that start with "Result of" are the outputs of your tools; messages that
+start with "Format error" mean your previous reply could not be read; every other message comes
+from the customer."""
+
+EXPECTED_SHAPE = ('{"action": "<tool name>", "arguments": {...}} or '
+                  '{"action": "respond", "content": "<your message to the customer>"}')
+
+# reference agents
+NOOP_TEXT = "Thank you for your message. I'm sorry, but I am not able to help with this request."
+GOLD_ASK_USER = "To go on, please do the following on your side and tell me once it is done:"
+GOLD_INFO = "Here is the information about your request:"
+GOLD_DONE = "I have completed the steps for your request."
+GOLD_ANYTHING_ELSE = "Is there anything else I can help you with?"
+GOLD_CLOSING = "Thank you for contacting us. Have a nice day!"
+
+
+def default_preamble(parallel_tool_calls: bool) -> str:
+    return _PREAMBLE.format(calls=_PARALLEL if parallel_tool_calls else _ONE_CALL)
+
+
+@lru_cache(maxsize=64)
+def _read_preamble(path: str, mtime_ns: int, size: int) -> str:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"agent setting `prompt`: cannot read {path}: {exc} "
+            "(fix: point `prompt` at a readable UTF-8 text file, or set it to \"default\")"
+        ) from None
+    if not text.strip():
+        raise ConfigError(
+            f"agent setting `prompt`: the file {path} is empty "
+            "(fix: write the preamble of the system prompt into it, or set `prompt` to \"default\")"
+        )
+    return text.strip()
+
+
+def preamble(setting: str, *, text_mode: bool, parallel_tool_calls: bool) -> str:
+    """The preamble named by the ``prompt`` setting (a file is read once per version)."""
+    if setting == "default":
+        return _TEXT_PREAMBLE if text_mode else default_preamble(parallel_tool_calls)
+    path = Path(setting).expanduser()
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    if st is None or not path.is_file():
+        raise ConfigError(
+            f"agent setting `prompt`: the file {path} does not exist (resolved against {Path.cwd()}) "
+            "(fix: give the path of a text file holding the system prompt's preamble, or \"default\")"
+        )
+    return _read_preamble(str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def system_prompt(preamble_text: str, policy: str) -> str:
+    return f"{preamble_text}\n\n# Policy\n\n{policy.strip()}\n"
+
+
+def tools_section(specs: list) -> str:
+    """The tools as text: name, description and the JSON schema of the arguments."""
+    parts = ["# Tools", "", "These are the tools you can use:"]
+    for s in specs:
+        parts += ["", f"## {s.name}", s.description or "(no description)",
+                  "Arguments (JSON schema): " + json.dumps(s.parameters, ensure_ascii=False)]
+    return "\n".join(parts)
+
+
+def text_system_prompt(preamble_text: str, tools_text: str, policy: str) -> str:
+    return f"{preamble_text}\n\n{TEXT_FORMAT}\n\n{tools_text}\n\n# Policy\n\n{policy.strip()}\n"
+
+
+def format_error(problem: str) -> str:
+    return (f"Format error: {problem}. Your reply must be exactly one JSON object and nothing else: "
+            f"{EXPECTED_SHAPE}")
+
+
+def tool_result(name: str, content: str) -> str:
+    return f"Result of {name}: {content}"

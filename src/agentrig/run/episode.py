@@ -1,0 +1,245 @@
+"""The turn loop of one trial, in τ²-bench's half-duplex structure, then its judgement.
+
+Routing (tau2's ``Orchestrator.step``): a message goes from one side to the next —
+
+- agent text → user; agent tool calls → environment (requestor ``assistant``) → results → agent;
+- user text → agent; user tool calls → environment (requestor ``user``) → results → user.
+
+Every delivery is one step (``step_count``). After a step that is not waiting for the
+environment, the limits are checked as tau2 checks them: ``step_count >= max_steps`` ends the
+trial (``max_steps``), a total of ``max_errors`` tool errors ends it (``too_many_errors``); as in
+tau2, a limit reached on the step that also carried a stop token overrides the stop. The agent's
+``transfer_to_human_agents`` call ends the trial once its result is in (``agent_transfer``).
+A user message with ``###STOP###`` / ``###TRANSFER###`` / ``###OUT-OF-SCOPE###`` ends it
+(``user_stop``). A wall-clock limit bounds the whole conversation (``timeout``).
+
+A tool call whose arguments are not a JSON object is answered with an ``Error:`` result without
+reaching the environment; like every ``Error:`` result it counts towards ``max_errors``
+(``invalid_tool_args`` / ``unknown_tools`` are counted apart as well).
+
+Before each agent step the arm's plug-ins may add transient context to that one call.
+
+Infrastructure failures: a ``RetriesExhausted`` from any model call (agent, user, plug-in, judge)
+or a ``JudgeFailed`` makes the trial invalid (``Verdict.valid = False`` with the cause); a
+``FatalChannelError`` propagates so that the runner stops the whole run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from agentrig.agents import build_agent
+from agentrig.agents.base import GREETING, AgentSettings, AgentStop
+from agentrig.bench.tau.environment import Environment, field_of
+from agentrig.bench.tau.judge import JudgeFailed, judge_trial
+from agentrig.bench.tau.user import UserSettings, build_user, is_stop
+from agentrig.errors import RetriesExhausted
+from agentrig.plugins import build_plugin
+from agentrig.plugins.base import PluginSettings
+from agentrig.types import Message, ToolCall, TrialRecord, Verdict
+
+from .context import TrialContext
+
+TRANSFER_TOOL = "transfer_to_human_agents"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_steps: int = 200
+    max_errors: int = 10
+    trial_timeout_s: float | None = 1800.0
+
+
+class _Stop(Exception):
+    def __init__(self, termination: str):
+        self.termination = termination
+
+
+def _history_messages(task: Any) -> list[Message]:
+    """The task's ``initial_state.message_history`` as our Messages (tau2 message dicts)."""
+    raw = field_of(field_of(task, "initial_state"), "message_history") or []
+    out: list[Message] = []
+    for i, m in enumerate(raw):
+        role = m.get("role")
+        calls = [
+            ToolCall(id=str(c.get("id", "")), name=str(c.get("name", "")),
+                     arguments=c.get("arguments") if isinstance(c.get("arguments"), dict) else None,
+                     arguments_raw="")
+            for c in (m.get("tool_calls") or [])
+        ]
+        content = m.get("content")
+        if role == "tool":
+            out.append(Message(role="tool", content=content, tool_call_id=str(m.get("id", "")),
+                               requestor=m.get("requestor") or "assistant", error=bool(m.get("error")), turn=i))
+        else:
+            out.append(Message(role=role, content=content, tool_calls=calls, turn=i))
+    return out
+
+
+def _agent_view(history: list[Message]) -> list[Message]:
+    """tau2's is_valid_agent_history_message: assistant messages, user text, the agent's tool results."""
+    return [m for m in history
+            if m.role == "assistant" or (m.role == "user" and not m.tool_calls)
+            or (m.role == "tool" and m.requestor == "assistant")]
+
+
+class Episode:
+    def __init__(self, ctx: TrialContext, agent: Any, user: Any, plugins: list[Any], limits: Limits):
+        self.ctx = ctx
+        self.agent = agent
+        self.user = user
+        self.plugins = plugins
+        self.limits = limits
+        self.env = Environment.fresh(ctx.spec, ctx.domain_dir)
+        self.env.set_state(ctx.task)
+        ctx.env = self.env
+        self.steps = 0
+        self.errors = 0
+        self.agent_steps = 0
+
+    def _add(self, message: Message) -> Message:
+        msgs = self.ctx.trajectory.messages
+        message.turn = len(msgs)
+        message.t = round(self.ctx.elapsed(), 6)
+        msgs.append(message)
+        return message
+
+    async def _start(self) -> tuple[str, list[Message]]:
+        """Set up both sides; returns (to whom the first delivery goes, what is delivered)."""
+        history = _history_messages(self.ctx.task)
+        traj = self.ctx.trajectory
+        if not history:
+            greeting = self._add(Message(role="assistant", content=GREETING))
+            await self.agent.start([greeting])
+            await self.user.start([])
+            return "user", [greeting]
+        traj.messages.extend(history)
+        traj.history_len = len(history)
+        traj.bump("tool_errors", sum(1 for m in history if m.role == "tool" and m.error))
+        self.errors = traj.counters["tool_errors"]
+        last = history[-1]
+        if last.role == "tool":
+            k = len(history)
+            while k > 0 and history[k - 1].role == "tool":
+                k -= 1
+            tail = history[k:]
+            side = "agent" if last.requestor == "assistant" else "user"
+            if side == "agent":
+                await self.agent.start(_agent_view(history[:k]))
+                await self.user.start(history)
+            else:
+                await self.agent.start(_agent_view(history))
+                await self.user.start(history[:k])
+            return side, tail
+        if last.role == "assistant":
+            await self.agent.start(_agent_view(history))
+            await self.user.start(history[:-1])
+            return ("env" if last.tool_calls else "user"), [last]
+        await self.user.start(history)
+        await self.agent.start(_agent_view(history[:-1]))
+        if not last.tool_calls and is_stop(last.text):
+            raise _Stop("user_stop")
+        return ("env" if last.tool_calls else "agent"), [last]
+
+    def _run_calls(self, message: Message) -> list[Message]:
+        requestor = "assistant" if message.role == "assistant" else "user"
+        traj = self.ctx.trajectory
+        results = []
+        for call in message.tool_calls:
+            if call.arguments is None:
+                traj.bump("invalid_tool_args")
+                text = f"Error: the arguments of this call are not a valid JSON object ({call.arguments_error or 'unparseable'})"
+                error = True
+            else:
+                if not self.env.has_tool(call.name):
+                    traj.bump("unknown_tools")
+                out = self.env.call(requestor, call.name, call.arguments)
+                text, error = out.text, out.error
+            traj.bump("env_calls")
+            if error:
+                self.errors = traj.bump("tool_errors")
+            results.append(self._add(Message(role="tool", content=text, tool_call_id=call.id,
+                                             requestor=requestor, error=error)))
+        return results
+
+    async def _agent_step(self, incoming: list[Message]) -> Message:
+        transient = []
+        for plugin in self.plugins:
+            transient.extend(await plugin.before_agent_step(self.agent_steps))
+        self.agent_steps += 1
+        self.ctx.trajectory.bump("agent_steps")
+        message = await self.agent.respond(incoming, transient)
+        return self._add(message)
+
+    async def play(self) -> str:
+        """Run the conversation to its end; returns the termination reason."""
+        try:
+            to, delivery = await self._start()
+        except _Stop as stop:
+            return stop.termination
+        termination: str | None = None
+        while True:
+            if to == "user":
+                message = self._add(await self.user.respond(delivery))
+                if message.tool_calls:
+                    to, delivery = "env", [message]
+                else:
+                    if is_stop(message.text):
+                        termination = "user_stop"
+                    to, delivery = "agent", [message]
+            elif to == "agent":
+                message = await self._agent_step(delivery)
+                to, delivery = ("env", [message]) if message.tool_calls else ("user", [message])
+            else:
+                source = delivery[0]
+                results = self._run_calls(source)
+                to = "agent" if source.role == "assistant" else "user"
+                delivery = results
+                if source.role == "assistant" and any(
+                        c.name == TRANSFER_TOOL and not r.error for c, r in zip(source.tool_calls, results)):
+                    termination = "agent_transfer"
+            self.steps += 1
+            if to != "env":
+                if self.steps >= self.limits.max_steps:
+                    termination = "max_steps"
+                if self.errors >= self.limits.max_errors:
+                    termination = "too_many_errors"
+            if termination is not None:
+                return termination
+
+
+async def play_trial(ctx: TrialContext, *, agent: AgentSettings, user: UserSettings,
+                     plugins: list[PluginSettings], limits: Limits, nl_judge: str = "auto",
+                     attempt: int = 0) -> TrialRecord:
+    """Play one trial and judge it. Fatal channel errors propagate; other infrastructure
+    failures give an invalid verdict."""
+    started_at = datetime.now(timezone.utc).isoformat()
+    ctx.started = time.perf_counter()
+    verdict: Verdict
+    try:
+        episode = Episode(ctx, build_agent(agent, ctx), build_user(user, ctx),
+                          [build_plugin(p, ctx) for p in plugins], limits)
+        termination = "timeout"
+        try:
+            async with asyncio.timeout(limits.trial_timeout_s):
+                termination = await episode.play()
+        except TimeoutError:
+            if ctx.elapsed() < (limits.trial_timeout_s or 0) * 0.999:
+                raise
+        except AgentStop as stop:
+            termination = stop.termination
+            ctx.event("agent", "stop", termination=stop.termination, detail=stop.detail[:500])
+        info = await judge_trial(ctx, termination, nl=nl_judge)
+        verdict = Verdict(reward=info.reward, termination=termination, reward_info=info)
+    except RetriesExhausted as exc:
+        verdict = Verdict(valid=False, termination="channel_error",
+                          invalid_cause=f"{exc.code}: {exc.diagnosis.message}"[:500])
+    except JudgeFailed as exc:
+        verdict = Verdict(valid=False, termination="channel_error", invalid_cause=f"JUDGE_FAILED: {exc}"[:500])
+    return TrialRecord(key=ctx.key, run_id=ctx.run_id or "", seed=ctx.seed, attempt=attempt,
+                       started_at=started_at, duration_s=round(ctx.elapsed(), 6),
+                       trajectory=ctx.trajectory, verdict=verdict)
