@@ -65,6 +65,37 @@ def doctor(
 
 @app.command()
 @user_errors
+def run(
+    experiment: Path = typer.Argument(..., help="The experiment TOML (benchmark, trials, channel, [[arms]])."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (run dir, counts per arm) and nothing else."),
+    smoke: bool = typer.Option(False, "--smoke", help="Play one task once per arm, exercising every role; report what works."),
+    force: bool = typer.Option(False, "--force", help="Start a new run directory when the config changed incomparably."),
+    run_dir: Optional[Path] = typer.Option(None, "--dir", help="Run directory (default: [run] dir, else runs/<name> beside the TOML)."),
+) -> None:
+    """Play an experiment: every arm × task × trial not yet stored; rerun the same command to resume."""
+    from .run.commands import run_command
+
+    raise typer.Exit(run_command(experiment, as_json=as_json, smoke=smoke, force=force, run_dir=run_dir))
+
+
+@app.command("export")
+@user_errors
+def export(
+    run_dir: Path = typer.Argument(..., help="A run directory (as `agentrig run` printed it)."),
+    fmt: str = typer.Option(..., "--format", "-f", help="jsonl (every stored attempt) or tau2 (tau2-bench's results.json)."),
+    arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm (tau2: required when the run has several)."),
+    domain: Optional[str] = typer.Option(None, "--domain", help="tau2: the domain (required when the run has several)."),
+    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: RUN_DIR/exports/...)."),
+) -> None:
+    """Export a run's trials: JSONL of every record, or a results.json that tau2-bench's tools open."""
+    from .run.commands import export_command
+
+    n, target = export_command(run_dir, fmt, arm=arm, domain=domain, out_path=out_path)
+    out.print(f"wrote {n} {'simulation(s)' if fmt == 'tau2' else 'record(s)'} to {target}", highlight=False)
+
+
+@app.command()
+@user_errors
 def demo() -> None:
     """Run the built-in demo offline, with no key: see what agentrig does on this machine."""
     from .demo import run_demo

@@ -22,7 +22,7 @@ def user_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except AgentrigError as exc:
             # Text, not markup: messages may hold brackets ("[redacted]", telecom task ids)
-            Console(stderr=True, highlight=False).print(Text("error: ", style="bold red") + Text(str(exc)))
+            Console(stderr=True, highlight=False, soft_wrap=True).print(Text("error: ", style="bold red") + Text(str(exc)))
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             Console(stderr=True).print("interrupted")

@@ -174,7 +174,7 @@ class Store:
         path = Path(path)
         if path.is_dir():
             raise DataError(f"{path}: is a directory, not an agentrig store; "
-                            "pass the store file (store.sqlite in the run directory)")
+                            "pass the store file (trials.sqlite in the run directory)")
         if not path.exists():
             if not create:
                 raise DataError(f"{path}: no agentrig store there; "

@@ -18,7 +18,8 @@ them, and the reward as the product over the task's ``reward_basis``.
   assistant message's text lower-cased with its commas removed (commas are removed from the
   message only, as tau2 does). 1.0 when all are found, 1.0 when there are none.
 - **NL_ASSERTION**: see ``judge_nl``. ``nl="auto"`` calls the judge model when one is configured
-  (else the component is None, and a ConfigError when the basis needs it); ``nl="never"`` never
+  (else the component is None, and a ConfigError when the basis needs it); ``nl="basis"`` only when NL_ASSERTION is in the task's reward basis (τ²-bench's own rule: no
+  judge cost for the other tasks); ``nl="never"`` never
   calls (a None component is then left out of the product, noted). 1.0 without a call when the
   task has no nl_assertions.
 
@@ -44,7 +45,7 @@ from .replay import judge_state
 __all__ = ["JudgeFailed", "judge_trial", "tau2_reward_info", "action_matches", "check_actions",
            "check_communicate", "trial_tool_calls", "judge_available", "needs_nl_judge"]
 
-NL_MODES = ("auto", "never")
+NL_MODES = ("auto", "basis", "never")
 DEFAULT_BASIS = ("DB", "COMMUNICATE")  # tau2's default reward_basis (the original τ-bench's)
 _SIDES = ("assistant", "user")
 
@@ -192,9 +193,18 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
     elif nl == "never":
         comps["NL_ASSERTION"] = None
         notes["NL_ASSERTION"] = "not judged (nl='never')"
+    elif nl == "basis" and "NL_ASSERTION" not in basis:
+        comps["NL_ASSERTION"] = None
+        notes["NL_ASSERTION"] = "not judged: NL_ASSERTION is not in this task's reward_basis (nl='basis')"
     elif judge_available(ctx):
-        nl_checks = await judge_nl(ctx, nl_items)
-        comps["NL_ASSERTION"] = 1.0 if all(c.met for c in nl_checks) else 0.0
+        try:
+            nl_checks = await judge_nl(ctx, nl_items)
+            comps["NL_ASSERTION"] = 1.0 if all(c.met for c in nl_checks) else 0.0
+        except JudgeFailed as exc:
+            if "NL_ASSERTION" in basis:
+                raise  # the reward depends on it: the trial is invalid
+            comps["NL_ASSERTION"] = None  # outside the basis: the reward does not depend on it
+            notes["NL_ASSERTION"] = f"not judged: the judge's answers were unusable ({exc})"[:500]
     elif "NL_ASSERTION" in basis:
         raise ConfigError(
             f"task {field_of(task, 'id')} ({spec.name}) has NL_ASSERTION in its reward_basis, which needs a "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import json
+import functools
 import marshal
 import os
 import pickle
@@ -101,8 +102,13 @@ def _stamp(path: str) -> tuple:
     return (st.st_mtime_ns, st.st_size)
 
 
+@functools.lru_cache(maxsize=1024)
+def _resolved(path: str) -> str:
+    return str(Path(path).resolve())
+
+
 def _blob_for(path: Path, normalize: Normalizer | None) -> tuple[str, bytes]:
-    key = str(Path(path).resolve())
+    key = _resolved(str(path))
     stamp = _stamp(key)
     with _lock:
         entry = _blobs.get(key)
@@ -128,7 +134,7 @@ def load_db(path: Path, normalize: Normalizer | None = None) -> dict:
 
 def shared_db(path: Path, normalize: Normalizer | None = None) -> dict:
     """The pristine state of a db file, shared: READ ONLY (a base for ``record_diff``)."""
-    key = (str(Path(path).resolve()), normalize)
+    key = (_resolved(str(path)), normalize)
     stamp = _stamp(key[0])
     with _lock:
         entry = _shared.get(key)

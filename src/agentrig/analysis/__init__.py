@@ -1,0 +1,1 @@
+"""Pure functions from stored verdicts to figures (pass^k, consistency, A/B)."""

@@ -1,0 +1,156 @@
+"""``agentrig run exp.toml --smoke``: one task once per arm, every configured role exercised.
+
+The smoke trials go to their own store (``<run dir>/smoke/trials.sqlite``, replaced each time),
+never to the run's. A role the trial did not call (a judge on a task without NL assertions, a
+memory role no plug-in used) — or whose call failed — gets one small direct call, so that every
+role ends with "ok" or the doctor's diagnosis (code, message, fix).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agentrig.bench.tau.judge import needs_nl_judge
+from agentrig.config import ROLES
+from agentrig.errors import ChannelError, ConfigError, FatalChannelError
+from agentrig.types import CallContext, TrialKey
+
+from .episode import play_trial
+from .experiment import ArmPlan, Resolved
+from .runner import Executor, TrialSpec, close_channels, last_failed_role, make_channels, trial_seed
+from .store import Store
+
+PROBE = [{"role": "user", "content": "Reply with the single word OK."}]
+
+
+@dataclass
+class RoleCheck:
+    role: str
+    status: str  # ok | fail
+    detail: str = ""
+    code: str | None = None
+    fix: str | None = None
+
+
+@dataclass
+class ArmSmoke:
+    arm: str
+    task: str
+    valid: bool | None = None
+    reward: float | None = None
+    termination: str | None = None
+    problem: str | None = None  # the trial's invalid cause or fatal error
+    roles: list[RoleCheck] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and all(c.status == "ok" for c in self.roles)
+
+
+@dataclass
+class SmokeReport:
+    store: Path
+    arms: list[ArmSmoke]
+
+    @property
+    def ok(self) -> bool:
+        return all(a.ok for a in self.arms)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "store": str(self.store),
+                "arms": [{"arm": a.arm, "task": a.task, "ok": a.ok, "valid": a.valid, "reward": a.reward,
+                          "termination": a.termination, "problem": a.problem,
+                          "roles": [vars(c) for c in a.roles]} for a in self.arms]}
+
+
+def smoke_task(r: Resolved) -> tuple[str, Any]:
+    """The task to play: one that needs the judge when some arm would call it, else the first."""
+    if any("judge" in a.roles_needed for a in r.arms):
+        for domain, task in r.tasks:
+            if needs_nl_judge(task):
+                return domain, task
+    return r.tasks[0]
+
+
+def roles_to_check(r: Resolved, arm: ArmPlan) -> list[str]:
+    """The roles the arm's trials call, plus every role configured with a model of its own."""
+    configured = set(r.exp.roles) | set(next(a for a in r.exp.arms if a.name == arm.name).roles)
+    wanted = set(arm.roles_needed) | {role for role in configured if arm.channel.resolve(role).model}
+    return [role for role in ROLES if role in wanted]
+
+
+async def _probe(channel: Any, role: str, arm: str) -> RoleCheck:
+    try:
+        done = await channel.complete(role, PROBE, context=CallContext(arm=arm, task="smoke"))
+    except ChannelError as exc:
+        d = exc.diagnosis
+        return RoleCheck(role, "fail", d.message, d.code, d.fix)
+    except ConfigError as exc:
+        return RoleCheck(role, "fail", str(exc), "CONFIG", None)
+    u = done.usage
+    return RoleCheck(role, "ok", f"direct call to {done.model or '?'} answered ({u.prompt_tokens}+{u.completion_tokens} tokens)")
+
+
+async def _smoke_arm(ex: Executor, r: Resolved, arm: ArmPlan, domain: str, task: Any, store: Store) -> ArmSmoke:
+    key = TrialKey(arm=arm.name, domain=domain, task_id=task.id, trial=0)
+    spec = TrialSpec(key, task, arm, trial_seed(r.exp.run.seed, domain, task.id, 0), attempt=0)
+    out = ArmSmoke(arm.name, f"{domain}/{task.id}")
+    ctx = ex.context(spec)
+    fatal: FatalChannelError | None = None
+    fatal_role = None
+    try:
+        record = await play_trial(ctx, agent=arm.agent, user=r.exp.user, plugins=arm.plugins, limits=ex.limits,
+                                  nl_judge=r.exp.judge.nl_assertions)
+    except FatalChannelError as exc:
+        fatal, fatal_role = exc, last_failed_role(ctx)
+        out.problem = f"{exc.code}: {exc.diagnosis.message}"
+    else:
+        store.append(record)
+        v = record.verdict
+        out.valid, out.reward, out.termination = v.valid, v.reward, v.termination
+        if not v.valid:
+            out.problem = v.invalid_cause or "invalid trial"
+    calls = ctx.trajectory.model_calls
+    channel = ex.channels[arm.name]
+    for role in roles_to_check(r, arm):
+        mine = [c for c in calls if c.role == role]
+        if fatal is not None and role == fatal_role:
+            d = fatal.diagnosis
+            out.roles.append(RoleCheck(role, "fail", d.message, d.code, d.fix))
+            continue
+        failed = [c for c in mine if c.error]
+        if mine and not failed:
+            tokens = sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in mine)
+            out.roles.append(RoleCheck(role, "ok", f"{len(mine)} call(s) in the trial, {tokens} tokens"))
+            continue
+        check = await _probe(channel, role, arm.name)
+        if failed and check.status == "ok":  # the trial's call failed; the endpoint answers now
+            check = RoleCheck(role, "fail", f"a call in the trial failed ({failed[0].error}); a direct call "
+                              "succeeded afterwards — the endpoint is flaky", failed[0].error,
+                              "run the smoke check again; look at the endpoint's status")
+        out.roles.append(check)
+    return out
+
+
+async def run_smoke(r: Resolved, run_dir: Path) -> SmokeReport:
+    smoke_dir = run_dir / "smoke"
+    smoke_dir.mkdir(parents=True, exist_ok=True)
+    path = smoke_dir / "trials.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    store = Store.open(path)
+    run_id = "smoke-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    store.set_meta("run", {"run_id": run_id, "name": r.name, "smoke": True})
+    channels = make_channels(r, run_id)
+    try:
+        ex = Executor(r, store, run_id, channels)
+        domain, task = smoke_task(r)
+        arms = await asyncio.gather(*(_smoke_arm(ex, r, arm, domain, task, store) for arm in r.arms))
+    finally:
+        await close_channels(channels)
+        store.close()
+    return SmokeReport(path, list(arms))

@@ -1,0 +1,211 @@
+"""What a run directory remembers about its experiment: the config snapshot and comparability.
+
+``config_snapshot`` is written to ``config.json`` (and the store's ``config`` meta): the whole
+experiment as resolved, without secrets — key variables by NAME only, header values read from the
+environment never, every text passed through ``agentrig.redact``.
+
+``comparability`` is what makes two trials comparable: the data (a hash of each selected task,
+of each domain's db files and policy texts), the limits, the user simulator (settings, a hash of
+its guidelines), and per arm the agent settings, the hash of its system prompt preamble, its
+plug-ins and the model settings of every role it calls (model, temperature, max_tokens, seed,
+extra_body, base_url — not keys, not concurrency or timeouts). ``differences(old, new)`` lists
+what changed; an arm, a task, a domain or a role present on one side only is an addition, not a
+difference (more trials, still comparable).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from agentrig import __version__
+from agentrig.agents import prompts as agent_prompts
+from agentrig.bench.tau import data as tau_data
+from agentrig.bench.tau import user_prompts
+from agentrig.bench.tau.domains import get_domain
+from agentrig.redact import read_secret, redact, redact_url
+
+from .experiment import Resolved
+
+COMPARED_ROLE_FIELDS = ("model", "temperature", "max_tokens", "seed", "extra_body", "base_url")
+# containers whose children may appear or disappear between runs ("*" matches any name)
+ADDITIVE = {("arms",), ("tasks",), ("domains",), ("domains", "*", "policies"), ("arms", "*", "roles")}
+
+
+def sha(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def _json_sha(value: Any) -> str:
+    return sha(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+
+
+def _domain_files(domain: str, ddir: Path) -> dict[str, str]:
+    spec = get_domain(domain)
+    out: dict[str, str] = {}
+    for group in (spec.db_files, spec.user_db_files):
+        for name in group:
+            path = ddir / name
+            if path.is_file():
+                out[name] = sha(path.read_bytes())
+                break
+    return out
+
+
+def _role_settings(r: Resolved, arm_index: int) -> dict[str, dict]:
+    arm = r.arms[arm_index]
+    out = {}
+    for role in arm.roles_needed:
+        rr = arm.channel.resolve(role)
+        values = {f: getattr(rr, f) for f in COMPARED_ROLE_FIELDS}
+        values["base_url"] = redact_url(rr.base_url.rstrip("/"))
+        out[role] = values
+    return out
+
+
+def _user_snapshot(r: Resolved) -> dict[str, Any]:
+    u = r.exp.user
+    snap: dict[str, Any] = u.model_dump(mode="json")
+    if u.kind == "llm":
+        with_tools = any(get_domain(d).user_toolkit is not None for d in {d for d, _ in r.tasks})
+        texts = [user_prompts.resolve_guidelines(u.guidelines, r.data_root, tools)
+                 for tools in ((False, True) if with_tools else (False,))]
+        snap["guidelines_source"] = sorted({src for _, src in texts})
+        snap["guidelines_sha"] = sha("\n\x00\n".join(t for t, _ in texts))
+    return snap
+
+
+def comparability(r: Resolved) -> dict[str, Any]:
+    exp = r.exp
+    domains: dict[str, dict] = {}
+    for domain in dict.fromkeys(d for d, _ in r.tasks):
+        ddir = tau_data.domain_dir(r.data_root, domain)
+        variants = sorted({a.agent.policy for a in r.arms})
+        domains[domain] = {
+            "db": _domain_files(domain, ddir),
+            "policies": {v: sha(tau_data.load_policy(r.data_root, domain, v)) for v in variants},
+        }
+    arms: dict[str, dict] = {}
+    for i, arm in enumerate(r.arms):
+        agent = arm.agent.model_dump(mode="json")
+        text = agent_prompts.preamble(arm.agent.prompt, text_mode=arm.agent.tool_mode == "text",
+                                      parallel_tool_calls=arm.agent.parallel_tool_calls)
+        agent["prompt"] = "default" if arm.agent.prompt == "default" else "file"
+        arms[arm.name] = {
+            "agent": agent,
+            "prompt_sha": sha(text),
+            "plugins": [p.model_dump(mode="json") for p in arm.plugins],
+            "roles": _role_settings(r, i),
+        }
+    return {
+        "benchmark": {"kind": exp.benchmark.kind},
+        "limits": {"max_steps": exp.run.max_steps, "max_errors": exp.run.max_errors,
+                   "trial_timeout_s": exp.run.trial_timeout_s},
+        "run": {"seed": exp.run.seed, "send_seed": exp.run.send_seed},
+        "user": _user_snapshot(r),
+        "judge": exp.judge.model_dump(mode="json"),
+        "domains": domains,
+        "tasks": {f"{d}/{t.id}": _json_sha(t.to_file_dict()) for d, t in r.tasks},
+        "arms": arms,
+    }
+
+
+_ABSENT = object()
+
+
+def _show(value: Any) -> str:
+    if value is _ABSENT:
+        return "(absent)"
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _additive(path: tuple[str, ...]) -> bool:
+    for pattern in ADDITIVE:
+        if len(pattern) == len(path) and all(p == "*" or p == q for p, q in zip(pattern, path)):
+            return True
+    return False
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    """``field: old → new`` for every compared value that changed."""
+    out: list[str] = []
+
+    def walk(a: Any, b: Any, path: tuple[str, ...]) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            additive = _additive(path)
+            for k in sorted(set(a) | set(b)):
+                if k in a and k in b:
+                    walk(a[k], b[k], path + (k,))
+                elif not additive:
+                    out.append(f"{'.'.join(path + (k,))}: {_show(a.get(k, _ABSENT))} → {_show(b.get(k, _ABSENT))}")
+        elif a != b:
+            out.append(f"{'.'.join(path) or '(all)'}: {_show(a)} → {_show(b)}")
+
+    walk(old, new, ())
+    return out
+
+
+def merged(old: dict, new: dict) -> dict:
+    """The stored snapshot after a comparable rerun: the old one with the new additions."""
+    def walk(a: Any, b: Any, path: tuple[str, ...]) -> Any:
+        if isinstance(a, dict) and isinstance(b, dict) and _additive(path):
+            out = dict(a)
+            for k, v in b.items():
+                out[k] = walk(a[k], v, path + (k,)) if k in a else v
+            return out
+        if isinstance(a, dict) and isinstance(b, dict):
+            return {k: walk(a[k], b[k], path + (k,)) if k in a else b[k] for k in b}
+        return a
+    return walk(old, new, ())
+
+
+# ------------------------------------------------------------------------------ config.json
+
+
+def _register_secrets(r: Resolved) -> None:
+    """Read every key and header variable once, so that ``redact`` knows their values."""
+    for arm in r.arms:
+        for role in ("agent", "user", "memory", "judge"):
+            rr = arm.channel.resolve(role)
+            read_secret(rr.api_key_env)
+            for var in rr.headers_from_env.values():
+                read_secret(var)
+
+
+def config_snapshot(r: Resolved, run_id: str) -> dict[str, Any]:
+    """The experiment as resolved, fit to store: no key, no header value from the environment."""
+    _register_secrets(r)
+    arms = {}
+    for arm in r.arms:
+        roles = {}
+        for role in ("agent", "user", "memory", "judge"):
+            rr = arm.channel.resolve(role)
+            d = rr.model_dump(mode="json")
+            d["base_url"] = redact_url(rr.base_url)
+            d["headers_from_env"] = {h: f"${var}" for h, var in rr.headers_from_env.items()}
+            roles[role] = d
+        arms[arm.name] = {"roles": roles, "roles_needed": arm.roles_needed}
+    exp = r.exp.model_dump(mode="json")
+    for arm_dump, arm in zip(exp["arms"], r.arms):
+        arm_dump["agent"]["prompt"] = arm.agent.prompt
+    tasks: dict[str, list[str]] = {}
+    for d, t in r.tasks:
+        tasks.setdefault(d, []).append(t.id)
+    snap = {
+        "agentrig": __version__,
+        "run_id": run_id,
+        "name": r.name,
+        "source": str(r.source),
+        "run_dir": str(r.run_dir),
+        "data_root": str(r.data_root) if r.data_root else None,
+        "splits": r.splits,
+        "tasks": tasks,
+        "experiment": exp,
+        "resolved": arms,
+    }
+    return json.loads(redact(json.dumps(snap, ensure_ascii=False)))
