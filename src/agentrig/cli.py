@@ -96,11 +96,13 @@ def export(
 
 @app.command()
 @user_errors
-def demo() -> None:
+def demo(
+    base_dir: Path = typer.Option(Path("runs"), "--dir", help="where the demo's experiment files and runs go"),
+) -> None:
     """Run the built-in demo offline, with no key: see what agentrig does on this machine."""
     from .demo import run_demo
 
-    raise typer.Exit(run_demo(out))
+    raise typer.Exit(run_demo(out, base_dir))
 
 
 from .bench.tau.commands import audit_command, data_app, tasks_app  # noqa: E402

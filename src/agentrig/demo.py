@@ -1,26 +1,86 @@
-"""``agentrig demo``: what agentrig does, offline and without a key, on any machine.
+"""``agentrig demo``: a complete run on any machine, without a key, a network or data files.
 
-For now it shows the channel and the doctor against a local OpenAI-compatible server (agentrig's
-own fake endpoint on 127.0.0.1): a healthy check, the usual mistakes diagnosed, and transient
-faults retried and counted. The full demo run (built-in domain, k trials, report) follows.
+1. The offline run: the built-in bikeshop domain, three reference agents (gold, flaky-gold, noop)
+   and the scripted user, 4 trials per task, stored in a run directory and summarised
+   (pass^1, pass^4 and the consistency gap). The experiment is ``demo.toml`` (also shipped as
+   ``examples/demo.toml``).
+2. The same tasks through the channel: an LLM agent, an LLM user simulator and an NL judge on a
+   local OpenAI-compatible endpoint that scripts the gold conversation, with 15% of the requests
+   failing (429, 500, malformed bodies) — every fault retried and counted, no trial lost to it.
+3. The usual mistakes with a real endpoint, diagnosed before a run (``agentrig doctor``).
+
+It ends by telling how to run a real model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import secrets
+import shutil
+from importlib import resources
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
-from .channel import Channel
 from .channel.diagnose import diagnose
 from .config import ChannelConfig, ChannelSettings
-from .report_console import print_doctor
-from .channel.diagnose import DoctorReport
-from .testing.fake_endpoint import Fault, FakeEndpoint
+from .run.commands import run_command
+from .testing.fake_endpoint import FakeEndpoint, ThreadedFakeEndpoint
+from .testing.gold_endpoint import GoldEndpoint
 
 KEY_ENV = "AGENTRIG_DEMO_KEY"
+DEMO_NAMES = ("demo", "demo-llm")
+
+LLM_EXPERIMENT = """\
+# Written by `agentrig demo`: an LLM agent, an LLM user and an NL judge, all through the channel,
+# on a local endpoint that scripts the gold conversation and fails 15% of the requests.
+name = "demo-llm"
+
+[benchmark]
+domains = ["bikeshop"]
+
+[run]
+trials = 2
+seed = 2026
+concurrency = 8
+
+[user]
+kind = "llm"
+guidelines = "builtin"
+
+[channel]
+base_url = "{base_url}"
+api_key_env = "{key_env}"
+model = "gold"
+max_attempts = 8
+backoff_base_s = 0.02
+backoff_max_s = 0.2
+
+[[arms]]
+name = "llm"
+agent = {{ kind = "llm" }}
+"""
+
+
+def demo_experiment() -> str:
+    return resources.files("agentrig").joinpath("demo.toml").read_text(encoding="utf-8")
+
+
+def _fresh(run_dir: Path) -> None:
+    """Remove a previous demo run (only one this command wrote), so the demo starts over."""
+    cfg = run_dir / "config.json"
+    if not run_dir.exists():
+        return
+    try:
+        name = json.loads(cfg.read_text(encoding="utf-8"))["experiment"]["name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        name = None
+    if name not in DEMO_NAMES:
+        raise SystemExit(f"{run_dir} exists and is not a demo run; pass another --dir")
+    shutil.rmtree(run_dir)
 
 
 def _role(base_url: str, model: str = "fake-model"):
@@ -28,17 +88,10 @@ def _role(base_url: str, model: str = "fake-model"):
                                                  backoff_base_s=0.05)).resolve("agent", env={})
 
 
-async def _demo(console: Console) -> int:
+async def _mistakes(console: Console) -> None:
     key = "sk-demo-" + secrets.token_hex(12)
     env = {KEY_ENV: key}
     async with FakeEndpoint(api_key=key) as fake:
-        console.rule("[bold]agentrig demo[/]")
-        console.print(f"A local OpenAI-compatible server is running at {fake.base_url} (no network, no real key).\n")
-        console.print("[bold]1. agentrig doctor on a healthy endpoint[/]")
-        healthy = await diagnose(_role(fake.base_url), ["agent", "user"], env)
-        print_doctor(DoctorReport(ok=healthy.ok, endpoints=[healthy]), console)
-
-        console.print("\n[bold]2. The usual mistakes, diagnosed before a run[/]")
         cases = [
             ("a doubled /v1 in the base URL", _role(fake.base_url + "/v1"), env),
             ("a wrong key", _role(fake.base_url), {KEY_ENV: "sk-wrong-" + secrets.token_hex(12)}),
@@ -51,29 +104,59 @@ async def _demo(console: Console) -> int:
             console.print(f"  [red]✗[/] {label}: [bold]{bad.code}[/] — {escape(bad.message)}", highlight=False)
             console.print(f"      [dim]fix:[/] {escape(bad.fix or '')}", highlight=False)
 
-        console.print("\n[bold]3. Transient faults during a run are retried and counted, not blamed on the agent[/]")
-        fake.push(Fault("rate_limit", retry_after_ms=200), Fault("server_error", status=503), "malformed")
-        cfg = ChannelConfig(channel=ChannelSettings(base_url=fake.base_url, api_key_env=KEY_ENV, model="fake-model",
-                                                    backoff_base_s=0.05))
-        async with Channel(cfg, env=env) as ch:
-            c = await ch.complete("agent", [{"role": "user", "content": "Say OK."}])
-        causes = ", ".join(a.cause for a in c.attempts if a.cause)
-        console.print(f"  answer {c.message.content!r} after {len(c.attempts)} attempts (retried: {causes}); "
-                      f"{c.latency_s * 1000:.0f} ms in all")
+
+def run_demo(console: Console, base_dir: Path | None = None) -> int:
+    if not console.is_terminal:  # a log or a pipe: wide enough for the summary tables, no hard wraps
+        console = Console(width=110, soft_wrap=True, highlight=False)
+    base = Path(base_dir or "runs").resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    console.rule("[bold]agentrig demo[/]")
+    console.print("[bold]1. An offline run[/]: the built-in bikeshop domain (16 tasks), three reference agents "
+                  "and a scripted user, 4 trials per task.\n"
+                  "   gold never fails; flaky-gold drops a state-changing action with probability 0.3; "
+                  "noop never acts.", highlight=False)
+    exp_file = base / "demo.toml"
+    exp_file.write_text(demo_experiment(), encoding="utf-8")
+    run_dir = base / "demo"
+    _fresh(run_dir)
+    code = run_command(exp_file, run_dir=run_dir, out=console)
+    if code:
+        return code
+    console.print("   pass^4 is the share of tasks an arm gets right in all 4 trials: flaky-gold looks fine once "
+                  "(pass^1) and much worse every time (pass^4);\n   the gap between its mean success and pass^4 "
+                  "is what a single run hides.\n", highlight=False)
+
+    console.print("[bold]2. The same tasks through the channel[/]: an LLM agent, an LLM user simulator and an NL judge "
+                  "on a local OpenAI-compatible endpoint\n   that scripts the gold conversation and answers 15% of the "
+                  "requests with 429, 500 or a malformed body.", highlight=False)
+    key = "sk-demo-" + secrets.token_hex(16)
+    os.environ[KEY_ENV] = key
+    gold = GoldEndpoint(None, api_key=key, fault_rate=0.15, fault_kinds=("rate_limit", "server_error", "malformed"),
+                        seed=2026)
+    with ThreadedFakeEndpoint(endpoint=gold) as served:
+        llm_file = base / "demo-llm.toml"
+        llm_file.write_text(LLM_EXPERIMENT.format(base_url=served.base_url, key_env=KEY_ENV), encoding="utf-8")
+        llm_dir = base / "demo-llm"
+        _fresh(llm_dir)
+        code = run_command(llm_file, run_dir=llm_dir, out=console)
+    if code:
+        return code
+    console.print("   Every fault was retried by the channel and counted (retries column); none became an agent "
+                  "failure.\n", highlight=False)
+
+    console.print("[bold]3. The usual mistakes with a real endpoint, diagnosed before a run[/] (agentrig doctor)")
+    asyncio.run(_mistakes(console))
 
     console.rule()
     console.print(
-        "Also here now: the τ²-bench engine (airline, retail, telecom, mock) and a built-in domain, e.g.\n"
-        "  agentrig tasks replay-gold --domain bikeshop     agentrig audit --domain bikeshop\n"
-        "Coming next: resumable runs of k trials per task with a model-driven agent and user simulator,\n"
-        "then pass^k, A/B comparison and the HTML report.\n\n"
-        "Check a real endpoint now:\n"
-        "  export OPENAI_API_KEY=...\n"
-        "  agentrig doctor --base-url https://api.openai.com/v1 --model gpt-4.1-mini",
+        f"The runs are stored in {base} (trajectories, model calls, verdicts); export one with\n"
+        f"  agentrig export {run_dir} --format tau2 --arm flaky-gold\n\n"
+        "Run a real model on τ²-bench:\n"
+        "  export OPENAI_API_KEY=...                        # or any OpenAI-compatible endpoint: see docs/channel.md\n"
+        "  agentrig data pull tau2 --dest ~/tau2-data && export AGENTRIG_TAU2_DATA=~/tau2-data\n"
+        "  agentrig doctor --config examples/airline.toml    # key, URL, model, tool calling\n"
+        "  agentrig run examples/airline.toml --smoke        # one task per arm, every role exercised\n"
+        "  agentrig run examples/airline.toml                # Ctrl-C stops cleanly; the same command resumes",
         highlight=False,
     )
     return 0
-
-
-def run_demo(console: Console) -> int:
-    return asyncio.run(_demo(console))

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -64,13 +65,21 @@ async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, 
 
 
 def _print_summary(out: Console, r: experiment.Resolved, run: Run, summary: dict, outcome: Outcome) -> None:
-    t = Table(title=None, show_edge=False, pad_edge=False)
-    for col, justify in (("arm", "left"), ("valid/planned", "right"), ("invalid", "right"), ("mean reward", "right"),
-                         ("pass^1", "right"), ("tokens", "right"), ("retries", "right")):
-        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    t = Table(title=None, show_edge=False, pad_edge=False, box=box.SIMPLE_HEAD, padding=(0, 1))
+    k = r.exp.run.trials
+    cols = [("arm", "left"), ("valid", "right"), ("invalid", "right"), ("reward", "right"), ("pass^1", "right")]
+    if k > 1:
+        cols += [(f"pass^{k}", "right"), ("gap pp", "right")]
+    cols += [("tokens", "right"), ("retries", "right")]
+    for col, justify in cols:
+        t.add_column(col, justify=justify, no_wrap=True, min_width=len(col))  # type: ignore[arg-type]
     for name, s in summary.items():
-        t.add_row(escape(name), f"{s['valid']}/{s['planned']}", str(s["invalid"]), _fmt(s["mean_reward"]),
-                  _fmt(s["pass_1"]), f"{s['prompt_tokens'] + s['completion_tokens']:,}", str(s["retries"]))
+        row = [escape(name), f"{s['valid']}/{s['planned']}", str(s["invalid"]), _fmt(s["mean_reward"]),
+               _fmt(s["pass_1"])]
+        if k > 1:
+            row += [_fmt(s["pass_k"]), "-" if s["gap"] is None else f"{100 * s['gap']:.1f}"]
+        row += [f"{s['prompt_tokens'] + s['completion_tokens']:,}", str(s["retries"])]
+        t.add_row(*row)
     out.print(t)
     for name, s in summary.items():
         for cause, n in list(s["invalid_causes"].items())[:5]:

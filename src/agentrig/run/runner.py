@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from agentrig.analysis.reliability import mean_at_n, pass_hat_k
 from agentrig.bench.tau import data as tau_data
 from agentrig.bench.tau.domains import get_domain
 from agentrig.channel.client import Channel
@@ -356,6 +357,15 @@ class Executor:
 # ------------------------------------------------------------------------------------- summary
 
 
+def _reliability(per_task: dict, trials: int) -> dict[str, Any]:
+    counts = {key: (len(v), sum(v)) for key, v in per_task.items()}
+    full = {key: nc for key, nc in counts.items() if nc[0] >= trials}
+    pass_k, used = pass_hat_k(full, trials) if full else (None, 0)
+    mean = mean_at_n(full)
+    return {"k": trials, "pass_k": pass_k, "pass_k_tasks": used,
+            "gap": (mean - pass_k) if pass_k is not None and mean is not None else None}
+
+
 def summarize(r: Resolved, store: Store) -> dict[str, Any]:
     """Per arm, over this experiment's trial keys: counts, mean reward, pass^1, tokens, retries."""
     tasks = {(d, t.id) for d, t in r.tasks}
@@ -379,6 +389,8 @@ def summarize(r: Resolved, store: Store) -> dict[str, Any]:
             "invalid_attempts": sum(1 for x in mine if not x.valid),
             "mean_reward": (sum(x.reward for x in valid) / len(valid)) if valid else None,
             "pass_1": (sum(sum(v) / len(v) for v in per_task.values()) / len(per_task)) if per_task else None,
+            # pass^k at k = trials over the tasks with every trial valid; gap = Mean@n - pass^n
+            **_reliability(per_task, trials),
             "prompt_tokens": sum(x.prompt_tokens for x in mine),
             "completion_tokens": sum(x.completion_tokens for x in mine),
             "retries": sum(x.retries for x in mine),

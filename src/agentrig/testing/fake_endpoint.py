@@ -40,8 +40,10 @@ __all__ = ["DEFAULT_KEY", "FAULT_KINDS", "FakeEndpoint", "Fault", "RecordedReque
 class ThreadedFakeEndpoint:
     """A FakeEndpoint on its own event loop in a daemon thread; a context manager for sync code."""
 
-    def __init__(self, **kwargs: Any):
-        self.endpoint = FakeEndpoint(**kwargs)
+    def __init__(self, endpoint: FakeEndpoint | None = None, **kwargs: Any):
+        """``endpoint``: an endpoint object to serve (e.g. a ``GoldEndpoint``); else a
+        ``FakeEndpoint(**kwargs)``."""
+        self.endpoint = endpoint if endpoint is not None else FakeEndpoint(**kwargs)
         self.base_url = self.root_url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
