@@ -94,6 +94,44 @@ def export(
     out.print(f"wrote {n} {'simulation(s)' if fmt == 'tau2' else 'record(s)'} to {target}", highlight=False)
 
 
+def _wide(as_json: bool) -> Console:
+    """Tables of figures need more than 80 columns: a pipe or a log gets 120 (a terminal its width)."""
+    if as_json:
+        return Console(soft_wrap=True, highlight=False)
+    return Console(width=None if sys.stdout.isatty() else 120, highlight=False)
+
+
+@app.command()
+@user_errors
+def analyze(
+    run_dir: Path = typer.Argument(..., help="A run directory (as `agentrig run` printed it)."),
+    arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole analysis as one JSON object."),
+) -> None:
+    """pass^k with CIs, the consistency gap, components, terminations, usage, reruns, forks, failures."""
+    from .analysis.analyze_cmd import analyze_command
+
+    raise typer.Exit(analyze_command(run_dir, arm=arm, as_json=as_json, out=_wide(as_json)))
+
+
+@app.command()
+@user_errors
+def compare(
+    side_a: str = typer.Argument(..., help="RUN_DIR[:ARM] — the baseline side."),
+    side_b: str = typer.Argument(..., help="RUN_DIR[:ARM] — the side under test (Δ = B − A)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    fail_if_worse: bool = typer.Option(False, "--fail-if-worse", help="Exit 1 when B is significantly worse than A (a CI gate)."),
+    metric: str = typer.Option("pass^1", "--metric", help="pass^1 or pass^k (the gate's metric)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the gate."),
+    allow_mismatch: bool = typer.Option(False, "--allow-mismatch", help="Compare even when more than the arms differ (flagged)."),
+) -> None:
+    """Paired A/B over the tasks both sides played: Δpass^1, Δpass^k with CIs, McNemar, flips, config diff."""
+    from .analysis.compare_cmd import compare_command
+
+    raise typer.Exit(compare_command(side_a, side_b, as_json=as_json, fail_if_worse=fail_if_worse, metric=metric,
+                                     alpha=alpha, allow_mismatch=allow_mismatch, out=_wide(as_json)))
+
+
 @app.command()
 @user_errors
 def demo(

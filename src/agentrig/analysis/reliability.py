@@ -61,3 +61,24 @@ def pass_hat_curve(counts: Mapping[str, tuple[int, int]], k_max: int | None = No
     """[(k, pass^k, tasks used)] for k = 1 .. k_max (default: the most valid trials of any task)."""
     top = k_max if k_max is not None else max((n for n, _ in counts.values()), default=0)
     return [(k, *pass_hat_k(counts, k)) for k in range(1, top + 1)]
+
+
+def consistency_gap(counts: Mapping[str, tuple[int, int]],
+                    n: int) -> tuple[float | None, float | None, float | None, int]:
+    """Over the tasks with at least ``n`` valid trials: (Mean@n − pass^n, Mean@n, pass^n, tasks).
+
+    Both terms are taken over the same tasks, so the gap is never an artefact of invalid trials
+    (on the same tasks Mean@n equals pass^1; the gap is how much is lost by asking for all n)."""
+    full = {t: nc for t, nc in counts.items() if nc[0] >= n}
+    if not full or n < 1:
+        return None, None, None, 0
+    p_n, used = pass_hat_k(full, n)
+    mean = mean_at_n(full)
+    assert p_n is not None and mean is not None
+    return mean - p_n, mean, p_n, used
+
+
+def mixed_outcomes(counts: Mapping[str, tuple[int, int]]) -> tuple[int, int]:
+    """(tasks with mixed outcomes 0 < c < n, tasks with at least 2 valid trials)."""
+    eligible = [(n, c) for n, c in counts.values() if n >= 2]
+    return sum(1 for n, c in eligible if 0 < c < n), len(eligible)

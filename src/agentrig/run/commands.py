@@ -202,7 +202,8 @@ def print_smoke(out: Console, report: SmokeReport) -> None:
 # --------------------------------------------------------------------------------------- export
 
 
-def _open_run_dir(run_dir: Path) -> tuple[Store, dict]:
+def open_run_dir(run_dir: Path) -> tuple[Store, dict]:
+    """A run directory's store (read-only use) and its configuration snapshot."""
     run_dir = Path(run_dir).expanduser()
     path = run_dir / STORE_FILE
     if not path.is_file():
@@ -271,7 +272,7 @@ def export_command(run_dir: Path, fmt: str, *, arm: str | None = None, domain: s
 
     if fmt not in ("jsonl", "tau2"):
         raise ConfigError(f"unknown export format {fmt!r}; use jsonl or tau2")
-    store, config = _open_run_dir(run_dir)
+    store, config = open_run_dir(run_dir)
     try:
         arms = [a["name"] for a in config["experiment"]["arms"]]
         exports = Path(run_dir) / "exports"
@@ -295,3 +296,6 @@ def export_command(run_dir: Path, fmt: str, *, arm: str | None = None, domain: s
         return export_tau2(store, target, arm, tasks, info, domain=domain), target
     finally:
         store.close()
+
+
+_open_run_dir = open_run_dir  # the older private name

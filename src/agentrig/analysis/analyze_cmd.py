@@ -1,0 +1,249 @@
+"""``agentrig analyze RUN [--arm A] [--json]``: the figures of a run, for people or programs.
+
+People get rich tables: a summary per arm (pass^1, pass^n and the consistency gap with their 95%
+bootstrap intervals, Mean@n, the mixed-outcome fraction), the pass^k curve, reward components,
+terminations, usage, reruns, the retries check, the most inconsistent tasks and the failure
+classes. ``--json`` prints one JSON object — ``Analysis.model_dump()`` — on stdout, nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from agentrig.run.commands import open_run_dir
+
+from .summary import COMPONENT_NAMES, Analysis, ArmAnalysis, Estimate, Figures, analyze_run
+
+TOP_TASKS = 10
+RERUN_ROWS = 20  # more reruns than this: only best / worst / spread
+
+
+def analyze_command(run_dir: Path, *, arm: str | None, as_json: bool, out: Console,
+                    resamples: int | None = None, seed: int | None = None) -> int:
+    store, config = open_run_dir(run_dir)
+    try:
+        analysis = analyze_run(store, config, run_dir=str(run_dir), arm=arm, resamples=resamples, seed=seed)
+    finally:
+        store.close()
+    if as_json:
+        (out.file if out is not None else sys.stdout).write(analysis.model_dump_json(indent=2) + "\n")
+        return 0
+    print_analysis(out, analysis)
+    return 0
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _table(title: str, *cols: tuple[str, str]) -> Table:
+    t = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
+              pad_edge=False, padding=(0, 1))
+    for name, justify in cols:
+        t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    return t
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _est(e: Estimate, digits: int = 3) -> str:
+    if e.value is None:
+        return "-"
+    if e.low is None or e.high is None:
+        return _f(e.value, digits)
+    return f"{e.value:.{digits}f} [{e.low:.{digits}f}, {e.high:.{digits}f}]"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+# ------------------------------------------------------------------------------------ printing
+
+
+def print_analysis(out: Console, a: Analysis) -> None:
+    n = a.n
+    head = (f"{a.name or 'run'} ({a.run_id or '?'}): {len(a.arms_planned)} arm(s) × {a.tasks_planned} task(s) × "
+            f"{n} trial(s) = {a.trials_planned} planned" + ("" if len(a.arms) == len(a.arms_planned) else
+                                                          f"; showing {', '.join(a.arms)}"))
+    out.print(Text(head, style="bold"))
+    out.print(Text(f"95% intervals: percentile bootstrap over tasks, B = {a.bootstrap.resamples}, seed "
+                   f"{a.bootstrap.seed}; overall resampled within domains", style="dim"))
+    arms = list(a.arms.values())
+    _summary(out, arms, n)
+    _curve(out, arms, n)
+    _components(out, arms)
+    _terminations(out, arms)
+    _usage(out, arms)
+    _reruns(out, arms, n)
+    _retries(out, arms)
+    _consistency(out, arms, a.sections.get("consistency", "ok"))
+    _failures(out, arms, a.sections.get("failures", "ok"))
+
+
+def _summary(out: Console, arms: list[ArmAnalysis], n: int) -> None:
+    t = _table("summary", ("arm", "left"), ("scope", "left"), ("valid", "right"), ("invalid", "right"),
+               ("pass^1 [95% CI]", "right"), (f"pass^{n} [95% CI]", "right"), ("gap pp [95% CI]", "right"),
+               (f"Mean@{n}", "right"), ("mixed", "right"), (f"excl. k={n}", "right"))
+
+    def row(name: str, f: Figures) -> None:
+        t.add_row(escape(name), escape(f.scope), f"{f.valid}/{f.trials_planned}", str(f.invalid),
+                  _est(f.pass_1), _est(f.pass_n), _est(f.gap_pp, 1), _f(f.mean_at_n),
+                  _pct(f.mixed_fraction), str(f.pass_n_excluded))
+
+    for a in arms:
+        row(a.arm, a.overall)
+        if len(a.domains) > 1:
+            m = a.macro
+            t.add_row("", "macro", "", "", _est(m.pass_1), _est(m.pass_n), _est(m.gap_pp, 1), _f(m.mean_at_n),
+                      _pct(m.mixed_fraction), "")
+            for f in a.domains.values():
+                row("", f)
+    out.print(t)
+    for a in arms:
+        causes = a.overall.invalid_causes
+        if causes:
+            listed = ", ".join(f"{escape(c)} ×{k}" for c, k in list(causes.items())[:5])
+            out.print(Text.from_markup(f"  [yellow]{escape(a.arm)}: {a.overall.invalid_attempts} invalid "
+                                       f"attempt(s): {listed}[/yellow]"))
+
+
+def _curve(out: Console, arms: list[ArmAnalysis], n: int) -> None:
+    cols = [("k", "right")]
+    for a in arms:
+        cols += [(f"{escape(a.arm)} pass^k [95% CI]", "right"), ("pass@k", "right"), ("tasks", "right")]
+    t = _table("pass^k curve (overall)", *cols)
+    for k in range(1, n + 1):
+        cells = [str(k)]
+        for a in arms:
+            p = a.overall.curve[k - 1]
+            cells += [_est(p.pass_hat), _f(p.pass_at), f"{p.tasks}" + (f" (-{p.excluded})" if p.excluded else "")]
+        t.add_row(*cells)
+    out.print(t)
+
+
+def _components(out: Console, arms: list[ArmAnalysis]) -> None:
+    cols = [("component", "left")]
+    for a in arms:
+        cols += [(f"{escape(a.arm)} passed", "right"), ("in basis", "right")]
+    t = _table("reward components (valid trials where computed; in basis = trials whose reward uses it)", *cols)
+    for c in COMPONENT_NAMES:
+        cells = [c]
+        for a in arms:
+            r = a.overall.components[c]
+            cells += ["-" if r.rate is None else f"{_pct(r.rate)} ({r.passed}/{r.trials})", str(r.in_basis)]
+        t.add_row(*cells)
+    out.print(t)
+
+
+def _terminations(out: Console, arms: list[ArmAnalysis]) -> None:
+    names = list(dict.fromkeys(x for a in arms for x in a.overall.terminations))
+    if not names:
+        return
+    t = _table("terminations (valid trials)", ("termination", "left"), *[(escape(a.arm), "right") for a in arms])
+    for name in names:
+        t.add_row(escape(name), *[str(a.overall.terminations.get(name, 0)) for a in arms])
+    out.print(t)
+
+
+def _usage(out: Console, arms: list[ArmAnalysis]) -> None:
+    t = _table("usage per role", ("arm", "left"), ("role", "left"), ("requests", "right"), ("failed", "right"),
+               ("attempts", "right"), ("retries (by cause)", "left"), ("prompt", "right"), ("completion", "right"),
+               ("reasoning", "right"), ("cached", "right"), ("latency p50/p90/p99 s", "right"), ("cost", "right"))
+    any_rows = False
+    for a in arms:
+        for r in a.usage.roles:
+            any_rows = True
+            causes = ", ".join(f"{c} {k}" for c, k in r.retries_by_cause.items())
+            lat = "/".join(_f(x, 2) for x in (r.latency_p50_s, r.latency_p90_s, r.latency_p99_s))
+            t.add_row(escape(a.arm), escape(r.role), str(r.requests), str(r.failed), str(r.attempts),
+                      escape(f"{r.retries}" + (f" ({causes})" if causes else "")), f"{r.prompt_tokens:,}",
+                      f"{r.completion_tokens:,}", f"{r.reasoning_tokens:,}", f"{r.cached_tokens:,}", lat,
+                      "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}")
+    if any_rows:
+        out.print(t)
+    for a in arms:
+        u, s = a.usage, a.overall.resources
+        cost = "unknown" + (f" (no price for {', '.join(u.unpriced_models)})" if u.unpriced_models else "") \
+            if u.cost_usd is None else f"${u.cost_usd:.4f}"
+        calls = "no model calls" if not u.roles else f"cost {cost}"
+        out.print(Text(f"  {a.arm}: {calls}; per trial: tokens {_f(s.tokens_mean, 0)} (CV {_f(s.tokens_cv, 2)}, "
+                       f"within task {_f(s.tokens_cv_within_task, 2)}), time {_f(s.duration_mean_s, 2)} s "
+                       f"(CV {_f(s.duration_cv, 2)}, within task {_f(s.duration_cv_within_task, 2)})"))
+
+
+def _reruns(out: Console, arms: list[ArmAnalysis], n: int) -> None:
+    t = _table("reruns (rerun i = trial i of every task)", ("arm", "left"), ("best", "right"), ("worst", "right"),
+               ("spread pp", "right"), ("tokens min–max", "right"), ("retries", "right"))
+    for a in arms:
+        r = a.reruns
+        rated = {s.trial: s for s in r.reruns}
+
+        def at(i: int | None) -> str:
+            return "-" if i is None else f"#{i} {_pct(rated[i].success_rate)}"
+
+        toks = [s.tokens for s in r.reruns if s.trials]
+        t.add_row(escape(a.arm), at(r.best), at(r.worst), _f(r.spread_pp, 1),
+                  f"{min(toks):,}–{max(toks):,}" if toks else "-", str(sum(s.retries for s in r.reruns)))
+    out.print(t)
+    if 1 < n <= RERUN_ROWS:
+        t = _table("success rate per rerun", ("rerun", "right"), *[(escape(a.arm), "right") for a in arms])
+        for i in range(n):
+            t.add_row(str(i), *[f"{_pct(a.reruns.reruns[i].success_rate)} ({a.reruns.reruns[i].successes}/"
+                                f"{a.reruns.reruns[i].trials})" for a in arms])
+        out.print(t)
+
+
+def _retries(out: Console, arms: list[ArmAnalysis]) -> None:
+    out.print(Text("retries and failures (valid trials)", style="bold"))
+    for a in arms:
+        r = a.retries
+        out.print(Text(f"  {a.arm}: failure rate {_pct(r.rate_retried)} with retries ({r.retried_failed}/{r.retried}), "
+                       f"{_pct(r.rate_clean)} without ({r.clean_failed}/{r.clean}); {r.note}"))
+
+
+def _consistency(out: Console, arms: list[ArmAnalysis], status: str) -> None:
+    if status != "ok":
+        out.print(Text(f"consistency: {status}", style="yellow"))
+        return
+    for a in arms:
+        shown = [c for c in a.consistency if c.n >= 2]
+        items = [c for c in shown if c.mixed or c.distinct_chains > 1][:TOP_TASKS]
+        if not items:
+            if shown:
+                out.print(Text(f"consistency: {a.arm}: every task took one tool-call chain and one outcome "
+                               "on all its trials"))
+            continue
+        t = _table(f"most inconsistent tasks: {a.arm}", ("task", "left"), ("outcomes", "left"),
+                   ("chains", "right"), ("by name", "right"), ("diverge at", "right"), ("similarity", "right"))
+        for c in items:
+            label = c.task_id if len(a.domains) == 1 else f"{c.domain}/{c.task_id}"
+            t.add_row(escape(label), c.pattern, str(c.distinct_chains), str(c.distinct_name_chains),
+                      "-" if c.diverge_at is None else str(c.diverge_at), _f(c.similarity, 2))
+        out.print(t)
+
+
+def _failures(out: Console, arms: list[ArmAnalysis], status: str) -> None:
+    if status != "ok":
+        out.print(Text(f"failure classes: {status}", style="yellow"))
+        return
+    for a in arms:
+        tax = a.failures
+        if tax is None or not tax.failed:
+            continue
+        t = _table(f"failure classes: {a.arm} ({tax.failed} failed valid trial(s))", ("class", "left"),
+                   ("primary", "right"), ("any", "right"), ("examples", "left"))
+        for c in tax.classes:
+            if not c.any:
+                continue
+            ex = ", ".join(f"{k.task_id}#{k.trial}" for k in c.examples)
+            t.add_row(escape(c.label), str(c.primary), str(c.any), escape(ex))
+        out.print(t)
