@@ -1,0 +1,409 @@
+"""An OpenAI-compatible endpoint that plays the GOLD conversation of every τ²-bench task.
+
+It answers the agent, the user simulator and the NL judge of a trial, all from the request
+alone (no state between requests, so a retried request gets the same answer)::
+
+    async with GoldEndpoint(data_root) as gold:      # or: python -m agentrig.testing.gold_endpoint --data ROOT
+        ...  # point every role of an experiment at gold.base_url (model "gold")
+
+Which trial a request belongs to comes from the headers agentrig's channel sends
+(``X-Agentrig-Domain``, ``X-Agentrig-Task``, ``X-Agentrig-Role``); the task from the data root
+(parsed once per domain, then a small script per task is kept).
+
+The script of a task is its gold actions in order, cut into *steps*: each assistant action is one
+step (one tool call), each run of consecutive user actions (telecom's device actions) one step
+("please do this on your phone"), and one closing step that states every ``communicate_info``
+string verbatim (put just before a ``transfer_to_human_agents`` action; left out there when the
+task has nothing to communicate).
+
+- role ``agent``: counts its own tool calls and text messages in the request (the task's own
+  ``message_history`` and the greeting not included) to know how many steps are done, and plays
+  the next one.
+- role ``user``: its first reply states the request; afterwards the agent's n-th text (after the
+  greeting) names what it answers — a request to act (it makes those user tool calls one per
+  reply, counting its own calls, then says ``Done.``), the text before a transfer (it agrees and
+  waits), or the closing text (it ends with ``###STOP###``).
+- role ``judge``: every outcome listed as a JSON array between ``<expected_outcomes>`` and
+  ``</expected_outcomes>`` in the last user message is met.
+
+An unknown domain, task or role, or missing headers, is an HTTP 400 whose message says what was
+wrong. Everything else (auth, faults at ``fault_rate``, delay, usage figures, the control routes)
+is ``FakeEndpoint``'s.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..agents.base import GREETING
+from ..errors import AgentrigError
+from ._fake_bodies import Fault
+from ._fake_server import FakeEndpoint
+
+__all__ = ["GOLD_MODELS", "GoldEndpoint", "GoldResponder", "GoldScript", "Step", "main"]
+
+GOLD_MODELS = ("gold", "gold-agent", "gold-user", "gold-judge")
+TRANSFER = "transfer_to_human_agents"
+STOP = "###STOP###"
+_headers_var: contextvars.ContextVar[Any] = contextvars.ContextVar("gold_request_headers", default=None)
+_AMBIGUOUS = object()
+_OUTCOMES = re.compile(r"<expected_outcomes>(.*?)</expected_outcomes>", re.S)
+
+
+class GoldRequestError(Exception):
+    """A request the gold endpoint cannot answer: becomes a 400 with this message."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One move of the gold agent: ``call`` (a tool call), ``ask`` (ask the user to make the user
+    actions ``user_actions[start:end]``) or ``info`` (state the required information)."""
+
+    kind: str
+    name: str = ""
+    arguments: Any = None
+    start: int = 0
+    end: int = 0
+    before_transfer: bool = False
+
+
+@dataclass(frozen=True)
+class GoldScript:
+    domain: str
+    task_id: str
+    steps: tuple[Step, ...]
+    texts: tuple[Step, ...]  # the steps the agent plays as text, in order (ask / info)
+    user_actions: tuple[tuple[str, Any], ...]
+    info_text: str
+    opening: str
+    # what the task's message_history already holds (not counted as played)
+    hist_agent_calls: int = 0
+    hist_agent_texts: int = 0
+    hist_user_calls: int = 0
+
+    @classmethod
+    def from_task(cls, domain: str, task: Any) -> "GoldScript":
+        ec = task.evaluation_criteria
+        actions = list(ec.actions or []) if ec is not None else []
+        info = list(ec.communicate_info or []) if ec is not None else []
+        info_text = _info_text(info)
+        steps: list[Step] = []
+        user_actions: list[tuple[str, Any]] = []
+        for a in actions:
+            if a.requestor == "user":
+                user_actions.append((a.name, a.arguments or {}))
+                last = steps[-1] if steps else None
+                if last is not None and last.kind == "ask":  # the previous action was the user's too
+                    steps[-1] = Step("ask", start=last.start, end=len(user_actions))
+                else:
+                    steps.append(Step("ask", start=len(user_actions) - 1, end=len(user_actions)))
+                continue
+            if a.name == TRANSFER and info and not any(s.kind == "info" for s in steps):
+                steps.append(Step("info", before_transfer=True))
+            steps.append(Step("call", name=a.name, arguments=a.arguments or {}))
+        if not any(s.kind == "info" for s in steps) and not (steps and steps[-1].name == TRANSFER):
+            steps.append(Step("info"))
+        hist = (task.initial_state.message_history if task.initial_state is not None else None) or []
+        return cls(
+            domain=domain, task_id=task.id, steps=tuple(steps),
+            texts=tuple(s for s in steps if s.kind != "call"),
+            user_actions=tuple(user_actions), info_text=info_text, opening=_opening(task),
+            hist_agent_calls=sum(len(m.get("tool_calls") or []) for m in hist if m.get("role") == "assistant"),
+            hist_agent_texts=sum(1 for m in hist if m.get("role") == "assistant" and _is_text(m)),
+            hist_user_calls=sum(len(m.get("tool_calls") or []) for m in hist if m.get("role") == "user"),
+        )
+
+    # ------------------------------------------------------------------ the agent's side
+
+    def agent_reply(self, messages: list[dict]) -> dict:
+        calls = texts = 0
+        for m in messages:
+            if m.get("role") == "assistant":
+                if m.get("tool_calls"):
+                    calls += len(m["tool_calls"])
+                elif _is_text(m):
+                    texts += 1
+        n_calls = calls
+        calls = max(0, calls - self.hist_agent_calls)
+        texts = max(0, texts - self.hist_agent_texts)
+        for step in self.steps:
+            if step.kind == "call":
+                if calls:
+                    calls -= 1
+                    continue
+                return {"content": None, "tool_calls": [
+                    {"id": f"gold_a{n_calls + 1}", "name": step.name, "arguments": step.arguments}]}
+            if texts:
+                texts -= 1
+                continue
+            return {"content": self._ask_text(step) if step.kind == "ask" else self.info_text}
+        return {"content": self.info_text}  # all played: say it again
+
+    def _ask_text(self, step: Step) -> str:
+        todo = "; ".join(_call_text(n, a) for n, a in self.user_actions[step.start:step.end])
+        return f"Please do the following on your device and tell me when it is done: {todo}."
+
+    # ------------------------------------------------------------------ the user's side
+
+    def user_reply(self, messages: list[dict]) -> dict:
+        agent_texts = own_calls = 0
+        last_role = None
+        for m in messages:
+            role = m.get("role")
+            if role == "system":
+                continue
+            last_role = role
+            if role == "user" and _is_text(m):
+                agent_texts += 1
+            elif role == "assistant" and m.get("tool_calls"):
+                own_calls += len(m["tool_calls"])
+        n_calls = own_calls
+        own_calls = max(0, own_calls - self.hist_user_calls)
+        agent_texts = max(0, agent_texts - self.hist_agent_texts)
+        if last_role == "tool":  # the result of its own call: go on with the group, or report back
+            step = self._group_of(own_calls - 1)
+            if step is not None and own_calls < step.end:
+                return self._user_call(own_calls, n_calls)
+            return {"content": "Done."}
+        if agent_texts == 0:
+            return {"content": self.opening}
+        step = self.texts[agent_texts - 1] if agent_texts <= len(self.texts) else None
+        if step is not None and step.kind == "ask":
+            if own_calls < step.end:
+                return self._user_call(own_calls, n_calls)
+            return {"content": "Done."}
+        if step is not None and step.before_transfer:
+            return {"content": "Thank you. Please go ahead."}
+        return {"content": f"Thank you, that is all I needed. {STOP}"}
+
+    def _group_of(self, index: int) -> Step | None:
+        for s in self.texts:
+            if s.kind == "ask" and s.start <= index < s.end:
+                return s
+        return None
+
+    def _user_call(self, index: int, n_calls: int) -> dict:
+        name, arguments = self.user_actions[index]
+        return {"content": None, "tool_calls": [{"id": f"gold_u{n_calls + 1}", "name": name, "arguments": arguments}]}
+
+
+def judge_reply(messages: list[dict]) -> dict:
+    """Every expected outcome met, in the NL judge's answer format."""
+    last = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    text = _content_text(last.get("content")) if last else ""
+    found = _OUTCOMES.search(text)
+    if found is None:
+        raise GoldRequestError("judge request: the last user message holds no <expected_outcomes>[...]"
+                               "</expected_outcomes> block (a JSON array of the outcomes to judge)")
+    try:
+        outcomes = json.loads(found.group(1))
+    except ValueError as exc:
+        raise GoldRequestError(f"judge request: <expected_outcomes> is not a JSON array ({exc})") from None
+    if not isinstance(outcomes, list):
+        raise GoldRequestError("judge request: <expected_outcomes> must hold a JSON array")
+    results = [{"expectedOutcome": o, "reasoning": "The gold conversation meets this outcome.",
+                "metExpectation": True} for o in outcomes]
+    return {"content": json.dumps({"results": results})}
+
+
+# ---------------------------------------------------------------------------------------- responder
+
+
+class GoldResponder:
+    """``responder(body)`` for a FakeEndpoint whose requests carry agentrig's X-Agentrig-* headers
+    (``GoldEndpoint`` passes them through a context variable)."""
+
+    def __init__(self, data_root: str | Path | None):
+        self.data_root = Path(data_root) if data_root is not None else None
+        self._scripts: dict[str, dict[str, GoldScript]] = {}
+        self._by_header: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def script(self, domain: str, task_id: str) -> GoldScript:
+        scripts = self._scripts.get(domain)
+        if scripts is None:
+            scripts = self._load(domain)
+        found = scripts.get(task_id)
+        if found is None:  # a header holds printable ASCII only, at most 200 characters
+            found = self._by_header[domain].get(task_id)
+            if found is _AMBIGUOUS:
+                raise GoldRequestError(f"X-Agentrig-Task {task_id!r} (a header keeps only the first 200 printable "
+                                       f"ASCII characters of an id) fits several tasks of domain {domain!r}")
+        if found is None:
+            near = ", ".join(i if len(i) < 60 else i[:57] + "..." for i in list(scripts)[:5])
+            raise GoldRequestError(f"unknown task {task_id[:120]!r} in domain {domain!r} of the gold endpoint's "
+                                   f"data root {self.data_root} ({len(scripts)} tasks, first ids: {near}); "
+                                   "check X-Agentrig-Task")
+        return found
+
+    def _load(self, domain: str) -> dict[str, GoldScript]:
+        from ..bench.tau.data import load_tasks
+
+        with self._lock:
+            scripts = self._scripts.get(domain)
+            if scripts is not None:
+                return scripts
+            try:
+                tasks = load_tasks(self.data_root, domain)
+            except AgentrigError as exc:
+                raise GoldRequestError(f"unknown domain {domain!r} for the gold endpoint: {exc}") from None
+            scripts = {t.id: GoldScript.from_task(domain, t) for t in tasks}
+            by_header: dict[str, Any] = {}
+            for tid, script in scripts.items():
+                form = header_form(tid)
+                by_header[form] = _AMBIGUOUS if form in by_header else script
+            self._by_header[domain] = by_header
+            self._scripts[domain] = scripts
+            return scripts
+
+    def __call__(self, body: dict, headers: Any = None) -> dict | Fault:
+        headers = headers if headers is not None else _headers_var.get()
+        try:
+            return self.reply(body, headers or {})
+        except GoldRequestError as exc:
+            return Fault("bad_request", message=f"gold endpoint: {exc}")
+
+    def reply(self, body: dict, headers: Any) -> dict:
+        role = headers.get("X-Agentrig-Role")
+        messages = body.get("messages") or []
+        if role == "judge":
+            return judge_reply(messages)
+        if role not in ("agent", "user"):
+            raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the gold endpoint plays the roles agent, user "
+                                   "and judge (send requests through agentrig's channel)")
+        domain, task_id = headers.get("X-Agentrig-Domain"), headers.get("X-Agentrig-Task")
+        if not domain or not task_id:
+            raise GoldRequestError("the request lacks the X-Agentrig-Domain / X-Agentrig-Task headers that name "
+                                   "the trial's task (agentrig's channel sends them)")
+        script = self.script(domain, task_id)
+        return script.agent_reply(messages) if role == "agent" else script.user_reply(messages)
+
+
+class GoldEndpoint(FakeEndpoint):
+    """A FakeEndpoint whose replies play the gold conversation (see the module docstring)."""
+
+    def __init__(self, data_root: str | Path | None, *, models: tuple[str, ...] = GOLD_MODELS,
+                 record: bool = False, **kwargs: Any):
+        self.gold = GoldResponder(data_root)
+        super().__init__(models=models, responder=self.gold, record=record, **kwargs)
+
+    async def _chat_inner(self, request, body, sent, auth_ok):
+        _headers_var.set(request.headers)
+        return await super()._chat_inner(request, body, sent, auth_ok)
+
+
+# ---------------------------------------------------------------------------------------- texts
+
+
+def header_form(value: str) -> str:
+    """What ``CallContext.headers`` sends for a value: printable ASCII only, cut at 200."""
+    return "".join(ch for ch in value if 32 <= ord(ch) < 127)[:200]
+
+
+
+def _is_text(m: dict) -> bool:
+    if m.get("tool_calls"):
+        return False
+    text = _content_text(m.get("content"))
+    return bool(text) and text != GREETING
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    return ""
+
+
+def _call_text(name: str, arguments: Any) -> str:
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (arguments or {}).items())
+    return f"{name}({args})"
+
+
+def _info_text(info: list[str]) -> str:
+    if not info:
+        return "Everything you asked for is done. Is there anything else I can help with?"
+    return "Everything is done. Here is what you need to know: " + "; ".join(info) + "."
+
+
+def _opening(task: Any) -> str:
+    ins = task.user_scenario.instructions
+    text = ins if isinstance(ins, str) else ins.reason_for_call
+    text = " ".join(str(text).split())
+    return ("Hi, I need some help. " + text)[:600]
+
+
+# ---------------------------------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import asyncio
+    import os
+    import signal
+    import sys
+
+    from ._fake_server import DEFAULT_KEY
+
+    ap = argparse.ArgumentParser(prog="python -m agentrig.testing.gold_endpoint",
+                                 description="Serve the gold conversation of τ²-bench tasks until SIGTERM/SIGINT.")
+    ap.add_argument("--data", metavar="ROOT", help="tau2-bench data root (holds domains/); none: built-in domains only")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--prefix", default="/v1")
+    ap.add_argument("--models", default=",".join(GOLD_MODELS), help="comma-separated model ids")
+    auth = ap.add_mutually_exclusive_group()
+    auth.add_argument("--api-key-env", metavar="VAR", help="accept the key held in this environment variable")
+    auth.add_argument("--no-auth", action="store_true", help="accept requests without a key")
+    ap.add_argument("--delay-ms", type=float, default=0.0)
+    ap.add_argument("--fault-rate", type=float, default=0.0)
+    ap.add_argument("--fault-kinds", default="rate_limit,server_error,malformed")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--record", action="store_true", help="keep request records (GET /_fake/requests)")
+    args = ap.parse_args(argv)
+    key: str | None = DEFAULT_KEY
+    if args.no_auth:
+        key = None
+    elif args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if not key:
+            print(f"error: environment variable {args.api_key_env} is not set; export it or use --no-auth",
+                  file=sys.stderr)
+            return 2
+    if args.data is not None and not (Path(args.data) / "domains").is_dir():
+        print(f"error: --data {args.data}: no domains/ directory there; give a tau2-bench data root",
+              file=sys.stderr)
+        return 2
+    try:
+        ep = GoldEndpoint(args.data, models=tuple(m for m in args.models.split(",") if m), api_key=key,
+                          prefix=args.prefix, delay_s=args.delay_ms / 1000, fault_rate=args.fault_rate,
+                          fault_kinds=tuple(k for k in args.fault_kinds.split(",") if k), seed=args.seed,
+                          record=args.record, host=args.host, port=args.port)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        print(await ep.start(), flush=True)
+        try:
+            await stop.wait()
+        finally:
+            await ep.stop()
+
+    asyncio.run(serve())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
