@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import random
 import time
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
+import openai._response as _sdk_response
 
 from ..config import ROLES, ChannelConfig, ResolvedRole
 from ..errors import AuthError, ConfigError, Diagnosis, RetriesExhausted
@@ -44,6 +46,10 @@ def missing_key(env_var: str) -> Diagnosis:
         f"export {env_var}=<your key> (a local server that needs no key accepts any value, e.g. 'local'), "
         "or set api_key_env in [channel] / [roles.X] to the variable that holds it",
     )
+
+
+# the HTTP library's Response class the SDK is built on (httpx2 for openai >= 3, httpx before)
+_RAW = (getattr(_sdk_response, "httpx2", None) or getattr(_sdk_response, "httpx")).Response
 
 
 def make_client(base_url: str, key: str, timeout_s: float) -> openai.AsyncOpenAI:
@@ -78,11 +84,16 @@ async def send_once(client: openai.AsyncOpenAI, rr: ResolvedRole, params: dict[s
     """One attempt, classified. Never raises for HTTP or body trouble."""
     t0 = time.perf_counter()
     try:
+        # The body is serialized here and posted as is: the SDK's request-building walks every
+        # message and tool schema of every request (a third of a run's CPU with long
+        # conversations); auth, headers, the connection pool and error classes stay the SDK's.
+        payload = {**params, **rr.extra_body} if rr.extra_body else params
+        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
         async with asyncio.timeout(timeout_s):
-            raw = await client.chat.completions.with_raw_response.create(
-                **params, extra_headers=headers, extra_body=rr.extra_body or None, timeout=timeout_s
-            )
-        body = raw.http_response.content
+            raw = await client.post("/chat/completions", cast_to=_RAW, content=data,
+                                    options={"headers": {**headers, "Content-Type": "application/json"},
+                                             "timeout": timeout_s})
+        body = raw.content
         request_id = raw.headers.get("x-request-id")
     except openai.APIStatusError as exc:
         body = exc.body if exc.body is not None else exc.response.text

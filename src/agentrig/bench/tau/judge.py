@@ -147,7 +147,8 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
     comps: dict[str, float | None] = {}
 
     # DB and ENV_ASSERTION
-    state = judge_state(spec, ctx.domain_dir, task, trial_tool_calls(messages, traj.history_len))
+    state = judge_state(spec, ctx.domain_dir, task, trial_tool_calls(messages, traj.history_len),
+                        end_env=getattr(ctx, "env", None))
     comps["DB"], comps["ENV_ASSERTION"] = state.db_reward, state.env_reward
     if not state.evaluated:
         why = "the task has no evaluation criteria" if criteria is None else "the task has no gold actions nor env assertions"

@@ -215,17 +215,28 @@ def judge_state(
     domain_dir: Path | None,
     task: Any,
     tool_calls: Iterable[Any],
+    *,
+    end_env: Environment | None = None,
 ) -> StateJudgement:
     """Judge the end state of a trajectory: DB and ENV_ASSERTION components, as tau2 does.
+
+    ``end_env``: the trial's own environment at its end. For a domain without a sync rule it IS
+    the state tau2 rebuilds (the same initial state, then the same calls in the same order; the
+    calls tau2 leaves out of its replay are the ones that do not change state), so it is judged
+    directly instead of copying and replaying the db again (half of a trial's CPU on airline and
+    retail). Domains with a sync rule (telecom) are always replayed, as tau2 does.
 
     ``tool_calls`` are the calls made during the trial, in order — ``(requestor, name,
     arguments)`` tuples or objects with those attributes — NOT including the task's own
     ``message_history`` (the initial state replays that)."""
+    if end_env is not None and spec.sync is None:
+        return _judge_state(spec, domain_dir, task, tool_calls, end_env)
     with gc_paused():  # the predicted state is a big temporary
         return _judge_state(spec, domain_dir, task, tool_calls)
 
 
-def _judge_state(spec: DomainSpec, domain_dir: Path | None, task: Any, tool_calls: Iterable[Any]) -> StateJudgement:
+def _judge_state(spec: DomainSpec, domain_dir: Path | None, task: Any, tool_calls: Iterable[Any],
+                 end_env: Environment | None = None) -> StateJudgement:
     criteria = field_of(task, "evaluation_criteria")
     assertions = field_of(criteria, "env_assertions")
     if criteria is None or (field_of(criteria, "actions") is None and assertions is None):
@@ -234,13 +245,16 @@ def _judge_state(spec: DomainSpec, domain_dir: Path | None, task: Any, tool_call
             evaluated=False,
         )
     gold = gold_state(spec, domain_dir, task)
-    env = Environment.fresh(spec, domain_dir)
-    env.set_state(task)
-    for call in tool_calls:
-        requestor, name, arguments = _unpack(call)
-        if not env.has_tool(name) or not env.is_mutating(name):
-            continue
-        env.call(requestor, name, arguments)
+    if end_env is not None:
+        env = end_env
+    else:
+        env = Environment.fresh(spec, domain_dir)
+        env.set_state(task)
+        for call in tool_calls:
+            requestor, name, arguments = _unpack(call)
+            if not env.has_tool(name) or not env.is_mutating(name):
+                continue
+            env.call(requestor, name, arguments)
     agent_match = equal_to_diff(env.agent_state(), gold.agent_base, gold.agent_diff)
     user_match = env.user_state() == gold.user_state
     details = []

@@ -1,0 +1,240 @@
+"""The gold-scripting endpoint over real HTTP with the real openai SDK, driven by hand.
+
+A small two-sided loop here plays agent and user through the endpoint (tool results from the
+real Environment) and checks the calls it makes against the task's gold, then judges the end
+state with the real replay code."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import openai
+import pytest
+
+from agentrig.agents.base import GREETING
+from agentrig.bench.tau.data import domain_dir, load_tasks
+from agentrig.bench.tau.domains import get_domain
+from agentrig.bench.tau.environment import Environment
+from agentrig.bench.tau.replay import judge_state
+from agentrig.testing.gold_endpoint import GoldEndpoint, GoldScript
+
+KEY = "sk-gold-unit-5f3a9c0e11"
+
+
+@pytest.fixture
+async def gold(tau2_root):
+    ep = GoldEndpoint(tau2_root, api_key=KEY)
+    await ep.start()
+    yield ep
+    await ep.stop()
+
+
+def client(ep) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=ep.base_url, api_key=KEY, max_retries=0)
+
+
+def hdr(domain, task, role):
+    return {"X-Agentrig-Domain": domain, "X-Agentrig-Task": task, "X-Agentrig-Role": role}
+
+
+async def ask(c, domain, task, role, messages, tools=None, retries=0):
+    kwargs = {"tools": tools} if tools else {}
+    for attempt in range(retries + 1):
+        try:
+            r = await c.chat.completions.create(model="gold", messages=messages, extra_headers=hdr(domain, task, role),
+                                                **kwargs)
+            if r.choices:
+                return r
+        except (openai.RateLimitError, openai.InternalServerError, openai.APIResponseValidationError, ValueError):
+            if attempt == retries:
+                raise
+    raise AssertionError("no answer")
+
+
+def _as_call(tc) -> dict:
+    return {"id": tc.id, "type": "function", "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
+
+
+async def drive(c, root, domain, task, *, retries=0, max_turns=80):
+    """Play a task through the endpoint: returns (calls made, agent texts, user texts, end)."""
+    spec = get_domain(domain)
+    ddir = domain_dir(root, domain)
+    env = Environment.fresh(spec, ddir)
+    env.set_state(task)
+    agent_tools = spec.agent_toolkit.openai_tools()
+    user_tools = spec.user_toolkit.openai_tools() if spec.user_toolkit is not None else None
+    a_msgs = [{"role": "system", "content": "policy"}, {"role": "assistant", "content": GREETING}]
+    u_msgs = [{"role": "system", "content": "you are a user"}, {"role": "user", "content": GREETING}]
+    calls, a_texts, u_texts = [], [], []
+    to = "user"
+    for _ in range(max_turns):
+        if to == "user":
+            m = (await ask(c, domain, task.id, "user", u_msgs, user_tools, retries)).choices[0].message
+            if m.tool_calls:
+                u_msgs.append({"role": "assistant", "content": None, "tool_calls": [_as_call(t) for t in m.tool_calls]})
+                for t in m.tool_calls:
+                    args = json.loads(t.function.arguments)
+                    calls.append(("user", t.function.name, args))
+                    out = env.call("user", t.function.name, args)
+                    u_msgs.append({"role": "tool", "tool_call_id": t.id, "content": out.text})
+                continue
+            u_texts.append(m.content)
+            u_msgs.append({"role": "assistant", "content": m.content})
+            a_msgs.append({"role": "user", "content": m.content})
+            if "###STOP###" in m.content:
+                return calls, a_texts, u_texts, "user_stop"
+            to = "agent"
+        else:
+            m = (await ask(c, domain, task.id, "agent", a_msgs, agent_tools, retries)).choices[0].message
+            if m.tool_calls:
+                assert len(m.tool_calls) == 1
+                a_msgs.append({"role": "assistant", "content": None, "tool_calls": [_as_call(t) for t in m.tool_calls]})
+                t = m.tool_calls[0]
+                args = json.loads(t.function.arguments)
+                calls.append(("assistant", t.function.name, args))
+                out = env.call("assistant", t.function.name, args)
+                a_msgs.append({"role": "tool", "tool_call_id": t.id, "content": out.text})
+                if t.function.name == "transfer_to_human_agents":
+                    return calls, a_texts, u_texts, "agent_transfer"
+                continue
+            a_texts.append(m.content)
+            a_msgs.append({"role": "assistant", "content": m.content})
+            u_msgs.append({"role": "user", "content": m.content})
+            to = "user"
+    raise AssertionError(f"{domain}/{task.id}: no end after {max_turns} turns")
+
+
+def gold_of(task):
+    return [(a.requestor, a.name, a.arguments) for a in task.gold_actions]
+
+
+def pick(root, domain, pred):
+    return next(t for t in load_tasks(root, domain) if pred(t))
+
+
+async def test_airline_task_plays_gold_calls_and_communicates(gold, tau2_root):
+    task = pick(tau2_root, "airline", lambda t: t.evaluation_criteria.communicate_info and len(t.gold_actions) >= 2)
+    calls, a_texts, u_texts, end = await drive(client(gold), tau2_root, "airline", task)
+    assert calls == gold_of(task)
+    assert end == "user_stop"
+    assert len(u_texts) == 2  # the request, then the stop
+    for info in task.evaluation_criteria.communicate_info:
+        assert info.lower() in a_texts[-1].lower().replace(",", "")
+    judged = judge_state(get_domain("airline"), domain_dir(tau2_root, "airline"), task, calls)
+    assert judged.db_match
+
+
+async def test_telecom_user_actions_are_made_by_the_user_in_order(gold, tau2_root):
+    task = pick(tau2_root, "telecom", lambda t: [a.requestor for a in t.gold_actions][:2] == ["user", "user"]
+                and "assistant" in [a.requestor for a in t.gold_actions])
+    calls, a_texts, u_texts, end = await drive(client(gold), tau2_root, "telecom", task)
+    assert calls == gold_of(task)
+    assert end == "user_stop"
+    groups = len(GoldScript.from_task("telecom", task).texts) - 1
+    assert sum(1 for t in u_texts if t == "Done.") == groups >= 1
+    judged = judge_state(get_domain("telecom"), domain_dir(tau2_root, "telecom"), task, calls)
+    assert judged.env_reward == 1.0
+
+
+async def test_transfer_tasks_end_with_the_transfer(gold, tau2_root):
+    task = pick(tau2_root, "mock", lambda t: any(a.name == "transfer_to_human_agents" for a in t.gold_actions))
+    calls, _, _, end = await drive(client(gold), tau2_root, "mock", task)
+    assert (calls, end) == (gold_of(task), "agent_transfer")
+
+
+async def test_message_history_counts_are_not_taken_as_played(gold, tau2_root):
+    task = pick(tau2_root, "mock", lambda t: t.id == "update_task_with_message_history")
+    hist = task.initial_state.message_history
+    c = client(gold)
+    # the agent's request holds the history: its create_task call must not count as a gold action
+    msgs = [{"role": "system", "content": "p"}]
+    for m in hist:
+        if m["role"] == "tool":
+            msgs.append({"role": "tool", "tool_call_id": m["id"], "content": m["content"]})
+        elif m.get("tool_calls"):
+            msgs.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": t["id"], "type": "function", "function": {"name": t["name"], "arguments": json.dumps(t["arguments"])}}
+                for t in m["tool_calls"]]})
+        else:
+            msgs.append({"role": m["role"], "content": m["content"]})
+    msgs.append({"role": "user", "content": "Please mark it completed."})
+    tools = get_domain("mock").agent_toolkit.openai_tools()
+    m = (await ask(c, "mock", task.id, "agent", msgs, tools)).choices[0].message
+    assert m.tool_calls[0].function.name == task.gold_actions[0].name
+    assert json.loads(m.tool_calls[0].function.arguments) == task.gold_actions[0].arguments
+
+
+async def test_same_request_same_answer_and_usage(gold, tau2_root):
+    task = load_tasks(tau2_root, "retail")[0]
+    c = client(gold)
+    msgs = [{"role": "system", "content": "p"}, {"role": "assistant", "content": GREETING},
+            {"role": "user", "content": "hello"}]
+    r1 = await ask(c, "retail", task.id, "agent", msgs)
+    r2 = await ask(c, "retail", task.id, "agent", msgs)
+    m1, m2 = r1.choices[0].message, r2.choices[0].message
+    assert (m1.tool_calls[0].id, m1.tool_calls[0].function.arguments) == (m2.tool_calls[0].id, m2.tool_calls[0].function.arguments)
+    assert r1.usage.prompt_tokens > 0 and r1.usage.completion_tokens > 0
+
+
+async def test_judge_answers_every_outcome_met(gold):
+    outcomes = ["The agent refunds the order.", "The agent does not cancel anything."]
+    msgs = [{"role": "system", "content": "grade"},
+            {"role": "user", "content": f"conversation...\n<expected_outcomes>{json.dumps(outcomes)}</expected_outcomes>"}]
+    r = await client(gold).chat.completions.create(model="gold", messages=msgs,
+                                                   extra_headers={"X-Agentrig-Role": "judge"})
+    doc = json.loads(r.choices[0].message.content)
+    assert [x["expectedOutcome"] for x in doc["results"]] == outcomes
+    assert all(x["metExpectation"] is True for x in doc["results"])
+
+
+@pytest.mark.parametrize("headers, needle", [
+    (hdr("airline", "no-such-task", "agent"), "unknown task 'no-such-task'"),
+    (hdr("no-such-domain", "1", "agent"), "unknown domain 'no-such-domain'"),
+    ({"X-Agentrig-Role": "agent"}, "X-Agentrig-Domain"),
+    (hdr("airline", "0", "memory"), "X-Agentrig-Role is 'memory'"),
+])
+async def test_bad_requests_are_400_with_a_clear_message(gold, headers, needle):
+    with pytest.raises(openai.BadRequestError) as info:
+        await client(gold).chat.completions.create(model="gold", messages=[{"role": "user", "content": "x"}],
+                                                   extra_headers=headers)
+    assert needle in str(info.value)
+
+
+async def test_judge_without_outcomes_block_is_400(gold):
+    with pytest.raises(openai.BadRequestError, match="expected_outcomes"):
+        await client(gold).chat.completions.create(model="gold", messages=[{"role": "user", "content": "x"}],
+                                                   extra_headers={"X-Agentrig-Role": "judge"})
+
+
+async def test_under_faults_retried_requests_still_play_the_gold(tau2_root):
+    ep = GoldEndpoint(tau2_root, api_key=KEY, fault_rate=0.3, fault_kinds=("rate_limit", "server_error", "malformed"),
+                      seed=7)
+    await ep.start()
+    try:
+        task = pick(tau2_root, "telecom", lambda t: len(t.gold_actions) >= 3)
+        calls, _, _, end = await drive(client(ep), tau2_root, "telecom", task, retries=30)
+        assert calls == gold_of(task) and end == "user_stop"
+        assert ep.chat_count > ep._n_completion  # some requests were faults
+    finally:
+        await ep.stop()
+
+
+def test_cli_serves_and_prints_base_url(tau2_root):
+    env = dict(os.environ, GOLD_UNIT_KEY=KEY)
+    proc = subprocess.Popen([sys.executable, "-m", "agentrig.testing.gold_endpoint", "--data", str(tau2_root),
+                             "--api-key-env", "GOLD_UNIT_KEY"], stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        base = proc.stdout.readline().strip()
+        assert base.startswith("http://127.0.0.1:") and base.endswith("/v1")
+        c = openai.OpenAI(base_url=base, api_key=KEY, max_retries=0)
+        r = c.chat.completions.create(model="gold", messages=[{"role": "system", "content": "s"},
+                                                              {"role": "user", "content": GREETING}],
+                                      extra_headers=hdr("airline", load_tasks(tau2_root, "airline")[0].id, "user"))
+        assert r.choices[0].message.content.startswith("Hi, I need some help.")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.returncode == 0
