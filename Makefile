@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test test-fast demo bench clean
+.PHONY: setup chromium test test-fast demo bench clean
 
 setup: $(STAMP)
 
@@ -15,8 +15,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $(STAMP)
 
+# Debian's chromium, for the report test in a real browser: installed when missing and we may
+# (root, or sudo without a password); otherwise that test skips locally (CI requires it).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO=sudo; else SUDO=none; fi; \
+	  if [ "$$SUDO" = none ]; then echo "note: chromium is missing and cannot be installed here (apt-get install chromium); the report's browser test will skip"; \
+	  else echo "installing Debian's chromium for the report test"; $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi; }
+
 # The whole suite, slow scale tests included (CI runs exactly this).
-test: setup
+test: setup chromium
 	$(BIN)/python -m pytest -q
 
 # Everything but the slow scale tests.

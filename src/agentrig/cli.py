@@ -134,6 +134,18 @@ def compare(
 
 @app.command()
 @user_errors
+def report(
+    run_dirs: list[Path] = typer.Argument(..., help="One or more run directories (several: compared side by side)."),
+    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: FIRST_RUN/report.html)."),
+) -> None:
+    """One self-contained HTML report: pass^k curves, gap, outcome grid, failures, A/B, usage, trajectories."""
+    from .report import report_command
+
+    report_command(run_dirs, out_path=out_path, console=out)
+
+
+@app.command()
+@user_errors
 def demo(
     base_dir: Path = typer.Option(Path("runs"), "--dir", help="where the demo's experiment files and runs go"),
 ) -> None:

@@ -144,12 +144,20 @@ def run_demo(console: Console, base_dir: Path | None = None) -> int:
     console.print("   Every fault was retried by the channel and counted (retries column); none became an agent "
                   "failure.\n", highlight=False)
 
+    from .report import write_report
+
+    report = write_report([run_dir, llm_dir], base / "report.html")
+    console.print(f"[bold]The HTML report[/] of both runs (pass^k curves, outcome grid, failures, A/B, trajectories):\n"
+                  f"   {report}\n", highlight=False)
+
     console.print("[bold]3. The usual mistakes with a real endpoint, diagnosed before a run[/] (agentrig doctor)")
     asyncio.run(_mistakes(console))
 
     console.rule()
     console.print(
-        f"The runs are stored in {base} (trajectories, model calls, verdicts); export one with\n"
+        f"The runs are stored in {base} (trajectories, model calls, verdicts). Look closer with\n"
+        f"  agentrig analyze {run_dir}                      # pass^k with CIs, forks, failure classes\n"
+        f"  agentrig compare {run_dir}:gold {run_dir}:flaky-gold   # paired A/B\n"
         f"  agentrig export {run_dir} --format tau2 --arm flaky-gold\n\n"
         "Run a real model on τ²-bench:\n"
         "  export OPENAI_API_KEY=...                        # or any OpenAI-compatible endpoint: see docs/channel.md\n"

@@ -103,7 +103,8 @@ def test_run_json_prints_one_object_and_a_rerun_plays_nothing(tmp_path):
     res = cli("run", str(path), "--json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)  # the whole of stdout is one JSON object
-    assert set(doc) == {"run_dir", "run_id", "status", "played", "stored", "error", "arms"}
+    assert set(doc) == {"run_dir", "run_id", "status", "played", "stored", "error", "arms", "report"}
+    assert doc["report"] and Path(doc["report"]).is_file()
     assert doc["status"] == "done" and doc["played"] == 12 and doc["stored"] == 12 and doc["error"] is None
     assert Path(doc["run_dir"]) == tmp_path / "runs" / "ref"
     gold, noop = doc["arms"]["gold"], doc["arms"]["noop"]

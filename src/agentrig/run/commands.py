@@ -127,6 +127,18 @@ def _json(summary: dict, run: Run, outcome: Outcome, planned: int) -> dict[str, 
             "stored": outcome.stored, "error": error, "arms": summary}
 
 
+def _write_report(run: Run, err: Console) -> Path | None:
+    """The run's HTML report, written at the end of every run (a failure here never fails the run)."""
+    from agentrig.report import write_report
+
+    try:
+        return write_report([run.dir])
+    except Exception as exc:  # noqa: BLE001 - the trials are stored; the report can be rebuilt
+        err.print(Text(f"note: the report could not be written ({type(exc).__name__}: {exc}); "
+                       f"rebuild it with `agentrig report {run.dir}`", style="yellow"))
+        return None
+
+
 def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force: bool = False,
                 run_dir: Path | None = None, out: Console | None = None, err: Console | None = None) -> int:
     out = out or Console(highlight=False, soft_wrap=True)
@@ -159,10 +171,15 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
         except KeyboardInterrupt:  # a second Ctrl-C
             outcome = Outcome("interrupted", stored=stats.valid + stats.invalid_attempts)
         summary = summarize(r, run.store)
+        report_path = _write_report(run, err) if outcome.stored or not specs else None
         if as_json:
-            sys.stdout.write(json.dumps(_json(summary, run, outcome, len(specs)), indent=2) + "\n")
+            doc = _json(summary, run, outcome, len(specs))
+            doc["report"] = str(report_path) if report_path is not None else None
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:
             _print_summary(out, r, run, summary, outcome)
+            if report_path is not None:
+                out.print(Text(f"report: {report_path}", style="dim"))
         if outcome.status == "fatal":
             err.print(Text("error: ", style="bold red") + Text(_fatal_message(outcome, run)))
             return 1

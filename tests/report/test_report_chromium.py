@@ -1,0 +1,159 @@
+"""The report in real headless Chromium (Debian's ``chromium``), driven over the DevTools protocol:
+no console errors, the key sections, a trajectory opened by a real mouse click on a grid cell,
+a non-blank screenshot, and hostile text from a trajectory shown as text and never run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agentrig.report import write_report
+
+from .cdp import Browser, find_chromium, png_pixels
+from .runs import EVENT_TEXT, IMG_TEXT, INVALID_CAUSE, INVALID_ONLY, REPLAYED, SCRIPT_TEXT, TAMPERED
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = find_chromium()
+    if path is None:
+        msg = ("chromium not found: the report test needs Debian's chromium "
+               "(`apt-get install -y chromium`; .ci/run and `make test` install it when missing)")
+        if os.environ.get("CI") or os.environ.get("AGENTRIG_REQUIRE_TAU2_DATA") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return path
+
+
+@pytest.fixture(scope="module")
+def report(hostile_run, tmp_path_factory) -> Path:
+    return write_report([hostile_run], tmp_path_factory.mktemp("out") / "report.html")
+
+
+async def _settle(page) -> None:
+    await page.eval("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    await asyncio.sleep(0.2)
+
+
+def _colour_stats(png: bytes) -> tuple[int, int, int, float]:
+    w, h, ch, rows = png_pixels(png)
+    colours = set()
+    lum_sum = lum_sq = 0.0
+    n = 0
+    for y in range(0, h, 4):
+        row = rows[y]
+        for x in range(0, w, 4):
+            px = row[x * ch:x * ch + 3]
+            colours.add(bytes(px))
+            lum = 0.299 * px[0] + 0.587 * px[1] + 0.114 * px[2]
+            lum_sum += lum
+            lum_sq += lum * lum
+            n += 1
+    mean = lum_sum / n
+    return w, h, len(colours), lum_sq / n - mean * mean
+
+
+async def test_report_in_chromium(chromium, report, tmp_path):
+    async with await Browser.launch(tmp_path / "profile", chromium) as browser:
+        page = await browser.page()
+        await page.send("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1,
+                        mobile=False)
+        await page.goto(report.resolve().as_uri())
+        await _settle(page)
+        assert page.errors == []
+
+        # the key sections, with content
+        sections = await page.eval("[...document.querySelectorAll('main > section')].map(s => s.id)")
+        for sid in ("summary", "passk", "gap", "grid", "failures", "ab", "usage", "trajectory-help", "trajectory"):
+            assert sid in sections, sections
+        assert await page.eval("document.querySelectorAll('#passk svg polyline').length") == 3  # one per arm
+        assert await page.eval("document.querySelectorAll('#passk svg polygon').length") >= 1   # CI bands
+        assert await page.eval("document.querySelectorAll('#gap svg circle').length") == 3
+        assert await page.eval("document.querySelectorAll('#ab svg circle').length") >= 2
+        assert await page.eval("document.querySelectorAll('#failures svg rect').length") > 3
+        # 3 arms × 16 tasks × 2 trials = 96 cells, all played
+        assert await page.eval("document.querySelectorAll('#grid-host span.c').length") == 96
+        assert await page.eval("document.querySelectorAll('#grid-host span.c.missing').length") == 0
+        assert await page.eval("document.getElementById('trajectory').hidden") is True
+
+        # a real mouse click on the tampered trial's cell opens its trajectory
+        arm, domain, task, trial = TAMPERED
+        t_index = await page.eval(f"JSON.parse(document.getElementById('grid-data').textContent).tasks"
+                                  f".findIndex(t => t[0] === {json.dumps(domain)} && t[1] === {json.dumps(task)})")
+        a_index = await page.eval(f"JSON.parse(document.getElementById('grid-data').textContent).arms"
+                                  f".findIndex(a => a.label === {json.dumps(arm)})")
+        sel = f'#grid-host span.c[data-a="{a_index}"][data-t="{t_index}"][data-k="{trial}"]'
+        await page.eval(f"document.querySelector({json.dumps(sel)}).scrollIntoView({{block: 'center'}})")
+        await _settle(page)
+        rect = await page.eval(f"(() => {{ const r = document.querySelector({json.dumps(sel)}).getBoundingClientRect();"
+                               " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        await page.click_at(*rect)
+        await _settle(page)
+        assert await page.eval("document.getElementById('trajectory').hidden") is False
+        title = await page.eval("document.getElementById('viewer-title').textContent")
+        assert task in title and arm in title
+        assert await page.eval("document.querySelectorAll('#viewer .msg').length") >= 4
+        assert await page.eval("document.querySelectorAll('#viewer .event').length") >= 1
+        assert await page.eval("document.querySelectorAll('#viewer .toolcall').length") >= 1
+
+        # the hostile text is on screen as text, and nothing of it ran or became an element
+        viewer_text = await page.eval("document.getElementById('viewer').innerText")
+        assert SCRIPT_TEXT in viewer_text
+        assert IMG_TEXT in viewer_text
+        assert "get_bike<i>" in viewer_text
+        assert await page.eval("typeof window.__pwned") == "undefined"
+        assert await page.eval("document.querySelectorAll('#viewer img, #viewer script, #viewer svg, #viewer i, #viewer b').length") == 0
+        assert await page.eval("document.querySelectorAll('body > script:not([type])').length") == 1  # ours only
+        await page.eval("document.querySelector('#viewer details.reasoning, #viewer details')?.setAttribute('open', '')")
+        events_text = await page.eval("[...document.querySelectorAll('#viewer .event')].map(e => e.textContent).join(' ')")
+        assert EVENT_TEXT in events_text
+
+        # a link elsewhere (a failure-taxonomy example) opens a trial too
+        before = title
+        clicked = await page.eval("(() => { const l = [...document.querySelectorAll('#failures a.open')]"
+                                  ".find(a => a.dataset.openTask !== " + json.dumps(task) + ");"
+                                  " if (!l) return null; l.click(); return l.dataset.openTask; })()")
+        assert clicked
+        await _settle(page)
+        title = await page.eval("document.getElementById('viewer-title').textContent")
+        assert clicked in title and title != before
+
+        # an invalid trial (its cell hatched) and a replayed one (its attempts as tabs)
+        async def click_cell(key) -> str:
+            a, d, t, k = key
+            js = (f"(() => {{ const g = JSON.parse(document.getElementById('grid-data').textContent);"
+                  f" const ai = g.arms.findIndex(x => x.label === {json.dumps(a)});"
+                  f" const ti = g.tasks.findIndex(x => x[0] === {json.dumps(d)} && x[1] === {json.dumps(t)});"
+                  f" const c = document.querySelector(`#grid-host span.c[data-a='${{ai}}'][data-t='${{ti}}'][data-k='{k}']`);"
+                  f" c.click(); return c.className; }})()")
+            return await page.eval(js)
+
+        assert "invalid" in await click_cell(INVALID_ONLY)
+        await _settle(page)
+        text = await page.eval("document.getElementById('viewer').innerText")
+        assert INVALID_CAUSE in text and "retries_exhausted" in text
+        assert "retried" in await click_cell(REPLAYED)
+        await _settle(page)
+        tabs = await page.eval("[...document.querySelectorAll('#viewer .tabs button')].map(b => b.textContent)")
+        assert tabs == ["attempt 0 (invalid)", "attempt 1"]
+        await page.eval("document.querySelector('#viewer .tabs button').click()")
+        assert INVALID_CAUSE in await page.eval("document.getElementById('viewer').innerText")
+
+        # a screenshot of the grid that is not blank
+        await page.eval("document.getElementById('grid').scrollIntoView()")
+        await _settle(page)
+        png = await page.screenshot()
+        w, h, colours, variance = _colour_stats(png)
+        assert (w, h) == (1280, 900)
+        assert colours > 20, colours
+        assert variance > 100, variance
+        (tmp_path / "grid.png").write_bytes(png)
+
+        assert await page.eval("typeof window.__pwned") == "undefined"
+        assert page.errors == []
+        # the page loaded nothing but itself: no network, no CDN
+        assert page.requests and all(u.startswith("file://") for u in page.requests), page.requests
