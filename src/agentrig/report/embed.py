@@ -17,12 +17,8 @@ when the trial is opened. Its invalid attempts (up to ``attempts_per_trial``) co
 from __future__ import annotations
 
 import json
-import sqlite3
-import urllib.parse
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .collect import FAIL, INVALID, PASS, ArmCells, Collected
@@ -164,13 +160,6 @@ def shape(record: dict) -> dict:
     }
 
 
-def _fetch(conn: sqlite3.Connection, arm: str, domain: str, task: str, trial: int) -> list[dict]:
-    # TODO(lead): a public Store method to read a few records' JSON by key would replace this
-    rows = conn.execute("SELECT record FROM trials WHERE arm = ? AND domain = ? AND task_id = ? "
-                        "AND trial = ? ORDER BY id", (arm, domain, task, trial)).fetchall()
-    return [json.loads(zlib.decompress(blob)) for (blob,) in rows]
-
-
 def embed(c: Collected, limits: Limits = Limits(), wanted: dict[int, set[tuple[int, int]]] | None = None
           ) -> Embedded:
     """Choose and shape the trajectories to put in the file. ``wanted[arm index]`` = cells that
@@ -178,43 +167,34 @@ def embed(c: Collected, limits: Limits = Limits(), wanted: dict[int, set[tuple[i
     total = sum(len(a.cells) for a in c.arms)
     out = Embedded()
     everything = total <= limits.embed_all
-    conns: dict[int, sqlite3.Connection] = {}
-    try:
-        for ai, arm in enumerate(c.arms):
-            chosen = select(arm, limits, (wanted or {}).get(ai, ()), everything=everything)
-            # each arm gets a fair share of what is left of the budget
-            arm_budget = out.bytes + (limits.byte_budget - out.bytes) / (len(c.arms) - ai)
-            run = arm.run
-            conn = conns.get(id(run))
-            if conn is None:
-                uri = f"file:{urllib.parse.quote(str(Path(run.store.path).resolve()))}?mode=ro"
-                conn = conns[id(run)] = sqlite3.connect(uri, uri=True)
-            done = {"pass": 0, "fail": 0, "invalid": 0}
-            for cell in chosen:
-                if out.bytes >= arm_budget:
-                    out.budget_hit = True
-                    break
-                domain, task = c.tasks[cell.task]
-                records = _fetch(conn, arm.arm, domain, task, cell.trial)
-                shown = [r for r in records if (r.get("verdict") or {}).get("valid")]
-                others = [r for r in records if not (r.get("verdict") or {}).get("valid")]
-                room = max(0, limits.attempts_per_trial - len(shown[:1]))
-                attempts = shown[:1] + (others[len(others) - room:] if room else [])
-                attempts.sort(key=lambda r: r.get("attempt", 0))
-                payload = {"arm": arm.label, "domain": domain, "task": task, "trial": cell.trial,
-                           "stored_attempts": len(records), "attempts": [shape(r) for r in attempts]}
-                text = json_for_script(payload)
-                block = len(out.blocks)
-                out.blocks.append((block, text))
-                out.ids[(ai, cell.task, cell.trial)] = block
-                out.bytes += len(text)
-                done[("fail", "pass", "invalid")[cell.status]] += 1
-            counts = arm.counts()
-            out.per_arm.append({"label": arm.label, **{f"{k}_embedded": v for k, v in done.items()},
-                                "pass": counts["pass"], "fail": counts["fail"], "invalid": counts["invalid"]})
-            if sum(done.values()) < len(arm.cells):
-                out.complete = False
-    finally:
-        for conn in conns.values():
-            conn.close()
+    for ai, arm in enumerate(c.arms):
+        chosen = select(arm, limits, (wanted or {}).get(ai, ()), everything=everything)
+        # each arm gets a fair share of what is left of the budget
+        arm_budget = out.bytes + (limits.byte_budget - out.bytes) / (len(c.arms) - ai)
+        store = arm.run.store
+        done = {"pass": 0, "fail": 0, "invalid": 0}
+        for cell in chosen:
+            if out.bytes >= arm_budget:
+                out.budget_hit = True
+                break
+            domain, task = c.tasks[cell.task]
+            records = store.raw_records(arm.arm, domain, task, cell.trial)
+            shown = [r for r in records if (r.get("verdict") or {}).get("valid")]
+            others = [r for r in records if not (r.get("verdict") or {}).get("valid")]
+            room = max(0, limits.attempts_per_trial - len(shown[:1]))
+            attempts = shown[:1] + (others[len(others) - room:] if room else [])
+            attempts.sort(key=lambda r: r.get("attempt", 0))
+            payload = {"arm": arm.label, "domain": domain, "task": task, "trial": cell.trial,
+                       "stored_attempts": len(records), "attempts": [shape(r) for r in attempts]}
+            text = json_for_script(payload)
+            block = len(out.blocks)
+            out.blocks.append((block, text))
+            out.ids[(ai, cell.task, cell.trial)] = block
+            out.bytes += len(text)
+            done[("fail", "pass", "invalid")[cell.status]] += 1
+        counts = arm.counts()
+        out.per_arm.append({"label": arm.label, **{f"{k}_embedded": v for k, v in done.items()},
+                            "pass": counts["pass"], "fail": counts["fail"], "invalid": counts["invalid"]})
+        if sum(done.values()) < len(arm.cells):
+            out.complete = False
     return out

@@ -326,6 +326,14 @@ class Store:
             for (blob,) in batch:
                 yield decode_record(blob)
 
+    def raw_records(self, arm: str, domain: str, task_id: str, trial: int) -> list[dict[str, Any]]:
+        """Every stored attempt of one trial key as plain JSON data (no model validation), in the
+        order stored: for readers that only show records (the report)."""
+        rows = self._conn.execute(
+            "SELECT record FROM trials WHERE arm = ? AND domain = ? AND task_id = ? AND trial = ? ORDER BY id",
+            (arm, domain, task_id, trial)).fetchall()
+        return [json.loads(zlib.decompress(blob)) for (blob,) in rows]
+
     def verdict_rows(self, arm: str | None = None, valid: bool | None = None, *,
                      domain: str | None = None) -> list[VerdictRow]:
         """Light rows for summaries: key, attempt, verdict columns, tokens, retries, duration."""
