@@ -94,7 +94,7 @@ class Episode:
         self.user = user
         self.plugins = plugins
         self.limits = limits
-        self.env = Environment.fresh(ctx.spec, ctx.domain_dir)
+        self.env = Environment.fresh(ctx.spec, ctx.domain_dir, copy_on_write=True)
         self.env.set_state(ctx.task)
         ctx.env = self.env
         self.steps = 0

@@ -29,7 +29,7 @@ from typing import Any
 from agentrig.errors import DataError
 
 from .domain import DomainSpec
-from .state import fresh_copy, load_db
+from .state import cow_state, fresh_copy, load_db, materialize, shared_db
 from .toolkit import Toolkit, ToolOutcome
 
 log = logging.getLogger(__name__)
@@ -114,9 +114,16 @@ class Environment:
         return db_path, user_path
 
     @classmethod
-    def fresh(cls, spec: DomainSpec, domain_dir: Path | None = None) -> "Environment":
-        """A new environment over fresh copies of the domain's db files (parsed once per process)."""
+    def fresh(cls, spec: DomainSpec, domain_dir: Path | None = None, *,
+              copy_on_write: bool = False) -> "Environment":
+        """A new environment over fresh copies of the domain's db files (parsed once per process).
+
+        ``copy_on_write``: for a domain with no user side, the agent's state is a copy-on-write
+        view of the shared pristine state (``state.CowTable``): a trial copies only the records
+        it reads by key. Used by the episode; the gold replay and the judge's replay copy."""
         db_path, user_path = cls.db_paths(spec, domain_dir)
+        if copy_on_write and spec.user_toolkit is None and spec.sync is None:
+            return cls(spec, cow_state(shared_db(db_path, spec.normalize_db)), None)
         db = load_db(db_path, spec.normalize_db)
         user_db = load_db(user_path, spec.normalize_user_db) if user_path is not None else None
         return cls(spec, db, user_db)
@@ -217,7 +224,8 @@ class Environment:
         normalize = self.spec.normalize_db if side == "assistant" else self.spec.normalize_user_db
         if toolkit.db is None:
             toolkit.db = {}
-        merged = deep_merge(toolkit.db, _plain(data))
+        # the merge and the re-normalization walk the whole state: give it its own records first
+        merged = deep_merge(materialize(toolkit.db), _plain(data))
         if normalize is not None:
             merged = normalize(merged)
         toolkit.db = merged

@@ -142,7 +142,7 @@ def _actions(task: Any) -> list:
 
 
 def _play_gold(spec: DomainSpec, domain_dir: Path | None, task: Any) -> tuple[Environment, list[ActionResult], list[str]]:
-    env = Environment.fresh(spec, domain_dir)
+    env = Environment.fresh(spec, domain_dir, copy_on_write=True)
     env.set_state(task)
     results: list[ActionResult] = []
     write_errors: list[str] = []

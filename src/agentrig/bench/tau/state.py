@@ -127,6 +127,82 @@ def _blob_for(path: Path, normalize: Normalizer | None) -> tuple[str, bytes]:
     return blob
 
 
+class CowTable(dict):
+    """One table (id -> record) of a trial's state over the shared pristine table: a record is
+    copied the first time the trial reads it BY KEY (``t[k]``, ``t.get(k)``) — tools fetch a
+    record by key before they change it — and scans (``values()``, ``items()``, iteration) see
+    the pristine record until then. So a trial copies the few records it touches instead of the
+    whole db, and its end state is compared with the gold record by record only where either
+    side changed something (``equal_to_diff``). Tools must not change a record they reached by a
+    scan (none does: scans are searches; ``tests/bench/tau/test_cow_state.py`` checks that the
+    pristine state is untouched after every task of the data is played)."""
+
+    __slots__ = ("_base", "_own")
+
+    def __init__(self, base: dict):
+        dict.__init__(self, base)
+        self._base = base
+        self._own: set = set()  # keys whose value is the trial's own (copied, set or deleted)
+
+    def __getitem__(self, key):
+        value = dict.__getitem__(self, key)
+        if key not in self._own:
+            value = fresh_copy(value)
+            dict.__setitem__(self, key, value)
+            self._own.add(key)
+        return value
+
+    def get(self, key, default=None):
+        return self[key] if dict.__contains__(self, key) else default
+
+    def __setitem__(self, key, value) -> None:
+        self._own.add(key)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key) -> None:
+        self._own.add(key)
+        dict.__delitem__(self, key)
+
+    def pop(self, key, *default):
+        if dict.__contains__(self, key):
+            value = self[key]
+            del self[key]
+            return value
+        if default:
+            return default[0]
+        raise KeyError(key)
+
+    def setdefault(self, key, default=None):
+        if dict.__contains__(self, key):
+            return self[key]
+        self[key] = default
+        return default
+
+    def update(self, *args, **kwargs) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def materialize(self) -> dict:
+        """A plain dict with the trial's own records and copies of all the others."""
+        return {k: (v if k in self._own else fresh_copy(v)) for k, v in dict.items(self)}
+
+    def __reduce__(self):  # copies and pickles are plain dicts
+        return (dict, (self.materialize(),))
+
+
+def cow_state(base: dict) -> dict:
+    """A trial's state over a shared pristine state (see CowTable): tables are CowTables, any other
+    top-level value a copy."""
+    return {k: CowTable(v) if isinstance(v, dict) else fresh_copy(v) for k, v in base.items()}
+
+
+def materialize(state: dict | None) -> dict | None:
+    """The same state with every CowTable turned into a plain dict of independent records."""
+    if state is None:
+        return None
+    return {k: v.materialize() if isinstance(v, CowTable) else v for k, v in state.items()}
+
+
 def load_db(path: Path, normalize: Normalizer | None = None) -> dict:
     """A fresh, independent copy of the (normalized) db file; parsed once per process."""
     return _load(_blob_for(path, normalize))
@@ -188,6 +264,19 @@ def record_diff(base: dict | None, state: dict | None) -> StateDiff:
     for k in base.keys() | state.keys():
         b = base.get(k, _MISSING)
         s = state.get(k, _MISSING)
+        if isinstance(s, CowTable) and s._base is b:  # only the records the trial touched can differ
+            changed = {}
+            removed = set()
+            for rk in s._own:
+                rv = dict.get(s, rk, _MISSING)
+                if rv is _MISSING:
+                    if rk in b:
+                        removed.add(rk)
+                elif b.get(rk, _MISSING) != rv:
+                    changed[rk] = rv
+            if changed or removed:
+                diff.records[k] = (fresh_copy(changed), removed)
+            continue
         if b is not _MISSING and s is not _MISSING and b == s:
             continue
         if isinstance(b, dict) and isinstance(s, dict):
@@ -218,6 +307,10 @@ def equal_to_diff(state: dict | None, base: dict | None, diff: StateDiff) -> boo
             continue
         b = base[k]
         rec = diff.records.get(k)
+        if isinstance(s, CowTable) and s._base is b:
+            if not _cow_equal(s, b, rec):
+                return False
+            continue
         if rec is None:
             if s != b:
                 return False
@@ -256,3 +349,28 @@ def apply_diff(base: dict | None, diff: StateDiff) -> dict | None:
             target.pop(rk, None)
         target.update(fresh_copy(changed))
     return state
+
+
+def _cow_equal(s: CowTable, b: dict, rec: tuple[dict, set] | None) -> bool:
+    """A CowTable over ``b`` against ``b`` with the gold's changes ``rec`` applied: only the keys
+    either side touched can differ."""
+    changed, removed = rec if rec is not None else ({}, set())
+    if len(s) != len(b.keys() - removed | changed.keys()):
+        return False
+    for rk in removed:
+        if dict.__contains__(s, rk):
+            return False
+    for rk in changed:
+        if not dict.__contains__(s, rk):
+            return False
+    for rk in s._own | changed.keys():
+        have = dict.get(s, rk, _MISSING)
+        want = changed.get(rk, _MISSING)
+        if want is _MISSING:
+            want = b.get(rk, _MISSING)
+        if have is _MISSING or want is _MISSING:
+            if have is not want:
+                return False
+        elif have != want:
+            return False
+    return True
