@@ -11,6 +11,9 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+HEADER_MAX = 1000  # characters of an X-Agentrig-* value (telecom task ids run past 200)
+
+
 class CallContext(_Model):
     """Who is calling: sent as X-Agentrig-* headers so a gateway's log can be reconciled."""
 
@@ -27,7 +30,7 @@ class CallContext(_Model):
             value = getattr(self, name)
             if value is not None:
                 text = "".join(ch for ch in str(value) if 32 <= ord(ch) < 127)
-                out[f"X-Agentrig-{name.capitalize()}"] = text[:200]
+                out[f"X-Agentrig-{name.capitalize()}"] = text[:HEADER_MAX]
         return out
 
 

@@ -25,6 +25,15 @@ task has nothing to communicate).
   waits), or the closing text (it ends with ``###STOP###``).
 - role ``judge``: every outcome listed as a JSON array between ``<expected_outcomes>`` and
   ``</expected_outcomes>`` in the last user message is met.
+- role ``memory`` (the memory plug-in): a request that offers tools named ``memory_*`` is an edit
+  phase — it saves one knowledge entry naming the task's first gold step (``MEMORY_NOTE``
+  …) unless the request already holds that note (the bank is in the prompt; a follow-up
+  request holds the call), else it answers without a tool call. Any other request is a decide
+  phase: ``<no_intervention/>``, or a short ``<context_for_action>`` reminder for one request in
+  ``REMIND_EVERY`` (chosen by a hash of the request's last message, so the same request gets the
+  same answer) and for every request whose text does not offer ``<no_intervention/>`` (a mode
+  that must always remind). The gold agent ignores reminders (it counts its own messages only),
+  so the gold conversation and its reward are the same with or without the plug-in.
 
 An unknown domain, task or role, or missing headers, is an HTTP 400 whose message says what was
 wrong. Everything else (auth, faults at ``fault_rate``, delay, usage figures, the control routes)
@@ -34,6 +43,7 @@ is ``FakeEndpoint``'s.
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import json
 import re
 import threading
@@ -43,17 +53,23 @@ from typing import Any
 
 from ..agents.base import GREETING
 from ..errors import AgentrigError
+from ..types import HEADER_MAX
 from ._fake_bodies import Fault
 from ._fake_server import FakeEndpoint
 
 __all__ = ["GOLD_MODELS", "GoldEndpoint", "GoldResponder", "GoldScript", "Step", "main"]
 
-GOLD_MODELS = ("gold", "gold-agent", "gold-user", "gold-judge")
+GOLD_MODELS = ("gold", "gold-agent", "gold-user", "gold-judge", "gold-memory")
 TRANSFER = "transfer_to_human_agents"
 STOP = "###STOP###"
 _headers_var: contextvars.ContextVar[Any] = contextvars.ContextVar("gold_request_headers", default=None)
 _AMBIGUOUS = object()
 _OUTCOMES = re.compile(r"<expected_outcomes>(.*?)</expected_outcomes>", re.S)
+MEMORY_NOTE = "[gold] first step of the task:"  # how the edit phase's knowledge entry starts
+MEMORY_TOOL_PREFIX = "memory_"
+SAVE_KNOWLEDGE = "memory_save_knowledge"
+NO_INTERVENTION = "<no_intervention/>"
+REMIND_EVERY = 3
 
 
 class GoldRequestError(Exception):
@@ -145,6 +161,34 @@ class GoldScript:
             return {"content": self._ask_text(step) if step.kind == "ask" else self.info_text}
         return {"content": self.info_text}  # all played: say it again
 
+    # ------------------------------------------------------------------ the memory plug-in's side
+
+    def first_step_text(self) -> str:
+        step = self.steps[0] if self.steps else Step("info")
+        if step.kind == "call":
+            return _call_text(step.name, step.arguments)
+        if step.kind == "ask":
+            return "ask the user to do: " + "; ".join(_call_text(n, a) for n, a in self.user_actions[step.start:step.end])
+        return "state the required information"
+
+    def memory_reply(self, body: dict) -> dict:
+        messages = body.get("messages") or []
+        names = [((t or {}).get("function") or {}).get("name") or "" for t in body.get("tools") or []]
+        text = _request_text(messages)
+        if any(n.startswith(MEMORY_TOOL_PREFIX) for n in names):  # edit phase
+            if MEMORY_NOTE in text or SAVE_KNOWLEDGE not in names:
+                return {"content": "The memory bank is up to date."}
+            calls = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+            note = f"{MEMORY_NOTE} {self.first_step_text()}"[:300]
+            return {"content": None, "tool_calls": [
+                {"id": f"gold_m{calls + 1}", "name": SAVE_KNOWLEDGE, "arguments": {"content": note}}]}
+        last = next((m for m in reversed(messages) if m.get("role") != "system"), messages[-1] if messages else {})
+        digest = hashlib.blake2b(_content_text(last.get("content")).encode("utf-8"), digest_size=4).digest()
+        if NO_INTERVENTION in text and int.from_bytes(digest, "big") % REMIND_EVERY:
+            return {"content": NO_INTERVENTION}
+        reminder = f"Before the next action, check it against the task: its first step is {self.first_step_text()}."
+        return {"content": f"<context_for_action>{reminder[:400]}</context_for_action>"}
+
     def _ask_text(self, step: Step) -> str:
         todo = "; ".join(_call_text(n, a) for n, a in self.user_actions[step.start:step.end])
         return f"Please do the following on your device and tell me when it is done: {todo}."
@@ -230,7 +274,7 @@ class GoldResponder:
         if scripts is None:
             scripts = self._load(domain)
         found = scripts.get(task_id)
-        if found is None:  # a header holds printable ASCII only, at most 200 characters
+        if found is None:  # a header holds printable ASCII only, at most HEADER_MAX characters
             found = self._by_header[domain].get(task_id)
             if found is _AMBIGUOUS:
                 raise GoldRequestError(f"X-Agentrig-Task {task_id!r} (a header keeps only the first 200 printable "
@@ -274,14 +318,16 @@ class GoldResponder:
         messages = body.get("messages") or []
         if role == "judge":
             return judge_reply(messages)
-        if role not in ("agent", "user"):
-            raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the gold endpoint plays the roles agent, user "
-                                   "and judge (send requests through agentrig's channel)")
+        if role not in ("agent", "user", "memory"):
+            raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the gold endpoint plays the roles agent, user, "
+                                   "memory and judge (send requests through agentrig's channel)")
         domain, task_id = headers.get("X-Agentrig-Domain"), headers.get("X-Agentrig-Task")
         if not domain or not task_id:
             raise GoldRequestError("the request lacks the X-Agentrig-Domain / X-Agentrig-Task headers that name "
                                    "the trial's task (agentrig's channel sends them)")
         script = self.script(domain, task_id)
+        if role == "memory":
+            return script.memory_reply(body)
         return script.agent_reply(messages) if role == "agent" else script.user_reply(messages)
 
 
@@ -303,7 +349,7 @@ class GoldEndpoint(FakeEndpoint):
 
 def header_form(value: str) -> str:
     """What ``CallContext.headers`` sends for a value: printable ASCII only, cut at 200."""
-    return "".join(ch for ch in value if 32 <= ord(ch) < 127)[:200]
+    return "".join(ch for ch in value if 32 <= ord(ch) < 127)[:HEADER_MAX]
 
 
 
@@ -320,6 +366,17 @@ def _content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text") or "" for p in content if isinstance(p, dict))
     return ""
+
+
+def _request_text(messages: list[dict]) -> str:
+    """Every text of a request: contents and tool-call arguments."""
+    parts = []
+    for m in messages:
+        parts.append(_content_text(m.get("content")))
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") or {}
+            parts.append(str(fn.get("arguments") or ""))
+    return "\n".join(parts)
 
 
 def _call_text(name: str, arguments: Any) -> str:
