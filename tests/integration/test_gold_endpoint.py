@@ -19,7 +19,7 @@ from agentrig.bench.tau.data import domain_dir, load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.environment import Environment
 from agentrig.bench.tau.replay import judge_state
-from agentrig.testing.gold_endpoint import GoldEndpoint, GoldScript
+from agentrig.testing.gold_endpoint import MEMORY_NOTE, GoldEndpoint, GoldScript
 
 KEY = "sk-gold-unit-5f3a9c0e11"
 
@@ -194,13 +194,61 @@ async def test_judge_answers_every_outcome_met(gold):
     (hdr("airline", "no-such-task", "agent"), "unknown task 'no-such-task'"),
     (hdr("no-such-domain", "1", "agent"), "unknown domain 'no-such-domain'"),
     ({"X-Agentrig-Role": "agent"}, "X-Agentrig-Domain"),
-    (hdr("airline", "0", "memory"), "X-Agentrig-Role is 'memory'"),
+    (hdr("airline", "0", "critic"), "X-Agentrig-Role is 'critic'"),
 ])
 async def test_bad_requests_are_400_with_a_clear_message(gold, headers, needle):
     with pytest.raises(openai.BadRequestError) as info:
         await client(gold).chat.completions.create(model="gold", messages=[{"role": "user", "content": "x"}],
                                                    extra_headers=headers)
     assert needle in str(info.value)
+
+
+MEMORY_TOOLS = [{"type": "function", "function": {"name": n, "description": "d", "parameters": {
+    "type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}}}
+    for n in ("memory_update_status", "memory_save_knowledge", "memory_save_procedural", "memory_delete")]
+
+
+async def test_memory_edit_saves_the_first_gold_step_once(gold, tau2_root):
+    task = pick(tau2_root, "airline", lambda t: t.gold_actions and t.gold_actions[0].requestor == "assistant")
+    c = client(gold)
+    msgs = [{"role": "system", "content": "You keep a memory bank."},
+            {"role": "user", "content": "Window:\n[step 0] agent: Hi\nBank: (empty)"}]
+    m = (await ask(c, "airline", task.id, "memory", msgs, MEMORY_TOOLS)).choices[0].message
+    assert len(m.tool_calls) == 1 and m.tool_calls[0].function.name == "memory_save_knowledge"
+    note = json.loads(m.tool_calls[0].function.arguments)["content"]
+    assert note.startswith(MEMORY_NOTE) and task.gold_actions[0].name in note
+    # the follow-up of the same phase (the call and its result in the request): no second save
+    follow = msgs + [{"role": "assistant", "content": None, "tool_calls": [_as_call(m.tool_calls[0])]},
+                     {"role": "tool", "tool_call_id": m.tool_calls[0].id, "content": "saved K1"}]
+    m2 = (await ask(c, "airline", task.id, "memory", follow, MEMORY_TOOLS)).choices[0].message
+    assert not m2.tool_calls and m2.content
+    # a later trigger whose prompt shows the bank with the note: nothing to save
+    later = [msgs[0], {"role": "user", "content": f"Bank:\nK1 (step 0): {note}\nWindow: ..."}]
+    m3 = (await ask(c, "airline", task.id, "memory", later, MEMORY_TOOLS)).choices[0].message
+    assert not m3.tool_calls
+
+
+async def test_memory_decide_is_mostly_silent_and_deterministic(gold, tau2_root):
+    task = load_tasks(tau2_root, "airline")[0]
+    c = client(gold)
+    answers = []
+    for i in range(30):
+        msgs = [{"role": "system", "content": "Answer <context_for_action>…</context_for_action> or <no_intervention/>."},
+                {"role": "user", "content": f"Window: step {i} …"}]
+        a = (await ask(c, "airline", task.id, "memory", msgs)).choices[0].message.content
+        again = (await ask(c, "airline", task.id, "memory", msgs)).choices[0].message.content
+        assert a == again  # stateless: the same request, the same answer
+        answers.append(a)
+    silent = sum(a == "<no_intervention/>" for a in answers)
+    reminders = [a for a in answers if a.startswith("<context_for_action>") and a.endswith("</context_for_action>")]
+    assert silent + len(reminders) == 30 and 0 < len(reminders) < silent
+    # a prompt that does not offer silence (always_inject) always gets a reminder
+    msgs = [{"role": "system", "content": "Always answer with <context_for_action>…</context_for_action>."},
+            {"role": "user", "content": "Window: step 0"}]
+    for i in range(5):
+        msgs[1]["content"] = f"Window: step {i}"
+        a = (await ask(c, "airline", task.id, "memory", msgs)).choices[0].message.content
+        assert a.startswith("<context_for_action>")
 
 
 async def test_judge_without_outcomes_block_is_400(gold):

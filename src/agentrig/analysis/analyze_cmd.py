@@ -3,13 +3,15 @@
 People get rich tables: a summary per arm (pass^1, pass^n and the consistency gap with their 95%
 bootstrap intervals, Mean@n, the mixed-outcome fraction), the pass^k curve, reward components,
 terminations, usage, reruns, the retries check, the most inconsistent tasks and the failure
-classes. ``--json`` prints one JSON object — ``Analysis.model_dump()`` — on stdout, nothing else.
+classes; for arms with the memory plug-in, its figures (injection rate, overhead over the agent,
+failures) and each memory arm's paired A/B against the baseline arm. ``--json`` prints one JSON object — ``Analysis.model_dump()`` — on stdout, nothing else.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -19,6 +21,7 @@ from rich.text import Text
 
 from agentrig.run.commands import open_run_dir
 
+from .memory import decisions_text, injected_text
 from .summary import COMPONENT_NAMES, Analysis, ArmAnalysis, Estimate, Figures, analyze_run
 
 TOP_TASKS = 10
@@ -87,6 +90,7 @@ def print_analysis(out: Console, a: Analysis) -> None:
     _retries(out, arms)
     _consistency(out, arms, a.sections.get("consistency", "ok"))
     _failures(out, arms, a.sections.get("failures", "ok"))
+    _memory(out, arms)
 
 
 def _summary(out: Console, arms: list[ArmAnalysis], n: int) -> None:
@@ -200,6 +204,64 @@ def _reruns(out: Console, arms: list[ArmAnalysis], n: int) -> None:
             t.add_row(str(i), *[f"{_pct(a.reruns.reruns[i].success_rate)} ({a.reruns.reruns[i].successes}/"
                                 f"{a.reruns.reruns[i].trials})" for a in arms])
         out.print(t)
+
+
+def _times(x: float | None) -> str:
+    return "-" if x is None else f"×{x:.2f}"
+
+
+def _memory(out: Console, arms: list[ArmAnalysis]) -> None:
+    mem = [(a, a.memory) for a in arms if a.memory is not None]
+    if not mem:
+        return
+    t = _table("memory plug-in: what it did (valid trials; rate = injected / triggers)", ("arm", "left"),
+               ("mode", "left"), ("trig./trial", "right"), ("injected", "right"), ("rate", "right"),
+               ("/step", "right"), ("decisions", "left"), ("edits/trig.", "right"), ("bank", "right"))
+    for a, m in mem:
+        t.add_row(escape(a.arm), escape(", ".join(m.modes)), _f(m.triggers_per_trial, 1), escape(injected_text(m)),
+                  _pct(m.injection_rate), _f(m.injections_per_step, 2), escape(decisions_text(m)),
+                  _f(m.edit_tool_calls_per_trigger, 2), _f(m.bank_entries_mean, 1))
+    out.print(t)
+    t = _table("memory plug-in: overhead per trial (memory calls against the agent's own)", ("arm", "left"),
+               ("tokens", "right"), ("agent", "right"), ("×", "right"), ("seconds", "right"), ("agent", "right"),
+               ("×", "right"), ("of trial", "right"), ("failed calls", "right"))
+    for a, m in mem:
+        tok, lat = m.tokens, m.latency_s
+        t.add_row(escape(a.arm), _f(tok.memory_per_trial, 0), _f(tok.agent_per_trial, 0), _times(tok.ratio),
+                  _f(lat.memory_per_trial, 2), _f(lat.agent_per_trial, 2), _times(lat.ratio), _pct(m.latency_share),
+                  f"{m.failed_calls}/{m.calls}" + (f" in {m.failed_trials} trial(s)" if m.failed_calls else ""))
+    out.print(t)
+    base = next((m.baseline for _, m in mem if m.baseline), None)
+    if base is None:
+        out.print(Text(f"memory A/B: {mem[0][1].ab_note or ''}", style="yellow"))
+        return
+    t = _table(f"memory arms against the baseline {escape(base)} (as `agentrig compare RUN:{escape(base)} RUN:ARM`; "
+               "Δ = arm − baseline)", ("arm", "left"), ("tasks", "right"), ("Δpass^1 [95% CI]", "right"),
+               ("Δpass^k [95% CI]", "right"), ("McNemar p", "right"), ("better/worse", "right"), ("", "left"))
+
+    def delta(m: Any) -> str:
+        if m is None or m.delta is None or m.ci is None:
+            return "-"
+        sig = {"worse": " worse", "better": " better", "none": " n.s."}.get(m.significance or "", " not called")
+        return f"{m.delta:+.3f} [{m.ci[0]:+.3f}, {m.ci[1]:+.3f}]{sig}"
+
+    notes: dict[str, list[str]] = {}
+    for a, m in mem:
+        if m.ab is None:
+            t.add_row(escape(a.arm), "-", "-", "-", "-", "-", escape(m.ab_note or ""))
+            continue
+        c = m.ab
+        pk = c.metrics.get("pass^k")
+        t.add_row(escape(a.arm), str(c.paired.tasks), delta(c.metrics.get("pass^1")),
+                  (f"k={pk.k}: " if pk is not None else "") + delta(pk), f"{c.mcnemar.p:.3g}",
+                  f"{len(c.flips.better)}/{len(c.flips.worse)}",
+                  "" if c.comparable else Text("NOT COMPARABLE", style="bold red"))
+        note = c.verdict if not c.comparable else c.metrics["pass^1"].note
+        if note:
+            notes.setdefault(note, []).append(a.arm)
+    out.print(t)
+    for note, names in notes.items():
+        out.print(Text(f"  {', '.join(names)}: {note}", style="yellow"))
 
 
 def _retries(out: Console, arms: list[ArmAnalysis]) -> None:

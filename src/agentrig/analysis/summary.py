@@ -29,6 +29,12 @@ Shape (``Analysis.model_dump()`` is what ``agentrig analyze --json`` prints)::
       failures: Taxonomy | None       failure classes of the arm's failed valid trials
                                       (analysis.failures; None when the tasks cannot be loaded)
       failures_by_domain: dict[str, Taxonomy]   the same, per domain (empty when unavailable)
+      memory: MemoryFigures | None    arms with a memory plug-in only (analysis.memory): triggers,
+                                      injection rate (per trigger, per agent step), decisions,
+                                      edit tool calls, bank size, memory call failures, tokens and
+                                      latency as Overhead {memory_per_trial, agent_per_trial, ratio,
+                                      per_trigger}, and ``ab``: the compare.Comparison of the
+                                      baseline arm (the first arm without a memory plug-in) → this arm
 
     Figures (one scope: a domain, or "overall")
       scope: str
@@ -82,6 +88,7 @@ from agentrig.channel.usage import RoleUsage
 
 from .consistency import ConsistencyCollector, TaskConsistency, rank
 from .failures import Taxonomy, classify, taxonomy
+from .memory import MemoryCollector, MemoryFigures, attach_ab, memory_modes
 
 
 class _M(BaseModel):
@@ -210,6 +217,7 @@ class ArmAnalysis(_M):
     consistency: list[TaskConsistency] = []
     failures: Taxonomy | None = None
     failures_by_domain: dict[str, Taxonomy] = {}
+    memory: MemoryFigures | None = None
 
 
 class Analysis(_M):
@@ -239,6 +247,7 @@ class Plan(_M):
     tasks: dict[str, list[str]]
     n: int
     prices: dict[str, Any] = {}
+    plugins: dict[str, list[dict[str, Any]]] = {}  # arm → its plug-in settings as configured
     data_root: str | None = None
     run_id: str | None = None
     name: str | None = None
@@ -252,6 +261,7 @@ class Plan(_M):
             return cls(arms=[a["name"] for a in exp["arms"]],
                        tasks={d: list(ids) for d, ids in config["tasks"].items()},
                        n=int(exp["run"]["trials"]), prices=exp.get("prices") or {},
+                       plugins={a["name"]: list(a.get("plugins") or []) for a in exp["arms"]},
                        data_root=config.get("data_root"), run_id=config.get("run_id"), name=config.get("name"))
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"{where}: the run's configuration snapshot lacks {exc} (experiment.arms, "
@@ -281,6 +291,8 @@ def analyze_run(store: Any, config: dict, *, run_dir: str = "", arm: str | None 
                    bootstrap=BootstrapInfo(resamples=resamples, seed=seed), sections=sections)
     for name in plan.arms if arm is None else [arm]:
         out.arms[name] = _analyze_arm(store, plan, name, resamples, seed, tables)
+    attach_ab(store, config, [a.memory for a in out.arms.values() if a.memory is not None], arms=plan.arms,
+              plugins=plan.plugins, tasks=plan.tasks, n=plan.n, run_dir=run_dir)
     return out
 
 
@@ -294,7 +306,8 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
     stored = store.verdict_rows(arm=arm)
     rows = [r for r in stored if (r.domain, r.task_id) in planned and 0 <= r.trial < n]
     valid = [r for r in rows if r.valid]
-    extracts = _read_records(store, plan, arm, planned, tables)
+    modes = memory_modes(plan.plugins.get(arm) or [])
+    extracts = _read_records(store, plan, arm, planned, tables, MemoryCollector() if modes else None)
     domains: dict[str, Figures] = {}
     counts_by_domain, cis = {}, {}
     for d, ids in plan.tasks.items():
@@ -325,6 +338,8 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
                          usage=u.role_usage(calls, plan.prices), reruns=u.reruns(valid, n),
                          retries=u.retry_effect(valid))
     result.consistency = rank(extracts.consistency.results())
+    if extracts.memory is not None:
+        result.memory = extracts.memory.figures(arm, modes)
     if tables is not None:
         result.failures = taxonomy(extracts.labels)
         result.failures_by_domain = {d: taxonomy([x for x in extracts.labels if x[0].domain == d]) for d in plan.tasks}
@@ -411,6 +426,7 @@ class _Extracts:
         self.components: dict[str, dict[str, list[int]]] = {}  # domain → component → [trials, passed, in basis]
         self.labels: list[tuple[Any, Any]] = []  # (TrialKey, FailureLabel) of failed valid trials
         self.consistency = ConsistencyCollector()  # keeps tool-call chains, not records
+        self.memory: MemoryCollector | None = None  # arms with a memory plug-in
 
 
 def _task_tables(plan: Plan, sections: dict[str, str]) -> dict[str, tuple[dict, Any]] | None:
@@ -428,11 +444,12 @@ def _task_tables(plan: Plan, sections: dict[str, str]) -> dict[str, tuple[dict, 
     return out
 
 
-def _read_records(store: Any, plan: Plan, arm: str, planned: set,
-                  tables: dict[str, tuple[dict, Any]] | None) -> _Extracts:
+def _read_records(store: Any, plan: Plan, arm: str, planned: set, tables: dict[str, tuple[dict, Any]] | None,
+                  memory: MemoryCollector | None = None) -> _Extracts:
     from .reliability import is_success
 
     ex = _Extracts()
+    ex.memory = memory
     n = plan.n
     for rec in store.records(arm=arm, valid=True):
         key = rec.key
@@ -456,4 +473,6 @@ def _read_records(store: Any, plan: Plan, arm: str, planned: set,
             if label is not None:
                 ex.labels.append((key, label))
         ex.consistency.add(rec)
+        if memory is not None:
+            memory.add(rec)
     return ex

@@ -5,7 +5,7 @@ the end); ``report_command`` is the CLI's entry (prints where the file went). Th
 network: CSS, script and plots are inline; trajectories are JSON blocks parsed only when opened.
 
 Steps: open the runs → the outcome grid from the stores' light rows (``collect``) → the analysis
-of each run (``analysis.summary.analyze_run``) → the A/B comparisons when there are several arms
+of each run (``analysis.summary.analyze_run``, memory figures included) → the A/B comparisons when there are several arms
 or runs (``analysis.compare``) → choose and embed trajectories (``embed``) → render (``render``).
 """
 
@@ -110,7 +110,7 @@ def build_context(c: Collected, *, analyses: dict[str, Analysis] | None = None, 
         "runs": runs, "notes": notes,
         "summary": figures.summary(views), "passk": figures.passk_chart(views), "gap": figures.gap_chart(views),
         "consistency": findings.consistency(views), "failures": failures, "failures_note": failures_note,
-        "ab": findings.ab(comps), "usage": figures.usage(views),
+        "ab": findings.ab(comps), "usage": figures.usage(views), "memory": figures.memory(views),
         "counts": [{"label": a.label, **a.counts()} for a in c.arms],
         "embedded": {"complete": e.complete, "per_arm": e.per_arm, "summary": _embedded_summary(e, total)},
         "grid_json": json_for_script(grid_payload(c, e.ids)), "meta_json": json_for_script(meta),

@@ -1,4 +1,5 @@
-"""The report's figures from ``Analysis`` models: summary, pass^k curves, consistency gap, usage.
+"""The report's figures from ``Analysis`` models: summary, pass^k curves, consistency gap, usage,
+the memory plug-in (``memory``).
 
 Each function turns analysis models into plain dicts (and SVG ``Markup``) for the template; no
 number is computed here that the analysis already gives — only laid out."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agentrig.analysis.memory import decisions_text, injected_text
 from agentrig.analysis.summary import Analysis, ArmAnalysis, Estimate, Figures
 
 from . import svg
@@ -164,3 +166,62 @@ def usage(arms: list[ArmView]) -> dict[str, Any]:
             "terminations": sorted(a.analysis.overall.terminations.items(), key=lambda x: -x[1]),
         })
     return {"roles": rows, "arms": arms_out}
+
+
+def _times(x: float | None) -> str:
+    return "–" if x is None else f"×{x:.2f}"
+
+
+def _delta(m: Any) -> dict[str, str]:
+    if m is None or m.delta is None:
+        return {"value": "–", "ci": "", "significance": ""}
+    ci = "" if m.ci is None else f"{100 * m.ci[0]:+.1f} – {100 * m.ci[1]:+.1f} pp"
+    return {"value": f"{100 * m.delta:+.1f} pp", "ci": ci,
+            "significance": m.significance or "not called (configurations differ)"}
+
+
+def memory(arms: list[ArmView]) -> dict[str, Any]:
+    """Per memory arm: what the plug-in did and cost, and its paired A/B against the baseline arm
+    (``analysis.memory``); a Δpass^1 chart of the variants."""
+    rows, ab, bars = [], [], []
+    baselines = []
+    for a in arms:
+        m = a.analysis.memory
+        if m is None:
+            continue
+        if m.baseline and (a.run_label, m.baseline) not in baselines:
+            baselines.append((a.run_label, m.baseline))
+        t, lat = m.tokens, m.latency_s
+        rows.append({
+            "label": a.label, "color": a.color, "modes": ", ".join(m.modes), "trials": m.trials,
+            "triggers": m.triggers, "triggers_per_trial": _num(m.triggers_per_trial, 1),
+            "injected": injected_text(m), "rate": pct(m.injection_rate), "per_step": _num(m.injections_per_step, 2),
+            "decisions": decisions_text(m), "rejected": m.edit_rejected,
+            "edits": _num(m.edit_tool_calls_per_trigger, 2), "bank": _num(m.bank_entries_mean, 1),
+            "tokens": _int(t.memory_per_trial), "agent_tokens": _int(t.agent_per_trial), "tokens_ratio": _times(t.ratio),
+            "tokens_trigger": _int(t.per_trigger),
+            "seconds": _num(lat.memory_per_trial, 2), "agent_seconds": _num(lat.agent_per_trial, 2),
+            "seconds_ratio": _times(lat.ratio), "share": pct(m.latency_share),
+            "failed": m.failed_calls, "calls": m.calls, "failed_trials": m.failed_trials,
+            "causes": ", ".join(f"{c} ×{n}" for c, n in m.failure_causes.items()), "trigger_errors": m.trigger_errors,
+        })
+        c = m.ab
+        if c is None:
+            ab.append({"label": a.label, "note": m.ab_note or "", "metrics": [], "comparable": True})
+            continue
+        p1 = c.metrics.get("pass^1")
+        if p1 is not None and p1.delta is not None:
+            lo, hi = p1.ci if p1.ci is not None else (None, None)
+            tag = p1.significance or "not comparable"
+            bars.append(svg.Bar(a.label, 100 * p1.delta, None if lo is None else 100 * lo,
+                                None if hi is None else 100 * hi, a.color, note=f"{100 * p1.delta:+.1f} pp ({tag})"))
+        ab.append({"label": a.label, "note": None, "verdict": c.verdict, "comparable": c.comparable,
+                   "mismatch": c.mismatch, "tasks": c.paired.tasks, "k": c.paired.k, "mcnemar_p": f"{c.mcnemar.p:.3g}",
+                   "better": len(c.flips.better), "worse": len(c.flips.worse),
+                   "metrics": [{"name": x.name, "a": pct(x.a), "b": pct(x.b), **_delta(x)} for x in c.metrics.values()
+                               if not (x.name != "pass^1" and x.k == 1)]})
+    # one baseline arm name per run (a report of several runs names them with their run)
+    baseline = baselines[0][1] if len(baselines) == 1 else ", ".join(f"{r}:{b}" for r, b in baselines) or None
+    chart = svg.hbars(bars, unit=" pp", label=f"Δpass^1 of each memory arm against {baseline or 'the baseline'}, "
+                      "paired-bootstrap 95% intervals") if bars else None
+    return {"rows": rows, "ab": ab, "baseline": baseline, "svg": chart}

@@ -354,6 +354,9 @@ def _check_arm(exp: Experiment, source: Path, arm: ArmSettings, cfg: ChannelConf
         if p.kind not in known:
             raise ConfigError(f"{where}: unknown plug-in kind {p.kind!r}.\n"
                               f"  fix: use one of: {', '.join(known) or '(no plug-ins are installed)'}")
+        check = getattr(plugins.REGISTRY[p.kind], "check", None)
+        if check is not None:  # the plug-in's own settings, checked before anything is played
+            check(p, where)
     a = arm.agent
     if a.prompt != "default":
         path = Path(a.prompt)

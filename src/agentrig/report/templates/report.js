@@ -251,9 +251,22 @@
     return box;
   }
 
+  function memoryLine(e) {
+    // the memory plug-in's trigger: what reached the agent's next call, in one line
+    const d = e.data || {};
+    if (e.plugin !== "memory" || (e.kind !== "memory.trigger" && e.kind !== "memory.show")) return null;
+    const edits = d.edit && d.edit.tool_calls ? d.edit.tool_calls.length + " bank edit(s)" : "";
+    const errors = [d.edit && d.edit.error, d.decide && d.decide.error].filter((x) => x).join("; ");
+    const head = ["step " + d.step, d.mode, edits, d.decide ? "decision " + d.decide.decision : ""].filter((x) => x).join(" · ");
+    return el("div", { class: "memory" }, head + (d.injected ? " · injected:" : " · nothing injected"),
+      d.injected ? el("pre", { class: "content" }, d.injected) : null, errors ? el("div", { class: "err" }, errors) : null);
+  }
+
   function eventBox(e) {
+    const line = memoryLine(e);
+    const data = e.data && Object.keys(e.data).length ? el("pre", null, pretty(e.data)) : null;
     return el("div", { class: "event" }, el("span", { class: "tag" }, "plug-in event"), " " + e.plugin + " · " + e.kind + " · turn " + e.turn,
-      e.data && Object.keys(e.data).length ? el("pre", null, pretty(e.data)) : null);
+      line, line && data ? el("details", null, el("summary", null, "event data"), data) : data);
   }
 
   function timeline(a) {
