@@ -25,3 +25,16 @@ def tau2_root() -> Path:
             pytest.fail(msg)
         pytest.skip(msg)
     return root
+
+
+@pytest.fixture
+async def fake():
+    """A real OpenAI-compatible server on 127.0.0.1 that accepts ``tests.support.KEY``."""
+    from agentrig.testing.fake_endpoint import FakeEndpoint
+
+    from .support import KEY
+
+    ep = FakeEndpoint(api_key=KEY)
+    await ep.start()
+    yield ep
+    await ep.stop()

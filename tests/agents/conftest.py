@@ -7,13 +7,11 @@ import pytest
 from agentrig.bench.tau.data import domain_dir, load_policy, load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.channel.client import Channel
-from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
 from agentrig.run.context import TrialContext
-from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.types import Message, TrialKey
 
-KEY = "sk-fake-agents-0123456789abcdef"
-KEY_ENV = "AGENTRIG_TEST_KEY"
+from tests.support import make_channel
+
 DOMAIN = "bikeshop"
 
 
@@ -41,20 +39,8 @@ def tool(call_id: str, text: str, error: bool = False) -> Message:
 
 
 @pytest.fixture
-async def fake():
-    ep = FakeEndpoint(api_key=KEY)
-    await ep.start()
-    yield ep
-    await ep.stop()
-
-
-@pytest.fixture
 async def channel(fake):
-    cfg = ChannelConfig(channel=ChannelSettings(base_url=fake.base_url, api_key_env=KEY_ENV, model="fake-model",
-                                                timeout_s=5, max_attempts=2, backoff_base_s=0.01,
-                                                backoff_max_s=0.02),
-                        roles={"agent": RoleConfig()})
-    ch = Channel(cfg, env={KEY_ENV: KEY})
+    ch = make_channel(fake.base_url)
     yield ch
     await ch.aclose()
 

@@ -3,18 +3,8 @@ from __future__ import annotations
 import pytest
 
 from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
-from agentrig.testing.fake_endpoint import FakeEndpoint
 
-KEY = "sk-fake-test-0123456789abcdef"
-KEY_ENV = "AGENTRIG_TEST_KEY"
-
-
-@pytest.fixture
-async def fake():
-    ep = FakeEndpoint(api_key=KEY)
-    await ep.start()
-    yield ep
-    await ep.stop()
+from tests.support import KEY, KEY_ENV  # the tests here import them from this module
 
 
 @pytest.fixture

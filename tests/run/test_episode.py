@@ -21,11 +21,11 @@ from agentrig.plugins import REGISTRY, register
 from agentrig.plugins.base import PluginSettings
 from agentrig.run.context import TrialContext
 from agentrig.run.episode import Limits, play_trial
-from agentrig.testing.fake_endpoint import FakeEndpoint, Fault
+from agentrig.testing.fake_endpoint import Fault
 from agentrig.types import Transient, TrialKey
 
-KEY = "sk-fake-episode-0123456789abcdef"
-KEY_ENV = "AGENTRIG_TEST_KEY"
+from tests.support import KEY_ENV, make_channel
+
 GOLD = AgentSettings(kind="gold")
 LLM = AgentSettings(kind="llm")
 SCRIPTED = UserSettings(kind="scripted")
@@ -43,20 +43,8 @@ def bikeshop(task_id: str):
 
 
 @pytest.fixture
-async def fake():
-    ep = FakeEndpoint(api_key=KEY)
-    await ep.start()
-    yield ep
-    await ep.stop()
-
-
-@pytest.fixture
 async def channel(fake):
-    cfg = ChannelConfig(channel=ChannelSettings(base_url=fake.base_url, api_key_env=KEY_ENV, model="fake-model",
-                                                timeout_s=5, max_attempts=2, backoff_base_s=0.01,
-                                                backoff_max_s=0.02),
-                        roles={"agent": RoleConfig(), "user": RoleConfig()})
-    ch = Channel(cfg, env={KEY_ENV: KEY})
+    ch = make_channel(fake.base_url, ("agent", "user"))
     yield ch
     await ch.aclose()
 

@@ -13,8 +13,8 @@ from agentrig.run.runner import (Executor, Stats, close_channels, make_channels,
                                  trial_seed)
 from agentrig.testing.fake_endpoint import Fault, FakeEndpoint
 
-KEY = "sk-runner-test-5a1f9c0d7e3b2a4c"
-KEY_ENV = "AGENTRIG_RUNNER_TEST_KEY"
+from tests.support import KEY, KEY_ENV
+
 
 REFERENCE = """
 name = "ref"
@@ -81,14 +81,6 @@ async def play_all(r, run, **kw):
         return await ex.run(plan(r, run.store)), ex.stats
     finally:
         await close_channels(channels)
-
-
-@pytest.fixture
-async def fake():
-    ep = FakeEndpoint(api_key=KEY)
-    await ep.start()
-    yield ep
-    await ep.stop()
 
 
 def test_trial_seed_is_stable_per_trial_and_shared_by_arms():

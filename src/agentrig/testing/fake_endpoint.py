@@ -34,7 +34,7 @@ from ._fake_bodies import FAULT_KINDS, Fault, mask_key
 from ._fake_server import DEFAULT_KEY, TOOL_SUPPORT, FakeEndpoint, RecordedRequest
 
 __all__ = ["DEFAULT_KEY", "FAULT_KINDS", "FakeEndpoint", "Fault", "RecordedRequest", "ThreadedFakeEndpoint",
-           "main", "mask_key"]
+           "add_server_arguments", "main", "mask_key", "serve_until_signal", "server_settings"]
 
 
 class ThreadedFakeEndpoint:
@@ -96,45 +96,41 @@ class ThreadedFakeEndpoint:
         self.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import os
-    import signal
-    import sys
-
-    ap = argparse.ArgumentParser(prog="python -m agentrig.testing.fake_endpoint",
-                                 description="Serve a fake OpenAI-compatible endpoint until SIGTERM/SIGINT.")
+def add_server_arguments(ap: Any, models: str) -> None:
+    """The command-line options every served endpoint shares (this one and the gold endpoint)."""
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--prefix", default="/v1")
-    ap.add_argument("--models", default="fake-model,fake-model-mini", help="comma-separated model ids")
+    ap.add_argument("--models", default=models, help="comma-separated model ids")
     auth = ap.add_mutually_exclusive_group()
     auth.add_argument("--api-key-env", metavar="VAR", help="accept the key held in this environment variable")
     auth.add_argument("--no-auth", action="store_true", help="accept requests without a key")
     ap.add_argument("--delay-ms", type=float, default=0.0)
     ap.add_argument("--fault-rate", type=float, default=0.0)
     ap.add_argument("--fault-kinds", default="rate_limit,server_error,malformed")
-    ap.add_argument("--tool-support", choices=TOOL_SUPPORT, default="full")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-record", action="store_true", help="do not keep request records (long benchmark runs)")
-    args = ap.parse_args(argv)
+
+
+def server_settings(args: Any) -> dict[str, Any] | str:
+    """FakeEndpoint keyword arguments from those options, or an error message."""
+    import os
+
     key: str | None = DEFAULT_KEY
     if args.no_auth:
         key = None
     elif args.api_key_env:
         key = os.environ.get(args.api_key_env)
         if not key:
-            print(f"error: environment variable {args.api_key_env} is not set; export it or use --no-auth",
-                  file=sys.stderr)
-            return 2
-    try:
-        ep = FakeEndpoint(models=[m for m in args.models.split(",") if m], api_key=key, prefix=args.prefix,
-                          delay_s=args.delay_ms / 1000, tool_support=args.tool_support, fault_rate=args.fault_rate,
-                          fault_kinds=tuple(k for k in args.fault_kinds.split(",") if k), seed=args.seed,
-                          record=not args.no_record, host=args.host, port=args.port)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+            return f"environment variable {args.api_key_env} is not set; export it or use --no-auth"
+    return {"models": tuple(m for m in args.models.split(",") if m), "api_key": key, "prefix": args.prefix,
+            "delay_s": args.delay_ms / 1000, "fault_rate": args.fault_rate,
+            "fault_kinds": tuple(k for k in args.fault_kinds.split(",") if k), "seed": args.seed,
+            "host": args.host, "port": args.port}
+
+
+def serve_until_signal(ep: FakeEndpoint) -> None:
+    """Start ``ep``, print its base URL as the first line of stdout, serve until SIGTERM/SIGINT."""
+    import signal
 
     async def serve() -> None:
         stop = asyncio.Event()
@@ -148,6 +144,28 @@ def main(argv: list[str] | None = None) -> int:
             await ep.stop()
 
     asyncio.run(serve())
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m agentrig.testing.fake_endpoint",
+                                 description="Serve a fake OpenAI-compatible endpoint until SIGTERM/SIGINT.")
+    add_server_arguments(ap, "fake-model,fake-model-mini")
+    ap.add_argument("--tool-support", choices=TOOL_SUPPORT, default="full")
+    ap.add_argument("--no-record", action="store_true", help="do not keep request records (long benchmark runs)")
+    args = ap.parse_args(argv)
+    settings = server_settings(args)
+    if isinstance(settings, str):
+        print(f"error: {settings}", file=sys.stderr)
+        return 2
+    try:
+        ep = FakeEndpoint(tool_support=args.tool_support, record=not args.no_record, **settings)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    serve_until_signal(ep)
     return 0
 
 

@@ -402,63 +402,30 @@ def _opening(task: Any) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    import asyncio
-    import os
-    import signal
     import sys
 
-    from ._fake_server import DEFAULT_KEY
+    from .fake_endpoint import add_server_arguments, serve_until_signal, server_settings
 
     ap = argparse.ArgumentParser(prog="python -m agentrig.testing.gold_endpoint",
                                  description="Serve the gold conversation of τ²-bench tasks until SIGTERM/SIGINT.")
     ap.add_argument("--data", metavar="ROOT", help="tau2-bench data root (holds domains/); none: built-in domains only")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--prefix", default="/v1")
-    ap.add_argument("--models", default=",".join(GOLD_MODELS), help="comma-separated model ids")
-    auth = ap.add_mutually_exclusive_group()
-    auth.add_argument("--api-key-env", metavar="VAR", help="accept the key held in this environment variable")
-    auth.add_argument("--no-auth", action="store_true", help="accept requests without a key")
-    ap.add_argument("--delay-ms", type=float, default=0.0)
-    ap.add_argument("--fault-rate", type=float, default=0.0)
-    ap.add_argument("--fault-kinds", default="rate_limit,server_error,malformed")
-    ap.add_argument("--seed", type=int, default=0)
+    add_server_arguments(ap, ",".join(GOLD_MODELS))
     ap.add_argument("--record", action="store_true", help="keep request records (GET /_fake/requests)")
     args = ap.parse_args(argv)
-    key: str | None = DEFAULT_KEY
-    if args.no_auth:
-        key = None
-    elif args.api_key_env:
-        key = os.environ.get(args.api_key_env)
-        if not key:
-            print(f"error: environment variable {args.api_key_env} is not set; export it or use --no-auth",
-                  file=sys.stderr)
-            return 2
+    settings = server_settings(args)
+    if isinstance(settings, str):
+        print(f"error: {settings}", file=sys.stderr)
+        return 2
     if args.data is not None and not (Path(args.data) / "domains").is_dir():
         print(f"error: --data {args.data}: no domains/ directory there; give a tau2-bench data root",
               file=sys.stderr)
         return 2
     try:
-        ep = GoldEndpoint(args.data, models=tuple(m for m in args.models.split(",") if m), api_key=key,
-                          prefix=args.prefix, delay_s=args.delay_ms / 1000, fault_rate=args.fault_rate,
-                          fault_kinds=tuple(k for k in args.fault_kinds.split(",") if k), seed=args.seed,
-                          record=args.record, host=args.host, port=args.port)
+        ep = GoldEndpoint(args.data, record=args.record, **settings)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-
-    async def serve() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        print(await ep.start(), flush=True)
-        try:
-            await stop.wait()
-        finally:
-            await ep.stop()
-
-    asyncio.run(serve())
+    serve_until_signal(ep)
     return 0
 
 

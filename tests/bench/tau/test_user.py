@@ -26,32 +26,18 @@ from agentrig.bench.tau.user import (
 )
 from agentrig.bench.tau.user_prompts import builtin_guidelines
 from agentrig.channel.client import Channel
-from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
 from agentrig.errors import ChannelError, ConfigError, DataError
 from agentrig.run.context import TrialContext
 from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.types import Message, ToolCall, TrialKey
 
-KEY = "sk-fake-user-0123456789abcdef"
-KEY_ENV = "AGENTRIG_TEST_USER_KEY"
+from tests.support import make_channel
 
-
-@pytest.fixture
-async def fake():
-    ep = FakeEndpoint(api_key=KEY)
-    await ep.start()
-    yield ep
-    await ep.stop()
 
 
 @pytest.fixture
 async def channel(fake):
-    config = ChannelConfig(
-        channel=ChannelSettings(base_url=fake.base_url, api_key_env=KEY_ENV, model="fake-model", timeout_s=5,
-                                backoff_base_s=0.01, backoff_max_s=0.05, max_attempts=2),
-        roles={"user": RoleConfig()},
-    )
-    ch = Channel(config, env={KEY_ENV: KEY})
+    ch = make_channel(fake.base_url, ("user",))
     yield ch
     await ch.aclose()
 

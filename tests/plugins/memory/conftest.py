@@ -14,15 +14,13 @@ from agentrig.bench.tau.data import domain_dir, load_policy, load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.user import UserSettings
 from agentrig.channel.client import Channel
-from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
 from agentrig.plugins.base import PluginSettings
 from agentrig.run.context import TrialContext
 from agentrig.run.episode import Limits, play_trial
 from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.types import TrialKey, TrialRecord
 
-KEY = "sk-fake-memory-0123456789abcdef"
-KEY_ENV = "AGENTRIG_TEST_KEY"
+from tests.support import KEY, make_channel
 LLM = AgentSettings(kind="llm")
 LLM_USER = UserSettings(kind="llm", guidelines="builtin")
 _role: contextvars.ContextVar[str | None] = contextvars.ContextVar("memory_test_role", default=None)
@@ -117,11 +115,7 @@ async def fake():
 
 @pytest.fixture
 async def channel(fake):
-    cfg = ChannelConfig(channel=ChannelSettings(base_url=fake.base_url, api_key_env=KEY_ENV, model="fake-model",
-                                                timeout_s=5, max_attempts=2, backoff_base_s=0.01,
-                                                backoff_max_s=0.02),
-                        roles={"agent": RoleConfig(), "user": RoleConfig(), "memory": RoleConfig()})
-    ch = Channel(cfg, env={KEY_ENV: KEY})
+    ch = make_channel(fake.base_url, ("agent", "user", "memory"), key=KEY)
     yield ch
     await ch.aclose()
 
