@@ -71,8 +71,10 @@ def _print_summary(out: Console, r: experiment.Resolved, run: Run, summary: dict
     if k > 1:
         cols += [(f"pass^{k}", "right"), ("gap pp", "right")]
     cols += [("tokens", "right"), ("retries", "right")]
+    widest = max([len("arm"), *(len(name) for name in summary)])
     for col, justify in cols:
-        t.add_column(col, justify=justify, no_wrap=True, min_width=len(col))  # type: ignore[arg-type]
+        width = widest if col == "arm" else len(col)
+        t.add_column(col, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
     for name, s in summary.items():
         row = [escape(name), f"{s['valid']}/{s['planned']}", str(s["invalid"]), _fmt(s["mean_reward"]),
                _fmt(s["pass_1"])]
