@@ -101,7 +101,6 @@ _AGENT_OR_BROKEN_END = ("agent_transfer", "agent_stop", "agent_error", "user_err
 _USER_EARLY_TOKENS = ("###TRANSFER###", "###OUT-OF-SCOPE###")
 EVIDENCE_MAX = 5
 _TEXT_MAX = 200
-_OK = 1.0 - 1e-6
 
 
 class _Model(BaseModel):
@@ -159,7 +158,7 @@ def _is_write(spec: Any, requestor: str, name: str) -> bool:
 
 
 def _failed(value: float | None) -> bool:
-    return value is not None and value < _OK
+    return value is not None and not is_success(value)
 
 
 def _add(evidence: dict[str, list[str]], cls: str, text: str) -> None:

@@ -464,7 +464,7 @@ def _read_records(store: Any, plan: Plan, arm: str, planned: set, tables: dict[s
                 value = info.components.get(c)
                 if value is not None:
                     acc[0] += 1
-                    acc[1] += int(value >= 1 - 1e-6)
+                    acc[1] += int(is_success(value))
                 acc[2] += int(c in basis)
         if tables is not None and not is_success(rec.verdict.reward):
             tasks, spec = tables[key.domain]

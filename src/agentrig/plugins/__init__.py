@@ -17,10 +17,7 @@ def register(kind: str, factory: Callable[[PluginSettings, Any], Plugin]) -> Non
 
 
 def _load_builtin() -> None:
-    try:  # the memory plug-in (a later issue) registers itself on import
-        import agentrig.plugins.memory  # noqa: F401
-    except ImportError:
-        pass
+    import agentrig.plugins.memory  # noqa: F401 - the built-in plug-ins register themselves on import
 
 
 def available() -> list[str]:

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from agentrig.analysis.reliability import mean_at_n, pass_hat_k
+from agentrig.analysis.reliability import is_success, mean_at_n, pass_hat_k
 from agentrig.bench.tau import data as tau_data
 from agentrig.bench.tau.domains import get_domain
 from agentrig.channel.client import Channel
@@ -39,7 +39,6 @@ from .store import Store
 
 STORE_FILE = "trials.sqlite"
 CONFIG_FILE = "config.json"
-SUCCESS = 1 - 1e-6  # τ²-bench's is_successful: reward within 1e-6 of 1
 
 
 def trial_seed(run_seed: int, domain: str, task_id: str, trial: int) -> int:
@@ -206,7 +205,7 @@ class Stats:
             self.valid += 1
             self.finished += 1
             self.reward_sum += v.reward
-            if v.reward >= SUCCESS:
+            if is_success(v.reward):
                 self.successes += 1
             else:
                 self.failed += 1
@@ -409,7 +408,7 @@ def summarize(r: Resolved, store: Store) -> dict[str, Any]:
         invalid_keys = {x.key for x in mine if not x.valid} - valid_keys
         per_task: dict[tuple[str, str], list[bool]] = {}
         for x in valid:
-            per_task.setdefault((x.domain, x.task_id), []).append(x.reward >= SUCCESS)
+            per_task.setdefault((x.domain, x.task_id), []).append(is_success(x.reward))
         causes = Counter(x.invalid_cause or "unknown" for x in mine if not x.valid)
         by_arm[arm.name] = {
             "planned": len(tasks) * trials,

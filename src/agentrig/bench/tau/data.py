@@ -341,11 +341,9 @@ def load_policy(root: str | Path | None, domain: str, variant: str = "default") 
 
 def user_simulator_guidelines(root: str | Path | None, with_tools: bool) -> str | None:
     """The user simulator's general rules (the tools flavour when the user has tools), if present."""
-    if root is None:
-        return None
-    name = "simulation_guidelines_tools.md" if with_tools else "simulation_guidelines.md"
-    path = Path(root) / "user_simulator" / name
-    return path.read_text(encoding="utf-8") if path.is_file() else None
+    from .user_prompts import tau2_guidelines
+
+    return tau2_guidelines(root, with_tools)
 
 
 # ---------------------------------------------------------------------------------------- helpers
