@@ -331,9 +331,9 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
             for i in range(3):
                 tot[i] += acc[i]
     overall = _figures("overall", rows, len(planned), n, all_counts, ci_all, total_comps)
-    calls = store.model_call_rows(arm=arm)
+    calls = store.iter_model_calls(arm=arm)  # streamed: 100,000 trials hold millions of calls
     if len(rows) < len(stored):  # some stored trials are outside the plan: leave their calls out
-        calls = [c for c in calls if (c["domain"], c["task_id"]) in planned and 0 <= c["trial"] < n]
+        calls = (c for c in calls if (c["domain"], c["task_id"]) in planned and 0 <= c["trial"] < n)
     result = ArmAnalysis(arm=arm, n=n, overall=overall, macro=_macro(domains, ci_all, n), domains=domains,
                          usage=u.role_usage(calls, plan.prices), reruns=u.reruns(valid, n),
                          retries=u.retry_effect(valid))

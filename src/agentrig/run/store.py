@@ -342,14 +342,20 @@ class Store:
         rows = self._conn.execute(sql + " ORDER BY id", args).fetchall()
         return [VerdictRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), *r[6:]) for r in rows]
 
-    def model_call_rows(self, arm: str | None = None) -> list[dict[str, Any]]:
-        """Every stored model call with its trial's key (for usage and retry summaries)."""
+    def iter_model_calls(self, arm: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every stored model call with its trial's key, streamed (for usage and retry summaries)."""
         sql, args = _where("SELECT t.arm, t.domain, t.task_id, t.trial, t.attempt, t.valid, c.* "
                            "FROM model_calls c JOIN trials t ON t.id = c.trial_row", arm=arm,
                            prefix="t.")
         cursor = self._conn.execute(sql + " ORDER BY c.trial_row, c.idx", args)
         names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r)) for r in cursor]
+        while batch := cursor.fetchmany(512):
+            for r in batch:
+                yield dict(zip(names, r))
+
+    def model_call_rows(self, arm: str | None = None) -> list[dict[str, Any]]:
+        """``iter_model_calls`` as a list."""
+        return list(self.iter_model_calls(arm))
 
     def counts(self) -> dict[str, Any]:
         """Rows, valid and invalid attempts, distinct trial keys, model calls; also per arm."""
