@@ -215,7 +215,7 @@ def main() -> None:
     from rich.console import Console
 
     from agentrig.analysis.analyze_cmd import analyze_command
-    from agentrig.analysis.summary import analyze_run
+    from agentrig.analysis.build import analyze_run
     from agentrig.report import write_report
     from agentrig.report.command import build_context
     from agentrig.report.collect import collect, open_runs

@@ -12,7 +12,8 @@ from rich.console import Console
 
 from agentrig.agents.reference import _criteria, gold_plan, step_message
 from agentrig.analysis.analyze_cmd import analyze_command
-from agentrig.analysis.summary import Analysis, analyze_run
+from agentrig.analysis.build import analyze_run
+from agentrig.analysis.summary import Analysis
 from agentrig.bench.tau import data as tau_data
 from agentrig.bench.tau.domains import available_domains, get_domain
 from agentrig.bench.tau.judge import check_actions, check_communicate, trial_tool_calls

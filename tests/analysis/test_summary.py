@@ -10,7 +10,8 @@ import numpy as np
 from pydantic import BaseModel
 import pytest
 
-from agentrig.analysis.summary import Analysis, Estimate, analyze_run
+from agentrig.analysis.build import analyze_run
+from agentrig.analysis.summary import Analysis, Estimate
 from agentrig.errors import ConfigError, DataError
 from agentrig.run.store import Store
 from agentrig.types import (Attempt, Message, ModelCall, RewardInfo, ToolCall, Trajectory, TrialKey, TrialRecord,

@@ -236,7 +236,7 @@ def test_report_command_and_errors(demo_run, tmp_path):
 
 
 def test_a_given_analysis_is_used(demo_run, tmp_path):
-    from agentrig.analysis.summary import analyze_run
+    from agentrig.analysis.build import analyze_run
 
     with Store.open(demo_run / "trials.sqlite", create=False) as store:
         config = store.get_meta("config")

@@ -22,7 +22,8 @@ from rich.text import Text
 from agentrig.run.commands import open_run_dir
 
 from .memory import decisions_text, injected_text
-from .summary import COMPONENT_NAMES, Analysis, ArmAnalysis, Estimate, Figures, analyze_run
+from .build import analyze_run
+from .summary import COMPONENT_NAMES, Analysis, ArmAnalysis, Estimate, Figures
 
 TOP_TASKS = 10
 RERUN_ROWS = 20  # more reruns than this: only best / worst / spread

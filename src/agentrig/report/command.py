@@ -5,7 +5,7 @@ the end); ``report_command`` is the CLI's entry (prints where the file went). Th
 network: CSS, script and plots are inline; trajectories are JSON blocks parsed only when opened.
 
 Steps: open the runs → the outcome grid from the stores' light rows (``collect``) → the analysis
-of each run (``analysis.summary.analyze_run``, memory figures included) → the A/B comparisons when there are several arms
+of each run (``analysis.build.analyze_run``, memory figures included) → the A/B comparisons when there are several arms
 or runs (``analysis.compare``) → choose and embed trajectories (``embed``) → render (``render``).
 """
 
@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from agentrig import __version__
-from agentrig.analysis.summary import Analysis, analyze_run
+from agentrig.analysis.build import analyze_run
+from agentrig.analysis.summary import Analysis
 from agentrig.errors import AgentrigError, DataError
 
 from . import figures, findings
