@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import pstats
-import resource
 import subprocess
 import sys
 import tempfile
@@ -96,14 +95,14 @@ agent = {{ kind = "llm" }}
 
 async def play(toml: Path) -> dict:
     """One run through the runner; the clock covers the executor only (not loading the data)."""
-    from agentrig.run import experiment, runner
+    from agentrig.run import executor, experiment, runner
 
     r = experiment.load(toml)
     run = runner.open_run(r)
     try:
         specs = runner.plan(r, run.store)
         channels = runner.make_channels(r, run.run_id)
-        ex = runner.Executor(r, run.store, run.run_id, channels)
+        ex = executor.Executor(r, run.store, run.run_id, channels)
         samples: list[tuple[float, int, int]] = []  # (time, requests answered so far, trials in flight)
 
         async def sample() -> None:

@@ -25,8 +25,8 @@ from agentrig.errors import ConfigError, DataError
 
 from . import experiment
 from .progress import progress_for
-from .runner import (CONFIG_FILE, STORE_FILE, Executor, Outcome, Run, Stats, close_channels, make_channels,
-                     open_run, plan, stall_limit, summarize)
+from .executor import Executor, Outcome, Stats, stall_limit
+from .runner import CONFIG_FILE, STORE_FILE, Run, close_channels, make_channels, open_run, plan, summarize
 from .smoke import SmokeReport, run_smoke
 from .store import Store
 

@@ -16,7 +16,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from .runner import Stats
+from .executor import Stats
 
 REFRESH_PER_SECOND = 4
 

@@ -21,7 +21,8 @@ from agentrig.types import CallContext, TrialKey
 
 from .episode import play_trial
 from .experiment import ArmPlan, Resolved
-from .runner import Executor, TrialSpec, close_channels, last_failed_role, make_channels, trial_seed
+from .executor import Executor, last_failed_role
+from .runner import TrialSpec, close_channels, make_channels, trial_seed
 from .store import Store
 
 PROBE = [{"role": "user", "content": "Reply with the single word OK."}]
