@@ -1,208 +1,26 @@
-"""The experiment file: what to play (benchmark, tasks), how often (trials), with what (arms).
-
-    name = "airline-gpt41"               # default: the file's stem; names the run directory
-
-    [benchmark]
-    kind = "tau2"
-    data = "../tau2-data"                # default: $AGENTRIG_TAU2_DATA (not needed for bikeshop)
-    domains = ["airline"]
-    split = "base"                       # default: "base" when the domain has it, else every task;
-                                         # "all" = every task of the file
-    task_ids = ["0", "1"]                # optional; {airline = [...], retail = [...]} for several
-    num_tasks = 10                       # optional: the first N selected tasks per domain
-
-    [run]
-    trials = 4                           # per task and arm
-    seed = 300
-    concurrency = 8                      # trials in flight
-    max_steps = 200
-    max_errors = 10
-    trial_timeout_s = 1800
-    max_invalid_retries = 3              # replays of a trial spoiled by the channel
-    dir = "runs/airline-gpt41"           # default: runs/<name> beside this file
-    send_seed = true                     # send each trial's seed with calls whose role sets none
-
-    [user]                               # the user simulator (agentrig.bench.tau.user.UserSettings)
-    kind = "llm"
-
-    [judge]
-    nl_assertions = "auto"               # "auto": judge every task with nl_assertions when a judge
-                                         # model is set; "basis": only where NL_ASSERTION is in the
-                                         # reward basis (τ²-bench's rule, cheaper); "never"
-
-    [channel] / [roles.agent|user|memory|judge] / [prices."model"]    # as in docs/channel.md
-
-    [[arms]]
-    name = "baseline"                    # unique; letters, digits, - _ .
-    agent = { kind = "llm", tool_mode = "native" }          # AgentSettings (or an [arms.agent] table)
-    roles.agent = { model = "openai/gpt-4.1", temperature = 0.0 }  # over [roles.agent]/[channel]
-    plugins = [{ kind = "memory", budget = 3 }]
-
-Relative paths (``data``, ``dir``, an agent ``prompt`` file) are relative to the experiment file.
-``load_experiment`` parses and checks the file; ``resolve`` reads the data (tasks, splits), builds
-each arm's channel configuration and checks that every role that needs a model has one.
+"""Loading an experiment file (models and the file format: ``experiment_settings.py``) and
+resolving it: ``load_experiment`` parses and checks the file; ``resolve`` reads the data (tasks,
+splits), builds each arm's channel configuration and checks that every role that needs a model
+has one.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ValidationError
 
 from agentrig.agents.base import AgentSettings
 from agentrig.bench.tau import data as tau_data
 from agentrig.bench.tau.judge import needs_nl_judge
 from agentrig.bench.tau.taskmodel import Task
-from agentrig.bench.tau.user import UserSettings
-from agentrig.config import ROLES, ChannelConfig, ChannelSettings, Price, Role, RoleConfig, read_toml
+from agentrig.config import ROLES, ChannelConfig, RoleConfig, read_toml
 from agentrig.errors import ConfigError, DataError
 from agentrig.plugins.base import PluginSettings
 
-
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-NAME_RULE = "1-64 characters: letters, digits, '-', '_', '.', starting with a letter or digit"
-DOCS = "docs/experiments.md"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class BenchmarkSettings(_Strict):
-    kind: Literal["tau2"] = "tau2"
-    data: str | None = None
-    domains: list[str] = Field(min_length=1)
-    split: str | None = None
-    task_ids: list[str] | dict[str, list[str]] | None = None
-    num_tasks: int | None = Field(None, ge=1)
-
-    @field_validator("domains", mode="before")
-    @classmethod
-    def _one_domain(cls, v: Any) -> Any:
-        return [v] if isinstance(v, str) else v
-
-
-class RunSettings(_Strict):
-    trials: int = Field(1, ge=1, le=100_000)
-    seed: int = 300
-    concurrency: int = Field(4, ge=1, le=4096)
-    max_steps: int = Field(200, ge=1)
-    max_errors: int = Field(10, ge=1)
-    trial_timeout_s: float | None = Field(1800.0, gt=0)
-    max_invalid_retries: int = Field(3, ge=0, le=100)
-    dir: str | None = None
-    send_seed: bool = True
-
-
-class JudgeSettings(_Strict):
-    nl_assertions: Literal["auto", "basis", "never"] = "auto"
-
-
-class ArmSettings(_Strict):
-    name: str
-    description: str | None = None  # free text for reports; not part of comparability
-    agent: AgentSettings = AgentSettings()
-    roles: dict[Role, RoleConfig] = {}
-    plugins: list[PluginSettings] = []
-
-    @field_validator("name")
-    @classmethod
-    def _safe_name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError(f"arm name {v!r} is not usable in paths ({NAME_RULE})")
-        return v
-
-
-class Experiment(_Strict):
-    name: str | None = None
-    description: str | None = None
-    benchmark: BenchmarkSettings
-    run: RunSettings = RunSettings()
-    user: UserSettings = UserSettings()
-    judge: JudgeSettings = JudgeSettings()
-    channel: ChannelSettings = ChannelSettings()
-    roles: dict[Role, RoleConfig] = {}
-    prices: dict[str, Price] = {}
-    arms: list[ArmSettings] = Field(min_length=1)
-
-    @field_validator("name")
-    @classmethod
-    def _safe_name(cls, v: str | None) -> str | None:
-        if v is not None and not NAME_RE.match(v):
-            raise ValueError(f"name {v!r} is not usable as a directory name ({NAME_RULE})")
-        return v
-
-    @model_validator(mode="after")
-    def _unique_arms(self) -> "Experiment":
-        seen: set[str] = set()
-        for arm in self.arms:
-            if arm.name in seen:
-                raise ValueError(f"two [[arms]] are named {arm.name!r}; give every arm its own name")
-            seen.add(arm.name)
-        return self
-
-    def user_kind(self) -> str:
-        return self.user.kind
-
-
-# ------------------------------------------------------------------------------------- errors
-
-_FIELDS: dict[str, type[BaseModel]] = {
-    "benchmark": BenchmarkSettings, "run": RunSettings, "judge": JudgeSettings, "channel": ChannelSettings,
-    "arms": ArmSettings, "agent": AgentSettings, "roles": RoleConfig, "user": UserSettings,
-}
-
-
-def _where(loc: tuple, data: dict) -> str:
-    parts: list[str] = []
-    for i, p in enumerate(loc):
-        if isinstance(p, int) and parts and parts[-1] == "arms":
-            arms = data.get("arms")
-            name = arms[p].get("name") if isinstance(arms, list) and p < len(arms) and isinstance(arms[p], dict) else None
-            parts[-1] = f"arms[{p}]" + (f" (arm {name!r})" if isinstance(name, str) else "")
-        elif isinstance(p, int):
-            parts[-1] = f"{parts[-1]}[{p}]" if parts else f"[{p}]"
-        elif p in ("[key]",) or (isinstance(p, str) and p.startswith(("function-", "list[", "dict["))):
-            continue
-        else:
-            parts.append(str(p))
-    return ".".join(parts) or "(top level)"
-
-
-def _suggest(loc: tuple) -> str:
-    bad = str(loc[-1])
-    parents = [str(p) for p in loc[:-1] if isinstance(p, str)]
-    model = None
-    if not parents:
-        model = Experiment
-    else:
-        model = _FIELDS.get(parents[-1])
-        if len(parents) >= 2 and parents[-2] == "roles":
-            model = RoleConfig
-    if model is None:
-        return ""
-    close = difflib.get_close_matches(bad, list(model.model_fields), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def format_errors(exc: ValidationError, source: str, data: dict) -> str:
-    """Like ``config.format_validation_error``, with arm names in the location and a suggestion
-    for a misspelt setting."""
-    lines = [f"{source}: invalid experiment"]
-    for err in exc.errors():
-        loc = tuple(err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown setting{_suggest(loc)} (the settings are listed in {DOCS})"
-        elif err["type"] == "missing":
-            msg = "required, but missing"
-        lines.append(f"  - {_where(loc, data)}: {msg}")
-    return "\n".join(lines)
+from .experiment_settings import ArmSettings, Experiment, format_errors
 
 
 # ------------------------------------------------------------------------------------- loading
