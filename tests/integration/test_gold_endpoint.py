@@ -139,6 +139,37 @@ async def test_telecom_user_actions_are_made_by_the_user_in_order(gold, tau2_roo
     assert judged.env_reward == 1.0
 
 
+async def test_mock_user_actions_are_made_by_the_user_too(tau2_root, tmp_path):
+    """The mock user side (τ²-bench v1.0.1: the notification inbox) is played like telecom's
+    phone: a gold action with requestor "user" is made by the user, through the user tools. The
+    shared data has no such mock task, so one is built from update_task_with_user_tools with the
+    user's dismiss_notification added to its gold — then the gold earns DB and ENV_ASSERTION."""
+    import shutil
+
+    root = tmp_path / "data"
+    shutil.copytree(tau2_root / "domains" / "mock", root / "domains" / "mock")
+    tasks_file = root / "domains" / "mock" / "tasks.json"
+    raw = json.loads(tasks_file.read_text())
+    task = dict(next(t for t in raw if t["id"] == "update_task_with_user_tools"), id="with_user_gold")
+    task["evaluation_criteria"] = dict(task["evaluation_criteria"], actions=[
+        *task["evaluation_criteria"]["actions"],
+        {"action_id": "dismiss_1", "requestor": "user", "name": "dismiss_notification",
+         "arguments": {"notification_id": "notif_1"}}])
+    tasks_file.write_text(json.dumps([*raw, task]))
+    (root / "domains" / "mock" / "split_tasks.json").unlink(missing_ok=True)
+    ep = GoldEndpoint(root, api_key=KEY)
+    await ep.start()
+    try:
+        task = pick(root, "mock", lambda t: t.id == "with_user_gold")
+        calls, _, u_texts, end = await drive(client(ep), root, "mock", task)
+    finally:
+        await ep.stop()
+    assert calls == gold_of(task) and calls[-1][0] == "user"
+    assert end == "user_stop" and "Done." in u_texts
+    judged = judge_state(get_domain("mock"), domain_dir(root, "mock"), task, calls)
+    assert (judged.db_reward, judged.env_reward) == (1.0, 1.0) and judged.user_db_match
+
+
 async def test_transfer_tasks_end_with_the_transfer(gold, tau2_root):
     task = pick(tau2_root, "mock", lambda t: any(a.name == "transfer_to_human_agents" for a in t.gold_actions))
     calls, _, _, end = await drive(client(gold), tau2_root, "mock", task)

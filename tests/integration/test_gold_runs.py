@@ -37,18 +37,20 @@ KEY = "sk-goldrun-Zq7Vw3Kp9TnX4bLm8RsY2cJd"
 DOMAINS = ("airline", "retail", "telecom", "mock")
 ARM = "gold-llm"
 
-# Tasks of the shared data whose GOLD cannot earn their reward basis — tau2-bench scores them 0
-# for any trajectory, the gold one included. Checked: such a trial ends valid with reward 0 and
-# the component named here is the one that fails.
+# Tasks of the shared data whose GOLD cannot earn their reward basis — tau2-bench v1.0.1 scores
+# the gold trajectory 0 on them. Checked: such a trial ends valid with reward 0 and the component
+# named here is the one that fails. (So 226 of the 228 tasks reach 1.0 with the gold.)
 GOLD_CANNOT_EARN = {
     ("mock", "update_task_with_history_and_env_assertions"): (
         "ENV_ASSERTION",
         "no gold actions, yet its env assertion wants task_2 'completed'; the message history only "
-        "created task_2, so nothing the gold does (nothing) can make the assertion hold"),
+        "created task_2, so the gold (doing nothing) fails it. An agent that completes task_2 earns "
+        "it: the basis is ENV_ASSERTION only"),
     ("mock", "update_task_with_user_tools"): (
         "ENV_ASSERTION",
-        "its initialization action and env assertion run on the user side, which the mock domain "
-        "does not have (tau2-bench's mock has no user tools): the assertion fails for any trajectory"),
+        "its env assertion wants the user's notif_1 'read', but its gold actions hold no user "
+        "dismiss_notification, so the gold user leaves it unread. No trajectory earns this task: a "
+        "user who dismisses it makes the user-side state differ from the gold state (DB 0)"),
 }
 # Tasks whose gold replay is not clean (a gold action errors) but whose basis the gold still
 # earns. Checked: reward 1.0, and the failing actions are the ones named here.

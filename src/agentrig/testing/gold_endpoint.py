@@ -11,10 +11,10 @@ Which trial a request belongs to comes from the headers agentrig's channel sends
 (parsed once per domain, then a small script per task is kept).
 
 The script of a task is its gold actions in order, cut into *steps*: each assistant action is one
-step (one tool call), each run of consecutive user actions (telecom's device actions) one step
-("please do this on your phone"), and one closing step that states every ``communicate_info``
-string verbatim (put just before a ``transfer_to_human_agents`` action; left out there when the
-task has nothing to communicate).
+step (one tool call), each run of consecutive user actions (requestor "user": telecom's device
+actions, mock's inbox actions) one step ("please do this on your phone"), and one closing step
+that states every ``communicate_info`` string verbatim (put just before a
+``transfer_to_human_agents`` action; left out there when the task has nothing to communicate).
 
 - role ``agent``: counts its own tool calls and text messages in the request (the task's own
   ``message_history`` and the greeting not included) to know how many steps are done, and plays

@@ -142,12 +142,23 @@ def test_missing_db_file_is_a_data_error(tmp_path):
         Environment.fresh(MOCK, tmp_path)
 
 
-def test_user_side_missing_in_mock(tau2_root):
-    env = Environment.fresh(MOCK, tau2_root / "domains" / "mock")
+def test_user_side_missing_in_airline(tau2_root):
+    env = Environment.fresh(get_domain("airline"), tau2_root / "domains" / "airline")
     assert env.user is None and env.user_state() is None
-    assert env.call("user", "get_users", {}).text == "Error: User tools not available"
+    assert env.call("user", "get_user_details", {"user_id": "x"}).text == "Error: User tools not available"
     with pytest.raises(EnvFunctionError, match="no user tools"):
         env.run_function("user", "add_notification", {})
+
+
+def test_mock_has_a_user_side(tau2_root):
+    """τ²-bench v1.0.1's mock domain has a user side: the notification inbox of user_db.json."""
+    env = Environment.fresh(MOCK, tau2_root / "domains" / "mock")
+    assert env.user_state()["notifications"]["notif_1"]["status"] == "unread"
+    assert env.call("user", "dismiss_notification", {"notification_id": "notif_1"}).text == "Notification notif_1 dismissed"
+    assert env.user_state()["notifications"]["notif_1"]["status"] == "read"
+    # the sides are separate: the agent cannot call the user's tools, nor the user the agent's
+    assert env.call("assistant", "check_notifications", {}).text == "Error: Tool 'check_notifications' not found."
+    assert env.call("user", "get_users", {}).text == "Error: Tool 'get_users' not found."
 
 
 # ---- set_state on the real mock tasks ----------------------------------------------------------
@@ -199,10 +210,16 @@ def test_message_history_mismatch_and_failures(tau2_root):
     assert "task_2" in env.agent_state()["tasks"]  # the state change is applied anyway
     with pytest.raises(DataError, match="update_task_with_message_history"):
         Environment.fresh(MOCK, tau2_root / "domains" / "mock").set_state(task, strict=True)
-    user_tools_task = _task(tau2_root, "update_task_with_user_tools")
+
+
+def test_user_side_initialization_action_runs(tau2_root):
+    task = _task(tau2_root, "update_task_with_user_tools")
     env = Environment.fresh(MOCK, tau2_root / "domains" / "mock")
-    env.set_state(user_tools_task)
-    assert "add_notification" in env.init_problems[0]
+    env.user_state()["notifications"] = {}  # so that the action's effect shows
+    env.set_state(task, strict=True)
+    assert env.user_state() == {"notifications": {"notif_1": {
+        "notification_id": "notif_1", "message": "Task 'Test task' has been assigned to you.",
+        "status": "unread", "task_id": "task_1"}}}
 
 
 def test_read_only_and_unknown_history_calls_are_not_replayed(tau2_root):

@@ -36,10 +36,23 @@ def test_airline_telecom_have_no_errors_and_all_assertions_hold(tau2_root):
 
 
 def test_mock_two_tasks_fail_their_own_assertions(tau2_root):
+    """With the mock user side of τ²-bench v1.0.1 still exactly these two: the first has no gold
+    actions but asserts task_2 completed; the second's gold never dismisses notif_1 (no user
+    action) but asserts it read. Its user-side initialization action now runs cleanly."""
     tasks = replay(tau2_root, "mock")
     assert not any(a["error"] for t in tasks for a in t["actions"])
     assert sorted(t["task_id"] for t in tasks if not all(t["env_assertions"])) == [
         "update_task_with_history_and_env_assertions", "update_task_with_user_tools"]
+
+
+def test_dump_dir_writes_the_mock_user_state(tau2_root, tmp_path):
+    replay(tau2_root, "mock", "--task-id", "update_task_with_user_tools", "--dump-dir", str(tmp_path))
+    agent = json.loads((tmp_path / "mock" / "update_task_with_user_tools.agent.json").read_text())
+    user = json.loads((tmp_path / "mock" / "update_task_with_user_tools.user.json").read_text())
+    assert agent["tasks"]["task_1"]["status"] == "completed"  # the gold update_task_status
+    # shaped like user_db.json; notif_1 stays unread: no gold action dismisses it
+    assert user == json.loads((tau2_root / "domains/mock/user_db.json").read_text())
+    assert user["notifications"]["notif_1"]["status"] == "unread"
 
 
 def test_dump_dir_writes_states_shaped_like_the_db_files(tau2_root, tmp_path):

@@ -88,6 +88,60 @@ def test_gold_error_texts(tau2_root, retail_tasks):
     assert checked >= 1
 
 
+@pytest.mark.parametrize("task_id", ["21", "37"])
+def test_modifying_several_items_gives_all_the_last_variants_price_and_options(tau2_root, retail_tasks, task_id):
+    """τ²-bench v1.0.1's ``modify_pending_order_items`` checks every (old, new) pair and charges
+    the sum of the right price differences, but then writes, for every pair, the new item id
+    and the price and options of the LAST new variant it checked (the modifying loop reuses the
+    checking loop's variable; tau2-bench issues #317/#318 show the same on these two tasks).
+    The agent sees that state in the tool result, and the gold state is built with it.
+    Task 21 modifies 2 items of #W9911714, task 37 modifies 3 of #W9348897 (shared split)."""
+    from agentrig.bench.tau.replay import replay_gold
+
+    ddir = domain_dir(tau2_root, "retail")
+    task = next(t for t in retail_tasks if t.id == task_id)
+    action = next(a for a in task.evaluation_criteria.actions if a.name == "modify_pending_order_items")
+    args = action.arguments
+    assert len(args["item_ids"]) >= 2
+
+    env = Environment.fresh(DOMAIN, ddir)
+    env.set_state(task)
+    db = env.agent_state()
+    before = json.loads(json.dumps(db["orders"][args["order_id"]]))
+    catalog = {vid: v for p in db["products"].values() for vid, v in p["variants"].items()}
+    last = catalog[args["new_item_ids"][-1]]
+    right_diff = sum(catalog[new]["price"] - next(i["price"] for i in before["items"] if i["item_id"] == old)
+                     for old, new in zip(args["item_ids"], args["new_item_ids"]))
+
+    outcome = env.call("assistant", action.name, args)
+    assert not outcome.error, outcome.text
+    after = db["orders"][args["order_id"]]
+    assert [i["item_id"] for i in after["items"]] == [
+        args["new_item_ids"][args["item_ids"].index(i["item_id"])] if i["item_id"] in args["item_ids"] else i["item_id"]
+        for i in before["items"]]  # each item its own new id, in place
+    for old_id, new_id in zip(args["item_ids"], args["new_item_ids"]):
+        item = next(i for i in after["items"] if i["item_id"] == new_id)
+        assert item["price"] == last["price"] and item["options"] == last["options"]
+        # the product and name stay those of the old item (same product)
+        assert item["product_id"] == next(i["product_id"] for i in before["items"] if i["item_id"] == old_id)
+    # so every modified item but the last now shows a price and options not its own
+    first_new = catalog[args["new_item_ids"][0]]
+    assert (first_new["price"], first_new["options"]) != (last["price"], last["options"])
+    # untouched items keep theirs
+    untouched = [i for i in before["items"] if i["item_id"] not in args["item_ids"]]
+    assert untouched and all(i in after["items"] for i in untouched)
+    # the money moved is the right per-item difference, not the one the items now show
+    assert after["payment_history"][-1]["amount"] == pytest.approx(abs(right_diff))
+    assert after["status"] == "pending (item modified)"
+    # the tool result the agent sees is that order, wrong prices included
+    assert json.loads(outcome.text) == after
+
+    # tau2's gold state holds the same items, so the gold trajectory still scores DB 1
+    gold = replay_gold(DOMAIN, ddir, task)
+    assert gold.agent_state["orders"][args["order_id"]]["items"] == after["items"]
+    assert gold.judgement.db_reward == 1.0
+
+
 def test_real_db_is_normalized_and_copies_are_independent(tau2_root):
     ddir = domain_dir(tau2_root, "retail")
     a = Environment.fresh(DOMAIN, ddir)
@@ -504,8 +558,11 @@ def test_modify_items_pays_the_difference_from_a_gift_card(tools):
     assert o["status"] == "pending (item modified)"
     assert o["payment_history"][-1] == {"transaction_type": "payment", "amount": diff, "payment_method_id": "gift_card_1"}
     assert balance(tools) == round(20.0 - diff, 2) == 15.75
-    assert o["items"][0] == {"name": "T-Shirt", "product_id": "P1", "item_id": "I2", "price": 12.25, "options": {"color": "red"}}
-    assert o["items"][1]["item_id"] == "J2" and o["items"][1]["price"] == 7.5
+    # τ²-bench v1.0.1: each item gets its own new id, but BOTH get the price and options of the
+    # last new variant of the call (the mug J2), the shirt included
+    assert o["items"][0] == {"name": "T-Shirt", "product_id": "P1", "item_id": "I2", "price": 7.5, "options": {"color": "black"}}
+    assert o["items"][1] == {"name": "Mug", "product_id": "P2", "item_id": "J2", "price": 7.5, "options": {"color": "black"}}
+    assert json.loads(result.text)["items"] == o["items"]  # the agent sees it too
     _dumps_like(Order, json.loads(result.text))
 
 

@@ -1,9 +1,17 @@
-"""τ²-bench's mock domain: users and their tasks (tau2 ``domains/mock``).
+"""τ²-bench's mock domain: users and their tasks, and the user's notification inbox (tau2
+``domains/mock`` at v1.0.1).
 
-State is ``db.json``: ``{"tasks": {task_id: Task}, "users": {user_id: User}}`` with
+Agent side, ``db.json``: ``{"tasks": {task_id: Task}, "users": {user_id: User}}`` with
 ``Task = {task_id, title, description (null when absent), status ("pending" | "completed")}`` and
-``User = {user_id, name, tasks: [task_id]}``. tau2's mock environment has no user side (its
-``user_db.json`` is not used), so initialization actions and assertions on the "user" side fail.
+``User = {user_id, name, tasks: [task_id]}``.
+
+User side, ``user_db.json`` (tau2's ``MockUserDB``): ``{"notifications": {notification_id:
+Notification}}`` with ``Notification = {notification_id, message, status ("unread" | "read",
+default "unread"), task_id (null when absent)}``. The user's tools are ``check_notifications``
+(read) and ``dismiss_notification`` (a write: marks it "read"); tasks call ``add_notification``
+(initialization actions) and ``assert_notification_status`` (env assertions) on that side. The
+two sides are not synced. A data root without ``user_db.json`` (older tau2-bench data) starts
+with an empty inbox.
 """
 
 from __future__ import annotations
@@ -105,10 +113,75 @@ class MockTools(Toolkit):
         return "Transfer successful"
 
 
+# ---- the user side -------------------------------------------------------------------------------
+
+NotificationStatus = Literal["unread", "read"]
+
+
+def _notification(notification_id: str, message: str, status: str = "unread", task_id: str | None = None) -> dict:
+    return {"notification_id": notification_id, "message": message, "status": status, "task_id": task_id}
+
+
+def normalize_user(user_db: dict) -> dict:
+    """Field order and defaults of tau2's ``MockUserDB.model_dump()`` (unknown keys dropped)."""
+    notifications = {
+        k: _notification(n.get("notification_id"), n.get("message"), n.get("status") or "unread", n.get("task_id"))
+        for k, n in ((user_db or {}).get("notifications") or {}).items()
+    }
+    return {"notifications": notifications}
+
+
+def empty_inbox() -> dict:
+    return {"notifications": {}}
+
+
+class MockUserTools(Toolkit):
+    """The user's notification inbox (tau2's ``MockUserTools``)."""
+
+    db: dict
+
+    @tool
+    def check_notifications(self) -> list:
+        """Show every notification in your inbox, read or not."""
+        return list(self.db["notifications"].values())
+
+    @tool(write=True)
+    def dismiss_notification(self, notification_id: str) -> str:
+        """Dismiss a notification, which marks it as read.
+
+        Args:
+            notification_id: ID of the notification to dismiss.
+        """
+        notifications = self.db["notifications"]
+        if notification_id not in notifications:
+            raise ToolError(f"Notification {notification_id} not found")
+        notifications[notification_id]["status"] = "read"
+        return f"Notification {notification_id} dismissed"
+
+    # ---- functions for tasks' initialization actions and env assertions (not tools) -----------
+
+    def add_notification(self, notification_id: str, message: str, task_id: str | None = None) -> dict:
+        """Put a new unread notification in the inbox (replacing one with the same id)."""
+        record = _notification(notification_id, message, "unread", task_id)
+        self.db["notifications"][notification_id] = record
+        return record
+
+    def assert_notification_status(self, notification_id: str, expected_status: str) -> bool:
+        """Whether the notification has the expected status."""
+        notifications = self.db["notifications"]
+        if notification_id not in notifications:
+            raise ToolError(f"Notification {notification_id} not found")
+        return notifications[notification_id]["status"] == expected_status
+
+
 DOMAIN = DomainSpec(
     name="mock",
     agent_toolkit=MockTools,
     db_files=("db.json",),
+    user_toolkit=MockUserTools,
+    user_db_files=("user_db.json",),
     policies={"default": ("policy.md",)},
+    default_user_db=empty_inbox,
     normalize_db=normalize,
+    normalize_user_db=normalize_user,
 )
