@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -21,6 +20,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # help texts are plain text, not Rich markup: "[[arms]]" and "[run]" stay as written (sub-apps inherit this)
+    rich_markup_mode=None,
 )
 out = Console()
 
@@ -40,8 +41,17 @@ def doctor(
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="NAME of the variable holding the key."),
     timeout_s: Optional[float] = typer.Option(None, "--timeout", help="Seconds per request (default: the role's timeout_s, 60)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    sandbox: bool = typer.Option(False, "--sandbox", help="Check the terminal-task sandboxes instead (bwrap, local, docker, podman; or the KIND named)."),
+    kind: Optional[str] = typer.Argument(None, help="With --sandbox: the one sandbox kind to check.", show_default=False),
 ) -> None:
-    """Diagnose the endpoints before a run: key, URL, network, model list, model, chat, tools."""
+    """Diagnose the endpoints before a run: key, URL, network, model list, model, chat, tools.
+    With --sandbox [KIND]: what the terminal sandboxes can do on this machine."""
+    if sandbox or kind is not None:
+        if not sandbox:
+            raise AgentrigError(f"unexpected argument {kind!r}; to check a sandbox kind write `agentrig doctor --sandbox {kind}`")
+        from .bench.terminal.commands import sandbox_doctor
+
+        raise typer.Exit(sandbox_doctor(kind, as_json))
     from .channel.diagnose import run_doctor
     from .config import ChannelConfig, ChannelSettings, load_channel_config
     from .report_console import print_doctor
@@ -55,6 +65,8 @@ def doctor(
     else:
         cfg = ChannelConfig(channel=ChannelSettings(base_url=base_url, model=model, api_key_env=api_key_env,
                                                     timeout_s=timeout_s))
+    import asyncio
+
     report = asyncio.run(run_doctor(cfg))
     if as_json:
         sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
@@ -95,10 +107,10 @@ def export(
 
 
 def _wide(as_json: bool) -> Console:
-    """Tables of figures need more than 80 columns: a pipe or a log gets 120 (a terminal its width)."""
-    if as_json:
-        return Console(soft_wrap=True, highlight=False)
-    return Console(width=None if sys.stdout.isatty() else 120, highlight=False)
+    """A terminal's width; a pipe or a log gets $COLUMNS, else 100 (agentrig.tables.PIPE_WIDTH)."""
+    from .tables import output_console
+
+    return output_console(as_json)
 
 
 @app.command()
@@ -155,11 +167,12 @@ def demo(
     raise typer.Exit(run_demo(out, base_dir))
 
 
-from .bench.tau.commands import audit_command, data_app, tasks_app  # noqa: E402
+from .bench.commands import AUDIT_SETTINGS, audit_command, tasks_app  # noqa: E402
+from .bench.tau.commands import data_app  # noqa: E402
 
-app.add_typer(tasks_app, name="tasks", help="List, show and replay τ²-bench tasks.")
+app.add_typer(tasks_app, name="tasks", help="List, show and replay a benchmark's tasks (--bench KIND; default tau2).")
 app.add_typer(data_app, name="data", help="Fetch benchmark data.")
-app.command("audit")(user_errors(audit_command))
+app.command("audit", context_settings=AUDIT_SETTINGS, add_help_option=False)(audit_command)
 
 
 def main() -> None:

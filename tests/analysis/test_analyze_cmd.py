@@ -1,21 +1,21 @@
 """``agentrig analyze``: people's tables, --json, a real flaky-gold run against its true success
-rates, and the speed on a synthetic 10,000-trial store."""
+rates, and the figures of a synthetic 10,000-trial store."""
 
 from __future__ import annotations
 
 import io
 import json
-import time
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from agentrig.agents.reference import _criteria, gold_plan, step_message
-from agentrig.analysis.analyze_cmd import analyze_command
+from agentrig.analysis.analyze_cmd import analyze_command, print_analysis
 from agentrig.analysis.build import analyze_run
 from agentrig.analysis.summary import Analysis
 from agentrig.bench.tau import data as tau_data
-from agentrig.bench.tau.domains import available_domains, get_domain
+from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.judge import check_actions, check_communicate, trial_tool_calls
 from agentrig.bench.tau.replay import judge_state
 from agentrig.errors import DataError
@@ -155,7 +155,7 @@ def test_flaky_gold_pass_hat_k_matches_the_true_rates(tmp_path, capsys):
     assert tax is not None and tax.failed == o.valid - round(o.pass_1.value * o.valid)
 
 
-# --------------------------------------------------------------------------------- speed
+# --------------------------------------------------------------------------------- scale
 
 def _synthetic(arm: str, domain: str, task: str, trial: int, ok: bool) -> TrialRecord:
     messages = [Message(role="assistant", content="Hi! How can I help?", turn=0),
@@ -181,35 +181,52 @@ def _synthetic(arm: str, domain: str, task: str, trial: int, ok: bool) -> TrialR
                        verdict=Verdict(reward=v, termination="user_stop", reward_info=info))
 
 
-def test_speed_on_10000_trials(tmp_path):
+def synthetic_10000(run: Path) -> dict[tuple[str, str], int]:
+    """A run directory of 10,000 stored trials (2 arms × 2 domains × 50 tasks × 50 trials), each task
+    with its own success rate; returns the successes per (arm, task). ``benchmarks/suite_timings.py``
+    times the analysis of it."""
     import random
 
     rnd = random.Random(5)
     arms, domains, tasks_per, trials = ("a", "b"), ("d1", "d2"), 50, 50  # 2 × 100 tasks × 50 = 10,000
     tasks = {d: [f"{d}-t{i}" for i in range(tasks_per)] for d in domains}
     rate = {t: rnd.random() for d in domains for t in tasks[d]}
-    run = tmp_path / "run"
     run.mkdir()
     config = {"run_id": "s", "name": "synthetic", "data_root": None, "tasks": tasks,
               "experiment": {"arms": [{"name": a} for a in arms], "run": {"trials": trials},
                              "prices": {"m": {"input": 1.0, "output": 4.0}}}}
     (run / "config.json").write_text(json.dumps(config))
+    successes: dict[tuple[str, str], int] = {}
     with Store.open(run / "trials.sqlite") as store:
         store.set_meta("config", config)
         for a in arms:
             for d in domains:
                 for t in tasks[d]:
                     for i in range(trials):
-                        store.append(_synthetic(a, d, t, i, rnd.random() < rate[t]))
-    available_domains()  # the one-time import of the domain modules is not part of the figure
-    start, cpu = time.perf_counter(), time.process_time()
+                        ok = rnd.random() < rate[t]
+                        successes[(a, t)] = successes.get((a, t), 0) + ok
+                        store.append(_synthetic(a, d, t, i, ok))
+    return successes
+
+
+def test_analysis_of_10000_trials(tmp_path):
+    """The figures of a 10,000-trial store are right (its timing is in benchmarks/suite_timings.py)."""
+    successes = synthetic_10000(tmp_path / "run")
     out, buf = _console()
-    analyze_command(run, arm=None, as_json=False, out=out)
-    took, cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(f"\nanalyze (tables printed): 10,000 trials (2 arms × 100 tasks × 50 trials, 2 domains) in {took:.2f} s "
-          f"wall, {cpu:.2f} s CPU — pro-rata budget of the 100k / 30 s target: 3.0 s")
-    assert "pass^50" in buf.getvalue()
-    assert cpu < 3.0  # CPU time: other work on this shared machine does not count
+    analyze_command(tmp_path / "run", arm=None, as_json=True, out=out)
+    analysis = Analysis.model_validate_json(buf.getvalue())
+    for arm in ("a", "b"):
+        mine = {t: c for (a, t), c in successes.items() if a == arm}
+        overall = analysis.arms[arm].overall
+        assert (overall.tasks, overall.valid, overall.invalid, overall.missing) == (100, 5000, 0, 0)
+        assert overall.mean_reward == pytest.approx(sum(mine.values()) / 5000)
+        assert [p.k for p in overall.curve] == list(range(1, 51))
+        assert overall.pass_1.value == pytest.approx(sum(mine.values()) / 5000)
+        assert overall.pass_n.value == pytest.approx(sum(c == 50 for c in mine.values()) / 100)
+        assert overall.pass_1.low <= overall.pass_1.value <= overall.pass_1.high
+    out, buf = _console()
+    print_analysis(out, analysis)
+    assert "pass^50" in buf.getvalue() and "synthetic" in buf.getvalue()
 
 
 def test_people_output_when_nothing_is_valid_yet(tmp_path):

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from agentrig.analysis.consistency import ConsistencyCollector
-from agentrig.analysis.failures import CLASSES, classify, taxonomy, taxonomy_groups
+from agentrig.bench.tau.failures import CLASSES, classify, taxonomy, taxonomy_groups
 from agentrig.bench.tau.data import load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.taskmodel import Task
-from agentrig.run.commands import _open_run_dir, run_command
+from agentrig.run.commands import run_command
+from agentrig.run.rundir import open_run_dir
 from agentrig.types import (
     COMPONENTS, Message, RewardInfo, TextCheck, ToolCall, TrialKey, TrialRecord, Trajectory, Verdict,
 )
@@ -291,7 +292,7 @@ def bikeshop_run(tmp_path_factory) -> Path:
 
 
 def test_reference_agents_classify_as_expected(bikeshop_run, capsys):
-    store, _ = _open_run_dir(bikeshop_run)
+    store, _ = open_run_dir(bikeshop_run)
     tasks = {t.id: t for t in load_tasks(None, "bikeshop")}
     labels = []
     seen = {"flaky-gold": set(), "noop": set()}
@@ -341,7 +342,7 @@ def test_reference_agents_classify_as_expected(bikeshop_run, capsys):
 
 
 def test_reference_agents_consistency(bikeshop_run):
-    store, _ = _open_run_dir(bikeshop_run)
+    store, _ = open_run_dir(bikeshop_run)
     col = ConsistencyCollector()
     tasks = {t.id: t for t in load_tasks(None, "bikeshop")}
     try:

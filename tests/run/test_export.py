@@ -15,7 +15,8 @@ from agentrig.bench.tau.environment import Environment
 from agentrig.bench.tau.judge import judge_trial
 from agentrig.errors import ConfigError
 from agentrig.run.context import TrialContext
-from agentrig.run.export import export_jsonl, export_tau2, tau2_info
+from agentrig.bench.tau.export import export_tau2, tau2_info
+from agentrig.run.export import export_jsonl
 from agentrig.run.store import Store
 from agentrig.types import (Attempt, Message, ModelCall, ToolCall, Trajectory, TrialKey,
                             TrialRecord, Usage, Verdict)

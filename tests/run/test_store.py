@@ -225,7 +225,7 @@ def test_sigkill_keeps_every_committed_trial(tmp_path: Path):
                             stdout=subprocess.PIPE, text=True)
     committed = []
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # generous: a loaded machine starts Python slowly
         while len(committed) < 60 and time.monotonic() < deadline:
             line = proc.stdout.readline()
             if not line:
@@ -260,23 +260,20 @@ def test_sigkill_keeps_every_committed_trial(tmp_path: Path):
         assert store.append(make_record("a", "airline", "x", 0))
 
 
-def test_speed_of_a_thousand_trials(tmp_path: Path):
+def thousand_records() -> list[TrialRecord]:
+    """1,000 trials of 22 messages (``benchmarks/suite_timings.py`` times storing and reading them)."""
     base = make_record("a", "airline", "0", 0)
-    recs = [base.model_copy(update={"key": TrialKey(arm="a", domain="airline", task_id=str(i), trial=0)})
+    return [base.model_copy(update={"key": TrialKey(arm="a", domain="airline", task_id=str(i), trial=0)})
             for i in range(1000)]
+
+
+def test_a_thousand_trials_round_trip(tmp_path: Path):
+    recs = thousand_records()
     with Store.open(tmp_path / "s.sqlite") as store:
-        cpu = time.process_time()
         for r in recs:
             store.append(r)
-        append_cpu = time.process_time() - cpu
-        cpu = time.process_time()
-        n = sum(1 for _ in store.records())
-        read_cpu = time.process_time() - cpu
-        cpu = time.process_time()
+        back = list(store.records())
         rows = store.verdict_rows()
-        rows_cpu = time.process_time() - cpu
-    print(f"\n1000 trials of 22 messages: append {append_cpu:.3f}s CPU, decode {read_cpu:.3f}s, "
-          f"verdict rows {rows_cpu:.3f}s")
-    assert n == len(rows) == 1000
-    # generous bounds (the targets are well under a second each on this machine)
-    assert append_cpu < 5 and read_cpu < 5
+    assert len(back) == len(rows) == 1000
+    assert sorted(int(r.key.task_id) for r in back) == list(range(1000))
+    assert back[-1].trajectory == recs[-1].trajectory and len(back[-1].trajectory.messages) == 22

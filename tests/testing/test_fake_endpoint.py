@@ -394,10 +394,9 @@ async def test_tool_support_modes(http):
 
 async def test_max_in_flight_reaches_concurrency(http):
     async with FakeEndpoint(delay_s=0.3) as ep:
-        t0 = time.perf_counter()
         results = await asyncio.gather(*(chat(http, ep) for _ in range(12)))
-        assert time.perf_counter() - t0 < 1.0  # served concurrently, not one by one
         assert [r[0] for r in results] == [200] * 12
+        # served concurrently, not one by one: all 12 were in flight at once
         assert ep.max_in_flight == 12 and ep.in_flight == 0 and ep.chat_count == 12
         assert all(r.t_end - r.t_start >= 0.29 for r in ep.requests)
 
@@ -439,7 +438,7 @@ def urlopen_json(url: str, body: dict | None = None, key: str | None = KEY):
     req = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None,
                                  headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})})
     try:
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
@@ -478,7 +477,7 @@ def test_cli_serves_until_sigterm():
         assert status == 200 and [m["id"] for m in models["data"]] == ["a", "b"]
         assert urlopen_json(line + "/models", key=KEY)[0] == 401
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=5) == 0
+        assert proc.wait(timeout=30) == 0
         assert "Traceback" not in proc.stderr.read()
     finally:
         if proc.poll() is None:

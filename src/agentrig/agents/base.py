@@ -31,7 +31,9 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["llm", "gold", "noop", "flaky-gold"] = "llm"
+    # τ² tasks: llm, gold, flaky-gold, noop; terminal tasks: bash (the LLM bash agent), oracle
+    # (plays the task's solution), flaky-oracle (skips one solution step with probability drop_p), noop
+    kind: Literal["llm", "gold", "noop", "flaky-gold", "bash", "oracle", "flaky-oracle"] = "llm"
     # llm: how tools are offered. native = OpenAI function calling; text = described in the
     # prompt, one JSON action per reply
     tool_mode: Literal["native", "text"] = "native"
@@ -44,8 +46,19 @@ class AgentSettings(BaseModel):
     max_format_errors: int = Field(3, ge=1)
     # send reasoning content back to the endpoint with the assistant messages it came with
     send_reasoning: bool = True
-    # flaky-gold: probability of dropping one gold write action (else the communicated info)
+    # flaky-gold: probability of dropping one gold write action (else the communicated info);
+    # flaky-oracle: probability of skipping one step of the task's solution
     drop_p: float = Field(0.0, ge=0.0, le=1.0)
+    # bash agent (terminal tasks; see agents/bash.py). Limits of one trial's agent phase:
+    # model calls (None: the run's max_steps), USD from the price table (a model without a price:
+    # the cost limit is off, token_limit still applies), total tokens (prompt + completion)
+    step_limit: int | None = Field(None, ge=1)
+    cost_limit: float | None = Field(None, gt=0)
+    token_limit: int | None = Field(None, ge=1)
+    # the model's context window in tokens (None: learned from the endpoint's context-overflow
+    # error); old observations are elided to fit, keeping elided_keep_chars (head + tail) of each
+    context_tokens: int | None = Field(None, ge=256)
+    elided_keep_chars: int = Field(600, ge=0)
 
 
 class Agent(Protocol):

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .consistency import ConsistencyCollector, rank
-from .failures import classify, taxonomy
+from .failures import taxonomy
 from .memory import MemoryCollector, attach_ab, memory_modes
 from .summary import (COMPONENT_NAMES, Analysis, ArmAnalysis, BootstrapInfo, ComponentRate, Estimate, Figures,
                       Macro, PassK, _M)
@@ -28,6 +28,7 @@ class Plan(_M):
     data_root: str | None = None
     run_id: str | None = None
     name: str | None = None
+    components: tuple[str, ...] = COMPONENT_NAMES  # the reward components the benchmark tabulates
 
     @classmethod
     def of(cls, config: dict, where: str = "config.json") -> "Plan":
@@ -60,21 +61,29 @@ def analyze_run(store: Any, config: dict, *, run_dir: str = "", arm: str | None 
         raise ConfigError(f"bootstrap resamples must be at least 1 (got {resamples})")
     if arm is not None and arm not in plan.arms:
         raise ConfigError(f"no arm {arm!r} in this run; arms: {', '.join(plan.arms)} (--arm)")
+    from agentrig.bench.base import benchmark_of_config
+
+    bench = benchmark_of_config(config)  # its taxonomy, components and action sequences
+    plan.components = tuple(bench.component_names)
     sections = {"consistency": "ok", "failures": "ok"}
-    tables = _task_tables(plan, sections)
+    tables = _TaskTables(plan, sections, bench, config)
     tasks = sum(len(ids) for ids in plan.tasks.values())
     out = Analysis(run_dir=run_dir, run_id=plan.run_id, name=plan.name, n=plan.n, arms_planned=plan.arms,
                    tasks_planned=tasks, trials_planned=len(plan.arms) * tasks * plan.n,
                    bootstrap=BootstrapInfo(resamples=resamples, seed=seed), sections=sections)
     for name in plan.arms if arm is None else [arm]:
         out.arms[name] = _analyze_arm(store, plan, name, resamples, seed, tables)
+    if tables.loaded is None:  # a failed trial met tasks that cannot be loaded: no arm has a taxonomy
+        out.sections.update(sections)  # (the model holds a copy of the dict)
+        for a in out.arms.values():
+            a.failures, a.failures_by_domain = None, {}
     attach_ab(store, config, [a.memory for a in out.arms.values() if a.memory is not None], arms=plan.arms,
               plugins=plan.plugins, tasks=plan.tasks, n=plan.n, run_dir=run_dir)
     return out
 
 
 def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
-                 tables: dict[str, tuple[dict, Any]] | None) -> ArmAnalysis:
+                 tables: _TaskTables) -> ArmAnalysis:
     from . import usage as u
     from .bootstrap import intervals, scope_seed
 
@@ -92,7 +101,7 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
         nc = np.array(list(counts_by_domain[d].values()), dtype=float).reshape(-1, 2)
         cis[d] = intervals(nc[:, 0], nc[:, 1], n, resamples=resamples, seed=scope_seed(seed, arm, d))
         domains[d] = _figures(d, [r for r in rows if r.domain == d], len(ids), n, counts_by_domain[d], cis[d],
-                              extracts.components.get(d, {}))
+                              extracts.components.get(d, {}), plan.components)
     all_counts = {key: nc for d in plan.tasks for key, nc in counts_by_domain[d].items()}
     if len(plan.tasks) == 1:
         ci_all = cis[next(iter(plan.tasks))]
@@ -107,7 +116,7 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
             tot = total_comps.setdefault(c, [0, 0, 0])
             for i in range(3):
                 tot[i] += acc[i]
-    overall = _figures("overall", rows, len(planned), n, all_counts, ci_all, total_comps)
+    overall = _figures("overall", rows, len(planned), n, all_counts, ci_all, total_comps, plan.components)
     calls = store.iter_model_calls(arm=arm)  # streamed: 100,000 trials hold millions of calls
     if len(rows) < len(stored):  # some stored trials are outside the plan: leave their calls out
         calls = (c for c in calls if (c["domain"], c["task_id"]) in planned and 0 <= c["trial"] < n)
@@ -117,9 +126,11 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
     result.consistency = rank(extracts.consistency.results())
     if extracts.memory is not None:
         result.memory = extracts.memory.figures(arm, modes)
-    if tables is not None:
-        result.failures = taxonomy(extracts.labels)
-        result.failures_by_domain = {d: taxonomy([x for x in extracts.labels if x[0].domain == d]) for d in plan.tasks}
+    if tables.loaded is not None:
+        classes = tables.bench.failure_classes
+        result.failures = taxonomy(extracts.labels, classes=classes)
+        result.failures_by_domain = {d: taxonomy([x for x in extracts.labels if x[0].domain == d], classes=classes)
+                                     for d in plan.tasks}
     return result
 
 
@@ -138,7 +149,7 @@ def _estimate(value: float | None, bounds: Any) -> Estimate:
 
 
 def _figures(scope: str, rows: list, tasks_planned: int, n: int, counts: dict, ci: Any,
-             components: dict[str, list[int]]) -> Figures:
+             components: dict[str, list[int]], names: tuple[str, ...] = COMPONENT_NAMES) -> Figures:
     from collections import Counter
 
     from . import reliability as rel
@@ -156,7 +167,7 @@ def _figures(scope: str, rows: list, tasks_planned: int, n: int, counts: dict, c
     gap, mean_n, _, used_n = rel.consistency_gap(counts, n)
     mixed, eligible = rel.mixed_outcomes(counts)
     comps = {}
-    for c in COMPONENT_NAMES:
+    for c in names or components:
         trials, passed, in_basis = components.get(c, (0, 0, 0))
         comps[c] = ComponentRate(trials=trials, passed=passed, rate=passed / trials if trials else None,
                                  in_basis=in_basis)
@@ -206,26 +217,36 @@ class _Extracts:
         self.memory: MemoryCollector | None = None  # arms with a memory plug-in
 
 
-def _task_tables(plan: Plan, sections: dict[str, str]) -> dict[str, tuple[dict, Any]] | None:
-    from agentrig.bench.tau import data as tau_data
-    from agentrig.bench.tau.domains import get_domain
-    from agentrig.errors import AgentrigError
+class _TaskTables:
+    """What the benchmark's failure classifier needs (``Benchmark.failure_context``; τ²: each
+    domain's tasks by id and its spec): loaded at the first failed trial (a run where every trial
+    passed needs neither the task files nor the domain's tools).
 
-    out = {}
-    for d in plan.tasks:
-        try:
-            out[d] = ({t.id: t for t in tau_data.load_tasks(plan.data_root, d)}, get_domain(d))
-        except AgentrigError as exc:
-            sections["failures"] = f"unavailable: the tasks of domain {d!r} cannot be loaded ({exc})"
-            return None
-    return out
+    ``loaded`` is ``{}`` before, ``{"context": …}`` after, ``None`` when it cannot be loaded (then
+    the ``failures`` section says why and no arm gets a taxonomy)."""
+
+    def __init__(self, plan: Plan, sections: dict[str, str], bench: Any, config: dict) -> None:
+        self.plan, self.sections, self.bench, self.config = plan, sections, bench, config
+        self.loaded: dict[str, Any] | None = {}
+
+    def get(self) -> dict[str, Any] | None:
+        if self.loaded == {} and self.plan.tasks:
+            from agentrig.errors import AgentrigError
+
+            try:
+                self.loaded = {"context": self.bench.failure_context(self.config)}
+            except AgentrigError as exc:
+                self.sections["failures"] = f"unavailable: {exc}"
+                self.loaded = None
+        return self.loaded
 
 
-def _read_records(store: Any, plan: Plan, arm: str, planned: set, tables: dict[str, tuple[dict, Any]] | None,
+def _read_records(store: Any, plan: Plan, arm: str, planned: set, tables: _TaskTables,
                   memory: MemoryCollector | None = None) -> _Extracts:
     from .reliability import is_success
 
     ex = _Extracts()
+    ex.consistency = ConsistencyCollector(chain=tables.bench.action_sequence)
     ex.memory = memory
     n = plan.n
     for rec in store.records(arm=arm, valid=True):
@@ -236,17 +257,15 @@ def _read_records(store: Any, plan: Plan, arm: str, planned: set, tables: dict[s
         if info is not None:
             comps = ex.components.setdefault(key.domain, {})
             basis = set(info.reward_basis)
-            for c in COMPONENT_NAMES:
+            for c in plan.components or info.components:  # () : the components each verdict names
                 acc = comps.setdefault(c, [0, 0, 0])
                 value = info.components.get(c)
                 if value is not None:
                     acc[0] += 1
                     acc[1] += int(is_success(value))
                 acc[2] += int(c in basis)
-        if tables is not None and not is_success(rec.verdict.reward):
-            tasks, spec = tables[key.domain]
-            task = tasks.get(key.task_id)
-            label = classify(rec, task, spec) if task is not None else None
+        if not is_success(rec.verdict.reward) and (loaded := tables.get()) is not None:
+            label = tables.bench.classify(rec, loaded["context"])
             if label is not None:
                 ex.labels.append((key, label))
         ex.consistency.add(rec)

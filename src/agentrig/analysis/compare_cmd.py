@@ -12,14 +12,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from agentrig.errors import ConfigError
-from agentrig.run.commands import open_run_dir
-from agentrig.run.runner import STORE_FILE
+from agentrig.tables import FitTable
+from agentrig.run.rundir import STORE_FILE, open_run_dir
 
 from . import compare as cmp
 from .config_diff import SideConfig, differences
@@ -128,10 +126,10 @@ def render(out: Console, r: cmp.Comparison) -> None:
                    f"pass^{p.k} over {p.tasks_k} task(s) with ≥ {p.k} valid trials on both sides"
                    + (f", {p.excluded_k} excluded" if p.excluded_k else "")))
     level = f"{100 * r.ci_level:g}% CI"
-    t = Table(show_edge=False, pad_edge=False, box=box.SIMPLE_HEAD, padding=(0, 1))
+    t = FitTable()
     for col, justify in (("", "left"), ("tasks", "right"), ("A", "right"), ("B", "right"),
                          ("Δ (B − A)", "right"), (level, "right"), ("", "left")):
-        t.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        t.add_column(col, justify, group="ci" if col in (level, "") else None)  # type: ignore[arg-type]
     # pass^k with k = 1 is the same figure as pass^1
     shown = [m for key, m in r.metrics.items() if not (key == "pass^k" and m.k == 1)]
     for m in shown:
@@ -140,7 +138,7 @@ def render(out: Console, r: cmp.Comparison) -> None:
         sig = {"worse": Text("worse", style="red"), "better": Text("better", style="green"),
                "none": Text("n.s.", style="dim"), None: Text("")}[m.significance]
         t.add_row(m.name, str(m.tasks), _f(m.a), _f(m.b), delta, ci, sig)
-    out.print(t)
+    t.print(out)
     mc = r.mcnemar
     out.print(Text(f"McNemar (task passes when > half its valid trials succeed): both {mc.both}, "
                    f"A only {mc.a_only}, B only {mc.b_only}, neither {mc.neither}; exact p = {mc.p:.4g}"))
@@ -151,7 +149,7 @@ def render(out: Console, r: cmp.Comparison) -> None:
         if flips:
             out.print(Text(f"flipped {name} ({len(flips)}), A → B successes/valid trials:", style=style))
             for f in flips[:SHOWN_FLIPS]:
-                out.print(Text(f"  {_flip(f)}"))
+                out.print(Text(f"  {_flip(f)}"), soft_wrap=True)  # a task id is never broken
             if len(flips) > SHOWN_FLIPS:
                 out.print(Text(f"  … {len(flips) - SHOWN_FLIPS} more (see --json)", style="dim"))
     _render_config(out, r)

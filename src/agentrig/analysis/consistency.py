@@ -58,7 +58,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -304,7 +304,8 @@ class ConsistencyCollector:
     tuple). Invalid records are skipped, so a task with no valid trial yields nothing; for a
     trial index seen twice the first valid record is kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, chain: Callable[[TrialRecord], Chain] | None = None) -> None:
+        self._chain = chain or chain_of  # the benchmark's action sequence (default: the tool calls)
         self._by_task: dict[tuple[str, str, str], dict[int, tuple[int, bool, Chain]]] = {}
         self._tokens: dict[Token, Token] = {}  # one tuple object per distinct token
 
@@ -318,7 +319,7 @@ class ConsistencyCollector:
         k = record.key
         per = self._by_task.setdefault((k.arm, k.domain, k.task_id), {})
         if k.trial not in per:
-            per[k.trial] = (k.trial, is_success(record.verdict.reward), self._shared(chain_of(record)))
+            per[k.trial] = (k.trial, is_success(record.verdict.reward), self._shared(self._chain(record)))
 
     def add_chain(self, arm: str, domain: str, task_id: str, trial: int, success: bool, chain: Chain) -> None:
         per = self._by_task.setdefault((arm, domain, task_id), {})

@@ -21,11 +21,37 @@ def _asset(name: str) -> str:
     return resources.files("agentrig.report").joinpath("templates", name).read_text(encoding="utf-8")
 
 
+class _Cache(jinja2.FileSystemBytecodeCache):
+    """The compiled page template, kept between processes (compiling it is a good part of a small
+    report's time). jinja2's per-user temporary directory (created 0700 and checked to be the
+    user's own); a template whose text changed is recompiled (the entry holds the source's
+    checksum). A cache that cannot be written is no error: the page is compiled again."""
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    try:
+        return _Cache()
+    except (OSError, RuntimeError):  # no safe temporary directory here
+        return None
+
+
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FunctionLoader(lambda name: _asset(name)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=False, lstrip_blocks=False)
+                             trim_blocks=False, lstrip_blocks=False, bytecode_cache=_bytecode_cache())
     return env
 
 

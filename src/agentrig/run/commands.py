@@ -13,22 +13,23 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
-from agentrig.errors import ConfigError, DataError
+from agentrig.errors import ConfigError
+from agentrig.tables import FitTable, output_console
 
 from . import experiment
 from .progress import progress_for
 from .executor import Executor, Outcome, Stats, stall_limit
-from .runner import CONFIG_FILE, STORE_FILE, Run, close_channels, make_channels, open_run, plan, summarize
-from .smoke import SmokeReport, run_smoke
-from .store import Store
+from .rundir import open_run_dir
+from .runner import Run, close_channels, make_channels, open_run, plan, summarize
+
+if TYPE_CHECKING:
+    from .smoke import SmokeReport
 
 EXIT_INTERRUPTED = 130
 
@@ -65,16 +66,14 @@ async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, 
 
 
 def _print_summary(out: Console, r: experiment.Resolved, run: Run, summary: dict, outcome: Outcome) -> None:
-    t = Table(title=None, show_edge=False, pad_edge=False, box=box.SIMPLE_HEAD, padding=(0, 1))
+    t = FitTable()
     k = r.exp.run.trials
     cols = [("arm", "left"), ("valid", "right"), ("invalid", "right"), ("reward", "right"), ("pass^1", "right")]
     if k > 1:
         cols += [(f"pass^{k}", "right"), ("gap pp", "right")]
     cols += [("tokens", "right"), ("retries", "right")]
-    widest = max([len("arm"), *(len(name) for name in summary)])
     for col, justify in cols:
-        width = widest if col == "arm" else len(col)
-        t.add_column(col, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+        t.add_column(col, justify)  # type: ignore[arg-type]
     for name, s in summary.items():
         row = [escape(name), f"{s['valid']}/{s['planned']}", str(s["invalid"]), _fmt(s["mean_reward"]),
                _fmt(s["pass_1"])]
@@ -82,7 +81,7 @@ def _print_summary(out: Console, r: experiment.Resolved, run: Run, summary: dict
             row += [_fmt(s["pass_k"]), "-" if s["gap"] is None else f"{100 * s['gap']:.1f}"]
         row += [f"{s['prompt_tokens'] + s['completion_tokens']:,}", str(s["retries"])]
         t.add_row(*row)
-    out.print(t)
+    t.print(out)
     for name, s in summary.items():
         for cause, n in list(s["invalid_causes"].items())[:5]:
             out.print(Text(f"  {name}: {n} invalid attempt(s): {cause}", style="yellow"))
@@ -92,7 +91,8 @@ def _print_summary(out: Console, r: experiment.Resolved, run: Run, summary: dict
         if missing:
             out.print(Text(f"{missing} trial(s) are not valid yet; rerun the same command to play them again.",
                            style="yellow"))
-        out.print(Text(f"export: agentrig export {run.dir} --format tau2", style="dim"))
+        fmt = next(iter(r.benchmark.export_formats), "jsonl")  # τ²: tau2; a benchmark without its own: jsonl
+        out.print(Text(f"export: agentrig export {run.dir} --format {fmt}", style="dim"))
 
 
 def _fatal_message(outcome: Outcome, run: Run) -> str:
@@ -108,6 +108,11 @@ def _fatal_message(outcome: Outcome, run: Run) -> str:
 
 def _stalled_message(outcome: Outcome, run: Run, r: experiment.Resolved) -> str:
     n = stall_limit(r.exp.run.concurrency)
+    if (outcome.stalled_cause or "").startswith("sandbox:"):  # a terminal sandbox, not the channel
+        return (f"the run stopped: the last {n} trial attempts were all spoiled by the sandbox, the last one by\n"
+                f"  {outcome.stalled_cause}\n"
+                f"  fix: check the sandbox with `agentrig doctor --sandbox`\n"
+                f"Every finished trial is kept in {run.dir}; rerun the same command to resume.")
     return (f"the run stopped: the last {n} trial attempts were all spoiled by the channel, the last one by\n"
             f"  {outcome.stalled_cause}\n"
             f"  fix: the endpoint seems down or overloaded; check it with `agentrig doctor --config {r.source}`\n"
@@ -143,7 +148,7 @@ def _write_report(run: Run, err: Console) -> Path | None:
 
 def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force: bool = False,
                 run_dir: Path | None = None, out: Console | None = None, err: Console | None = None) -> int:
-    out = out or Console(highlight=False, soft_wrap=True)
+    out = out or output_console(soft_wrap=True)
     err = err or Console(stderr=True, highlight=False, soft_wrap=True)
     # the channel's retry warnings are in the store and the summary; not a flood on the terminal
     logger = logging.getLogger("agentrig")
@@ -151,6 +156,8 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
         logger.addHandler(logging.NullHandler())
     r = experiment.load(path, run_dir)
     if smoke:
+        from .smoke import run_smoke
+
         report = asyncio.run(run_smoke(r, r.run_dir))
         if as_json:
             sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
@@ -163,19 +170,24 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
             err.print(Text(run.note, style="yellow"))
         specs = plan(r, run.store)
         total = len(r.arms) * len(r.tasks) * r.exp.run.trials
+        for label, why in r.excluded.items():  # tasks the benchmark left out: never played, never failed
+            err.print(Text(f"excluded: {label}: {why}", style="yellow"))
         if not as_json:
             err.print(Text(f"{r.name}: {len(r.arms)} arm(s) × {len(r.tasks)} task(s) × {r.exp.run.trials} trial(s) "
                            f"= {total}; {total - len(specs)} already stored, {len(specs)} to play → {run.dir}"))
         stats = Stats()
         progress = progress_for(stats, out, r.name, enabled=not as_json and bool(specs))
         try:
-            outcome = asyncio.run(_execute(r, run, specs, stats, progress))
+            # nothing to play (a resume of a finished run): no channel, no SDK, no event loop
+            outcome = asyncio.run(_execute(r, run, specs, stats, progress)) if specs else Outcome("done")
         except KeyboardInterrupt:  # a second Ctrl-C
             outcome = Outcome("interrupted", stored=stats.valid + stats.invalid_attempts)
         summary = summarize(r, run.store)
         report_path = _write_report(run, err) if outcome.stored or not specs else None
         if as_json:
             doc = _json(summary, run, outcome, len(specs))
+            if r.excluded:  # tasks the benchmark left out (a key only when there are some)
+                doc["excluded"] = dict(r.excluded)
             doc["report"] = str(report_path) if report_path is not None else None
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:
@@ -221,24 +233,6 @@ def print_smoke(out: Console, report: SmokeReport) -> None:
 # --------------------------------------------------------------------------------------- export
 
 
-def open_run_dir(run_dir: Path) -> tuple[Store, dict]:
-    """A run directory's store (read-only use) and its configuration snapshot."""
-    run_dir = Path(run_dir).expanduser()
-    path = run_dir / STORE_FILE
-    if not path.is_file():
-        raise DataError(f"{run_dir}: not a run directory (no {STORE_FILE}); give the directory "
-                        "`agentrig run` printed")
-    store = Store.open(path, create=False)
-    config = store.get_meta("config")
-    if config is None:
-        cfg_file = run_dir / CONFIG_FILE
-        if not cfg_file.is_file():
-            store.close()
-            raise DataError(f"{run_dir}: the run's configuration snapshot is missing ({CONFIG_FILE})")
-        config = json.loads(cfg_file.read_text(encoding="utf-8"))
-    return store, config
-
-
 def _pick(what: str, given: str | None, options: list[str], flag: str) -> str:
     if given is not None:
         if given not in options:
@@ -250,71 +244,28 @@ def _pick(what: str, given: str | None, options: list[str], flag: str) -> str:
                       f"choose it with {flag} NAME")
 
 
-def _tau2_info(config: dict, arm: str, domain: str, policy: str) -> dict:
-    from agentrig.bench.tau import user_prompts
-
-    from .export import tau2_info
-
-    exp = config["experiment"]
-    arm_cfg = next(a for a in exp["arms"] if a["name"] == arm)
-    roles = config["resolved"][arm]["roles"]
-    agent_kind = arm_cfg["agent"]["kind"]
-    user_kind = exp["user"]["kind"]
-
-    def args(role: str) -> dict:
-        rr = roles[role]
-        return {k: rr[k] for k in ("temperature", "max_tokens", "seed") if rr.get(k) is not None}
-
-    guidelines = None
-    if user_kind == "llm":
-        root = config.get("data_root")
-        guidelines, _ = user_prompts.resolve_guidelines(exp["user"]["guidelines"], root, False)
-    return tau2_info(
-        domain=domain, policy=policy, max_steps=exp["run"]["max_steps"], max_errors=exp["run"]["max_errors"],
-        num_trials=exp["run"]["trials"], seed=exp["run"]["seed"],
-        agent_model=roles["agent"]["model"] if agent_kind == "llm" else None,
-        agent_args=args("agent") if agent_kind == "llm" else None,
-        agent_implementation="llm_agent" if agent_kind == "llm" else f"agentrig_{agent_kind}_agent",
-        user_model=roles["user"]["model"] if user_kind == "llm" else None,
-        user_args=args("user") if user_kind == "llm" else None,
-        user_implementation="user_simulator" if user_kind == "llm" else "agentrig_scripted_user",
-        user_guidelines=guidelines,
-    )
-
-
 def export_command(run_dir: Path, fmt: str, *, arm: str | None = None, domain: str | None = None,
                    out_path: Path | None = None) -> tuple[int, Path]:
-    """Write the export; returns (how many records / simulations, the file written)."""
-    from agentrig.bench.tau import data as tau_data
+    """Write the export; returns (how many records / simulations, the file written). ``jsonl`` is
+    generic; other formats are the run's benchmark's (``Benchmark.export``; τ²: ``tau2``)."""
+    from agentrig.bench.base import benchmark_of_config
 
-    from .export import export_jsonl, export_tau2
+    from .export import export_jsonl
 
-    if fmt not in ("jsonl", "tau2"):
-        raise ConfigError(f"unknown export format {fmt!r}; use jsonl or tau2")
     store, config = open_run_dir(run_dir)
     try:
         arms = [a["name"] for a in config["experiment"]["arms"]]
-        exports = Path(run_dir) / "exports"
         if fmt == "jsonl":
             if arm is not None:
                 _pick("arm", arm, arms, "--arm")
-            target = out_path or exports / (f"{arm}.jsonl" if arm else "trials.jsonl")
+            target = out_path or Path(run_dir) / "exports" / (f"{arm}.jsonl" if arm else "trials.jsonl")
             target.parent.mkdir(parents=True, exist_ok=True)
             return export_jsonl(store, target, arm), target
-        arm = _pick("arm", arm, arms, "--arm")
-        domains = list(config["tasks"])
-        domain = _pick("domain", domain, domains, "--domain")
-        root = config.get("data_root")
-        wanted = set(config["tasks"][domain])
-        tasks = [t for t in tau_data.load_tasks(root, domain) if t.id in wanted]
-        arm_cfg = next(a for a in config["experiment"]["arms"] if a["name"] == arm)
-        policy = tau_data.load_policy(root, domain, arm_cfg["agent"]["policy"])
-        info = _tau2_info(config, arm, domain, policy)
-        target = out_path or exports / f"{arm}.{domain}.results.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        return export_tau2(store, target, arm, tasks, info, domain=domain), target
+        bench = benchmark_of_config(config)
+        if fmt not in bench.export_formats:
+            raise ConfigError(f"unknown export format {fmt!r}; use {' or '.join(['jsonl', *bench.export_formats])}")
+        n, target, _ = bench.export(fmt, store, config, Path(run_dir), arm=arm, domain=domain, out_path=out_path)
+        return n, target
     finally:
         store.close()
 
-
-_open_run_dir = open_run_dir  # the older private name

@@ -12,21 +12,24 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentrig.channel.client import Channel
 from agentrig.errors import ChannelError
 from agentrig.types import CallContext, Completion, ModelCall, PluginEvent, TrialKey, Trajectory
 
+if TYPE_CHECKING:
+    from agentrig.channel.client import Channel
 
-@dataclass
+
+@dataclass(kw_only=True)
 class TrialContext:
     key: TrialKey
-    task: Any  # agentrig.bench.tau.taskmodel.Task
-    spec: Any  # agentrig.bench.tau.domain.DomainSpec
-    domain_dir: Path | None
-    policy: str
+    task: Any  # the benchmark's task (τ²: bench.tau.taskmodel.Task)
     seed: int
+    # τ²'s (the benchmark builds the context): the domain's DomainSpec, its data dir, the policy text
+    spec: Any = None
+    domain_dir: Path | None = None
+    policy: str = ""
     channel: Channel | None = None
     run_id: str | None = None
     data_root: Path | None = None

@@ -12,21 +12,20 @@ from __future__ import annotations
 import asyncio
 import gc
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from agentrig.analysis.reliability import is_success
-from agentrig.bench.tau import data as tau_data
-from agentrig.bench.tau.domains import get_domain
-from agentrig.channel.client import Channel
+from agentrig.bench.base import Limits
 from agentrig.errors import FatalChannelError
 from agentrig.types import TrialRecord
 
 from .context import TrialContext
-from .episode import Limits, play_trial
 from .experiment import Resolved
 from .runner import TrialSpec
 from .store import Store
+
+if TYPE_CHECKING:
+    from agentrig.channel.client import Channel
 
 @dataclass
 class Stats:
@@ -136,10 +135,8 @@ class Executor:
     def __post_init__(self) -> None:
         run = self.r.exp.run
         self.limits = Limits(max_steps=run.max_steps, max_errors=run.max_errors, trial_timeout_s=run.trial_timeout_s)
+        self.bench = self.r.benchmark  # plays the trials (bench/base.py)
         self._stop = asyncio.Event()
-        self._specs: dict[str, Any] = {}
-        self._ddirs: dict[str, Path] = {}
-        self._policies: dict[tuple[str, str], str] = {}
         self.stored = 0
         self._streak = 0  # invalid attempts since the last valid trial
         self._stall_limit = stall_limit(run.concurrency)
@@ -150,23 +147,14 @@ class Executor:
         self._stop.set()
 
     def context(self, spec: TrialSpec) -> TrialContext:
-        domain = spec.key.domain
-        if domain not in self._specs:
-            self._specs[domain] = get_domain(domain)
-            self._ddirs[domain] = tau_data.domain_dir(self.r.data_root, domain)
-        pkey = (domain, spec.arm.agent.policy)
-        if pkey not in self._policies:
-            self._policies[pkey] = tau_data.load_policy(self.r.data_root, domain, spec.arm.agent.policy)
-        return TrialContext(key=spec.key, task=spec.task, spec=self._specs[domain], domain_dir=self._ddirs[domain],
-                            policy=self._policies[pkey], seed=spec.seed, channel=self.channels[spec.arm.name],
-                            run_id=self.run_id, data_root=self.r.data_root, send_seed=self.r.exp.run.send_seed)
+        ctx = TrialContext(key=spec.key, task=spec.task, seed=spec.seed, channel=self.channels[spec.arm.name],
+                           run_id=self.run_id, data_root=self.r.data_root, send_seed=self.r.exp.run.send_seed)
+        return self.bench.trial_context(self.r, spec, ctx)
 
     async def play(self, spec: TrialSpec) -> TrialRecord:
         ctx = self.context(spec)
         try:
-            return await play_trial(ctx, agent=spec.arm.agent, user=self.r.exp.user, plugins=spec.arm.plugins,
-                                    limits=self.limits, nl_judge=self.r.exp.judge.nl_assertions,
-                                    attempt=spec.attempt)
+            return await self.bench.play(self.r, ctx, spec.arm, self.limits, spec.attempt)
         except FatalChannelError as exc:
             raise _Fatal(exc, last_failed_role(ctx), spec.key.label()) from None
 

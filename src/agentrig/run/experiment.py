@@ -1,26 +1,24 @@
 """Loading an experiment file (models and the file format: ``experiment_settings.py``) and
-resolving it: ``load_experiment`` parses and checks the file; ``resolve`` reads the data (tasks,
-splits), builds each arm's channel configuration and checks that every role that needs a model
-has one.
+resolving it: ``load_experiment`` parses and checks the file (with the model of its benchmark
+kind); ``resolve`` has the benchmark (``bench/base.py``) select its tasks, builds each arm's channel
+configuration and checks that every role that needs a model has one.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from agentrig.agents.base import AgentSettings
-from agentrig.bench.tau import data as tau_data
-from agentrig.bench.tau.judge import needs_nl_judge
-from agentrig.bench.tau.taskmodel import Task
+from agentrig.bench.base import Benchmark, get_benchmark
 from agentrig.config import ROLES, ChannelConfig, RoleConfig, read_toml
-from agentrig.errors import ConfigError, DataError
+from agentrig.errors import ConfigError
 from agentrig.plugins.base import PluginSettings
 
-from .experiment_settings import ArmSettings, Experiment, format_errors
+from .experiment_settings import ArmSettings, Experiment, benchmark_kind, experiment_model, format_errors
 
 
 # ------------------------------------------------------------------------------------- loading
@@ -33,10 +31,14 @@ def load_experiment(path: str | Path) -> tuple[Experiment, Path]:
     if "arms" in raw and isinstance(raw["arms"], dict):
         raise ConfigError(f"{source}: `arms` must be an array of tables: write [[arms]] (two brackets) per arm")
     try:
-        exp = Experiment.model_validate(raw)
+        model = experiment_model(benchmark_kind(raw))
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: benchmark.kind: {exc}") from None
+    try:
+        exp = model.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(format_errors(exc, str(source), raw)) from None
-    return exp, source
+        raise ConfigError(format_errors(exc, str(source), raw, model)) from None
+    return exp, source  # type: ignore[return-value]
 
 
 @dataclass
@@ -57,65 +59,27 @@ class Resolved:
     exp: Experiment
     source: Path
     data_root: Path | None
-    tasks: list[tuple[str, Task]]  # (domain, task), in file order per domain
+    tasks: list[tuple[str, Any]]  # (group, task): τ²'s (domain, task), in file order per domain
     arms: list[ArmPlan]
     run_dir: Path
     splits: dict[str, str | None] = field(default_factory=dict)  # the split used per domain
+    bench: Benchmark | None = None  # the benchmark that plays the tasks (bench/base.py)
+    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the benchmark's, per run
+    excluded: dict[str, str] = field(default_factory=dict)  # "group/id" → why the benchmark left it out
+
+    @property
+    def benchmark(self) -> Benchmark:
+        return self.bench if self.bench is not None else get_benchmark(self.exp.benchmark.kind)
 
     @property
     def name(self) -> str:
         return self.exp.name or self.source.stem
 
 
-def _rel(source: Path, value: str) -> Path:
+def rel_path(source: Path, value: str) -> Path:
+    """A path of the experiment file: relative paths are relative to the file."""
     p = Path(value).expanduser()
     return p if p.is_absolute() else (source.parent / p).resolve()
-
-
-def _data_root(exp: Experiment, source: Path) -> Path | None:
-    if exp.benchmark.data:
-        return tau_data.resolve_data_root(_rel(source, exp.benchmark.data))
-    if os.environ.get(tau_data.ENV_VAR):
-        return tau_data.resolve_data_root(None)
-    return None  # fine for built-in domains; domain_dir names the fix for the others
-
-
-def _select(exp: Experiment, source: Path, root: Path | None) -> tuple[list[tuple[str, Task]], dict[str, str | None]]:
-    b = exp.benchmark
-    ids = b.task_ids
-    if isinstance(ids, list) and len(b.domains) > 1:
-        raise ConfigError(f"{source}: benchmark.task_ids is a list but {len(b.domains)} domains are selected.\n"
-                          "  fix: name the ids per domain: task_ids = { airline = [\"0\"], retail = [\"3\"] }")
-    if isinstance(ids, dict):
-        extra = sorted(set(ids) - set(b.domains))
-        if extra:
-            raise ConfigError(f"{source}: benchmark.task_ids names domain(s) {', '.join(extra)} that are not in "
-                              f"benchmark.domains ({', '.join(b.domains)}).\n  fix: add them to domains or drop them")
-    if len(set(b.domains)) != len(b.domains):
-        raise ConfigError(f"{source}: benchmark.domains lists a domain twice")
-    out: list[tuple[str, Task]] = []
-    splits: dict[str, str | None] = {}
-    for domain in b.domains:
-        from agentrig.bench.tau.domains import get_domain
-
-        get_domain(domain)  # an unknown domain: ConfigError listing the known ones
-        wanted = ids if isinstance(ids, list) else (ids or {}).get(domain)
-        split = b.split
-        if split == "all":
-            split = None
-        elif split is None and not wanted:
-            split = "base" if "base" in tau_data.load_splits(root, domain) else None
-        try:
-            tasks = tau_data.select_tasks(root, domain, split=split, task_ids=wanted or None)
-        except DataError as exc:
-            raise DataError(f"{source}: benchmark of domain {domain!r}: {exc}") from None
-        if b.num_tasks is not None:
-            tasks = tasks[: b.num_tasks]
-        if not tasks:
-            raise ConfigError(f"{source}: no task selected in domain {domain!r}.\n  fix: check split / task_ids")
-        splits[domain] = split
-        out.extend((domain, t) for t in tasks)
-    return out, splits
 
 
 def _merge_role(base: RoleConfig | None, over: RoleConfig | None) -> RoleConfig | None:
@@ -148,22 +112,22 @@ def _plugin_roles(p: PluginSettings) -> set[str]:
     return set(roles) if roles is not None else {"memory"}
 
 
-def roles_needed(exp: Experiment, arm: ArmSettings, tasks: list[tuple[str, Task]]) -> list[str]:
-    """The roles whose model calls this arm's trials make."""
+def roles_needed(exp: Experiment, arm: ArmSettings, tasks: list[tuple[str, Any]],
+                 bench: Benchmark | None = None) -> list[str]:
+    """The roles whose model calls this arm's trials make: the agent's, the plug-ins', and
+    those of the benchmark's own participants (τ²: the user simulator, the NL judge)."""
+    bench = bench if bench is not None else get_benchmark(exp.benchmark.kind)
     need: set[str] = set()
     if arm.agent.kind == "llm":
         need.add("agent")
-    if exp.user_kind() == "llm":
-        need.add("user")
+    need |= bench.roles_needed(exp, arm, tasks)
     for p in arm.plugins:
         need |= _plugin_roles(p)
-    if exp.judge.nl_assertions != "never" and any(needs_nl_judge(t) for _, t in tasks):
-        need.add("judge")
     return [r for r in ROLES if r in need]
 
 
 def _check_arm(exp: Experiment, source: Path, arm: ArmSettings, cfg: ChannelConfig,
-               tasks: list[tuple[str, Task]], need: list[str]) -> None:
+               tasks: list[tuple[str, Any]], need: list[str], bench: Benchmark) -> None:
     from agentrig import plugins
 
     where = f"{source}: arm {arm.name!r}"
@@ -181,58 +145,47 @@ def _check_arm(exp: Experiment, source: Path, arm: ArmSettings, cfg: ChannelConf
         if not path.is_file():
             raise ConfigError(f"{where}: agent.prompt file {path} not found.\n"
                               "  fix: give a text file (relative to the experiment file) or \"default\"")
-    for domain in sorted({d for d, _ in tasks}):
-        if a.policy not in tau_data.policy_variants(domain):
-            raise ConfigError(f"{where}: agent.policy {a.policy!r} is not a policy of domain {domain!r}.\n"
-                              f"  fix: use one of: {', '.join(tau_data.policy_variants(domain))}")
+    bench.check_arm(exp, where, arm, tasks)
     for role in need:
         if cfg.resolve(role).model:
             continue
-        why = {
-            "agent": f"its agent kind is {a.kind!r}",
-            "user": "the user simulator is an LLM ([user] kind = \"llm\")",
-            "memory": f"its plug-in(s) {', '.join(p.kind for p in arm.plugins)} call the memory role",
-            "judge": "task(s) " + ", ".join(sorted({f"{d}/{t.id}" for d, t in tasks
-                                                  if needs_nl_judge(t)})[:5])
-                     + " have nl_assertions and NL_ASSERTION in their reward basis",
-        }[role]
-        fix = {
-            "agent": "set `model` in [roles.agent] (or the arm's roles.agent, or [channel]), "
-                     "or use a reference agent (kind = \"gold\" / \"noop\")",
-            "user": "set `model` in [roles.user] (or [channel]), or use the scripted user ([user] kind = \"scripted\")",
-            "memory": "set `model` in [roles.memory] (or the arm's roles.memory, or [channel])",
-            "judge": "set `model` in [roles.judge] (or [channel]), or [judge] nl_assertions = \"never\" "
-                     "(those components are then not computed)",
-        }[role]
+        if role == "agent":
+            why = f"its agent kind is {a.kind!r}"
+            fix = ("set `model` in [roles.agent] (or the arm's roles.agent, or [channel]), "
+                   "or use a reference agent (kind = \"gold\" / \"noop\")")
+        elif role in bench.roles_needed(exp, arm, tasks):
+            why, fix = bench.role_reason(exp, role, arm, tasks)
+        else:
+            why = f"its plug-in(s) {', '.join(p.kind for p in arm.plugins)} call the {role} role"
+            fix = f"set `model` in [roles.{role}] (or the arm's roles.{role}, or [channel])"
         raise ConfigError(f"{where}: the {role} role has no model, but {why}.\n  fix: {fix}")
 
 
 def resolve(exp: Experiment, source: Path, run_dir: str | Path | None = None) -> Resolved:
     """Read the data and check the experiment as a whole (before anything is played)."""
-    root = _data_root(exp, source)
-    tasks, splits = _select(exp, source, root)
-    if exp.user.kind == "llm":  # "tau2" guidelines without the files: a ConfigError naming the fix
-        from agentrig.bench.tau.user_prompts import resolve_guidelines
-
-        resolve_guidelines(exp.user.guidelines, root, False)
+    bench = get_benchmark(exp.benchmark.kind)
+    selection = bench.select(exp, source)
+    tasks = selection.tasks
+    bench.check(exp, source, selection)
     arms: list[ArmPlan] = []
     for arm in exp.arms:
         agent = arm.agent
         if agent.prompt != "default":
-            agent = agent.model_copy(update={"prompt": str(_rel(source, agent.prompt))})
+            agent = agent.model_copy(update={"prompt": str(rel_path(source, agent.prompt))})
             arm = arm.model_copy(update={"agent": agent})
         cfg = arm_channel(exp, arm)
-        need = roles_needed(exp, arm, tasks)
-        _check_arm(exp, source, arm, cfg, tasks, need)
+        need = roles_needed(exp, arm, tasks, bench)
+        _check_arm(exp, source, arm, cfg, tasks, need, bench)
         arms.append(ArmPlan(arm.name, agent, list(arm.plugins), cfg, need))
     name = exp.name or source.stem
     if run_dir is not None:
         directory = Path(run_dir).expanduser().resolve()
     elif exp.run.dir:
-        directory = _rel(source, exp.run.dir)
+        directory = rel_path(source, exp.run.dir)
     else:
         directory = (source.parent / "runs" / name).resolve()
-    return Resolved(exp, source, root, tasks, arms, directory, splits)
+    return Resolved(exp, source, selection.data_root, tasks, arms, directory, selection.splits, bench,
+                    excluded=dict(selection.excluded))
 
 
 def load(path: str | Path, run_dir: str | Path | None = None) -> Resolved:

@@ -2,8 +2,8 @@
 
     name = "airline-gpt41"               # default: the file's stem; names the run directory
 
-    [benchmark]
-    kind = "tau2"
+    [benchmark]                          # the benchmark's own model (bench/base.py registry):
+    kind = "tau2"                        # "tau2" (bench.tau.settings.Tau2Settings) | "terminal"
     data = "../tau2-data"                # default: $AGENTRIG_TAU2_DATA (not needed for bikeshop)
     domains = ["airline"]
     split = "base"                       # default: "base" when the domain has it, else every task;
@@ -38,7 +38,9 @@
     roles.agent = { model = "openai/gpt-4.1", temperature = 0.0 }  # over [roles.agent]/[channel]
     plugins = [{ kind = "memory", budget = 3 }]
 
-Relative paths (``data``, ``dir``, an agent ``prompt`` file) are relative to the experiment file.
+``[user]`` and ``[judge]`` are τ²'s tables: a benchmark adds the top-level tables it owns to the
+generic ones (``experiment_model(kind)``). Relative paths (``data``, ``dir``, an agent ``prompt``
+file) are relative to the experiment file.
 This module holds the file's models and the messages for a file that does not fit them;
 ``experiment.py`` loads a file and resolves it (data, channels, checks).
 """
@@ -49,10 +51,10 @@ import difflib
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from agentrig.agents.base import AgentSettings
-from agentrig.bench.tau.user import UserSettings
+from agentrig.bench import base as bench_registry
 from agentrig.config import ChannelSettings, Price, Role, RoleConfig
 from agentrig.plugins.base import PluginSettings
 
@@ -66,20 +68,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class BenchmarkSettings(_Strict):
-    kind: Literal["tau2"] = "tau2"
-    data: str | None = None
-    domains: list[str] = Field(min_length=1)
-    split: str | None = None
-    task_ids: list[str] | dict[str, list[str]] | None = None
-    num_tasks: int | None = Field(None, ge=1)
-
-    @field_validator("domains", mode="before")
-    @classmethod
-    def _one_domain(cls, v: Any) -> Any:
-        return [v] if isinstance(v, str) else v
-
-
 class RunSettings(_Strict):
     trials: int = Field(1, ge=1, le=100_000)
     seed: int = 300
@@ -90,10 +78,6 @@ class RunSettings(_Strict):
     max_invalid_retries: int = Field(3, ge=0, le=100)
     dir: str | None = None
     send_seed: bool = True
-
-
-class JudgeSettings(_Strict):
-    nl_assertions: Literal["auto", "basis", "never"] = "auto"
 
 
 class ArmSettings(_Strict):
@@ -111,19 +95,10 @@ class ArmSettings(_Strict):
         return v
 
 
-class Experiment(_Strict):
-    name: str | None = None
-    description: str | None = None
-    benchmark: BenchmarkSettings
-    run: RunSettings = RunSettings()
-    user: UserSettings = UserSettings()
-    judge: JudgeSettings = JudgeSettings()
-    channel: ChannelSettings = ChannelSettings()
-    roles: dict[Role, RoleConfig] = {}
-    prices: dict[str, Price] = {}
-    arms: list[ArmSettings] = Field(min_length=1)
+class _ExperimentRoot(_Strict):
+    """The checks every experiment model shares."""
 
-    @field_validator("name")
+    @field_validator("name", check_fields=False)
     @classmethod
     def _safe_name(cls, v: str | None) -> str | None:
         if v is not None and not NAME_RE.match(v):
@@ -131,23 +106,62 @@ class Experiment(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _unique_arms(self) -> "Experiment":
+    def _unique_arms(self) -> Any:
         seen: set[str] = set()
-        for arm in self.arms:
+        for arm in getattr(self, "arms", []):
             if arm.name in seen:
                 raise ValueError(f"two [[arms]] are named {arm.name!r}; give every arm its own name")
             seen.add(arm.name)
         return self
 
-    def user_kind(self) -> str:
-        return self.user.kind
+
+class Experiment(_ExperimentRoot):
+    """The generic part of an experiment. A file is read with ``experiment_model(kind)``: these
+    fields, with the benchmark's [benchmark] model and the top-level tables the benchmark owns
+    (τ²: [user], [judge]) after ``run``."""
+
+    name: str | None = None
+    description: str | None = None
+    benchmark: Any = None
+    run: RunSettings = RunSettings()
+    channel: ChannelSettings = ChannelSettings()
+    roles: dict[Role, RoleConfig] = {}
+    prices: dict[str, Price] = {}
+    arms: list[ArmSettings] = Field(min_length=1)
+
+
+_MODELS: dict[str, type[_ExperimentRoot]] = {}
+bench_registry.on_change(_MODELS.clear)
+
+
+def experiment_model(kind: str) -> type[_ExperimentRoot]:
+    """The experiment model of a benchmark kind (ConfigError for an unknown kind)."""
+    model = _MODELS.get(kind)
+    if model is None:
+        fields: dict[str, Any] = {}
+        for name, info in Experiment.model_fields.items():
+            if name == "benchmark":
+                fields[name] = (bench_registry.settings_model(kind), ...)
+            else:
+                fields[name] = (info.annotation, info)
+            if name == "run":
+                fields.update({t: (m, m()) for t, m in bench_registry.tables(kind).items()})
+        model = create_model(f"Experiment_{kind}", __base__=_ExperimentRoot, **fields)
+        _MODELS[kind] = model
+    return model
+
+
+def benchmark_kind(raw: dict) -> str:
+    """The benchmark kind an experiment file names (the default when it names none)."""
+    table = raw.get("benchmark")
+    kind = table.get("kind", bench_registry.DEFAULT_KIND) if isinstance(table, dict) else bench_registry.DEFAULT_KIND
+    return kind if isinstance(kind, str) else repr(kind)
 
 
 # ------------------------------------------------------------------------------------- errors
 
 _FIELDS: dict[str, type[BaseModel]] = {
-    "benchmark": BenchmarkSettings, "run": RunSettings, "judge": JudgeSettings, "channel": ChannelSettings,
-    "arms": ArmSettings, "agent": AgentSettings, "roles": RoleConfig, "user": UserSettings,
+    "run": RunSettings, "channel": ChannelSettings, "arms": ArmSettings, "agent": AgentSettings, "roles": RoleConfig,
 }
 
 
@@ -167,14 +181,17 @@ def _where(loc: tuple, data: dict) -> str:
     return ".".join(parts) or "(top level)"
 
 
-def _suggest(loc: tuple) -> str:
+def _suggest(loc: tuple, top: type[BaseModel]) -> str:
     bad = str(loc[-1])
     parents = [str(p) for p in loc[:-1] if isinstance(p, str)]
     model = None
     if not parents:
-        model = Experiment
+        model = top
     else:
         model = _FIELDS.get(parents[-1])
+        if model is None and len(parents) == 1:  # a benchmark's table ([benchmark], [user], …)
+            ann = top.model_fields[parents[0]].annotation if parents[0] in top.model_fields else None
+            model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
         if len(parents) >= 2 and parents[-2] == "roles":
             model = RoleConfig
     if model is None:
@@ -183,15 +200,15 @@ def _suggest(loc: tuple) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def format_errors(exc: ValidationError, source: str, data: dict) -> str:
+def format_errors(exc: ValidationError, source: str, data: dict, model: type[BaseModel] = Experiment) -> str:
     """Like ``config.format_validation_error``, with arm names in the location and a suggestion
-    for a misspelt setting."""
+    for a misspelt setting (``model``: the experiment model the file was read with)."""
     lines = [f"{source}: invalid experiment"]
     for err in exc.errors():
         loc = tuple(err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = f"unknown setting{_suggest(loc)} (the settings are listed in {DOCS})"
+            msg = f"unknown setting{_suggest(loc, model)} (the settings are listed in {DOCS})"
         elif err["type"] == "missing":
             msg = "required, but missing"
         lines.append(f"  - {_where(loc, data)}: {msg}")

@@ -17,19 +17,19 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentrig.analysis.reliability import is_success, mean_at_n, pass_hat_k
-from agentrig.channel.client import Channel
 from agentrig.errors import ConfigError
 from agentrig.types import TrialKey
 
 from . import snapshot
 from .experiment import ArmPlan, Resolved
+from .rundir import CONFIG_FILE, STORE_FILE
 from .store import Store
 
-STORE_FILE = "trials.sqlite"
-CONFIG_FILE = "config.json"
+if TYPE_CHECKING:
+    from agentrig.channel.client import Channel
 
 
 def trial_seed(run_seed: int, domain: str, task_id: str, trial: int) -> int:
@@ -153,6 +153,8 @@ def plan(r: Resolved, store: Store) -> list[TrialSpec]:
 
 def make_channels(r: Resolved, run_id: str) -> dict[str, Channel]:
     """One channel per arm; all share one endpoints dict (connection pools, concurrency bounds)."""
+    from agentrig.channel.client import Channel  # the OpenAI SDK: loaded only when a trial is to be played
+
     endpoints: dict = {}
     return {arm.name: Channel(arm.channel, run_id=run_id, endpoints=endpoints) for arm in r.arms}
 

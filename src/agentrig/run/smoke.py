@@ -14,12 +14,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentrig.bench.tau.judge import needs_nl_judge
 from agentrig.config import ROLES
 from agentrig.errors import ChannelError, ConfigError, FatalChannelError
 from agentrig.types import CallContext, TrialKey
 
-from .episode import play_trial
 from .experiment import ArmPlan, Resolved
 from .executor import Executor, last_failed_role
 from .runner import TrialSpec, close_channels, make_channels, trial_seed
@@ -69,12 +67,9 @@ class SmokeReport:
 
 
 def smoke_task(r: Resolved) -> tuple[str, Any]:
-    """The task to play: one that needs the judge when some arm would call it, else the first."""
-    if any("judge" in a.roles_needed for a in r.arms):
-        for domain, task in r.tasks:
-            if needs_nl_judge(task):
-                return domain, task
-    return r.tasks[0]
+    """The task to play, as the benchmark chooses it (τ²: one that needs the judge when some arm
+    would call it, else the first)."""
+    return r.benchmark.smoke_task(r)
 
 
 def roles_to_check(r: Resolved, arm: ArmPlan) -> list[str]:
@@ -104,8 +99,7 @@ async def _smoke_arm(ex: Executor, r: Resolved, arm: ArmPlan, domain: str, task:
     fatal: FatalChannelError | None = None
     fatal_role = None
     try:
-        record = await play_trial(ctx, agent=arm.agent, user=r.exp.user, plugins=arm.plugins, limits=ex.limits,
-                                  nl_judge=r.exp.judge.nl_assertions)
+        record = await ex.bench.play(r, ctx, arm, ex.limits)
     except FatalChannelError as exc:
         fatal, fatal_role = exc, last_failed_role(ctx)
         out.problem = f"{exc.code}: {exc.diagnosis.message}"

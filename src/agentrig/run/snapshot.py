@@ -4,9 +4,10 @@
 experiment as resolved, without secrets — key variables by NAME only, header values read from the
 environment never, every text passed through ``agentrig.redact``.
 
-``comparability`` is what makes two trials comparable: the data (a hash of each selected task,
-of each domain's db files and policy texts), the limits, the user simulator (settings, a hash of
-its guidelines), and per arm the agent settings, the hash of its system prompt preamble, its
+``comparability`` is what makes two trials comparable: the benchmark's part
+(``Benchmark.comparability``; τ²: a hash of each selected task, of each domain's db files and
+policy texts, the user simulator's settings and a hash of its guidelines, the judge settings),
+the limits, and per arm the agent settings, the hash of its system prompt preamble, its
 plug-ins and the model settings of every role it calls (model, temperature, max_tokens, seed,
 extra_body, base_url — not keys, not concurrency or timeouts). ``differences(old, new)`` lists
 what changed; an arm, a task, a domain or a role present on one side only is an addition, not a
@@ -15,16 +16,12 @@ difference (more trials, still comparable).
 
 from __future__ import annotations
 
-import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 from agentrig import __version__
 from agentrig.agents import prompts as agent_prompts
-from agentrig.bench.tau import data as tau_data
-from agentrig.bench.tau import user_prompts
-from agentrig.bench.tau.domains import get_domain
+from agentrig.bench.base import sha
 from agentrig.redact import read_secret, redact, redact_url
 
 from .experiment import Resolved
@@ -32,28 +29,6 @@ from .experiment import Resolved
 COMPARED_ROLE_FIELDS = ("model", "temperature", "max_tokens", "seed", "extra_body", "base_url")
 # containers whose children may appear or disappear between runs ("*" matches any name)
 ADDITIVE = {("arms",), ("tasks",), ("domains",), ("domains", "*", "policies"), ("arms", "*", "roles")}
-
-
-def sha(data: bytes | str) -> str:
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
-
-
-def _json_sha(value: Any) -> str:
-    return sha(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
-
-
-def _domain_files(domain: str, ddir: Path) -> dict[str, str]:
-    spec = get_domain(domain)
-    out: dict[str, str] = {}
-    for group in (spec.db_files, spec.user_db_files):
-        for name in group:
-            path = ddir / name
-            if path.is_file():
-                out[name] = sha(path.read_bytes())
-                break
-    return out
 
 
 def _role_settings(r: Resolved, arm_index: int) -> dict[str, dict]:
@@ -67,28 +42,8 @@ def _role_settings(r: Resolved, arm_index: int) -> dict[str, dict]:
     return out
 
 
-def _user_snapshot(r: Resolved) -> dict[str, Any]:
-    u = r.exp.user
-    snap: dict[str, Any] = u.model_dump(mode="json")
-    if u.kind == "llm":
-        with_tools = any(get_domain(d).user_toolkit is not None for d in {d for d, _ in r.tasks})
-        texts = [user_prompts.resolve_guidelines(u.guidelines, r.data_root, tools)
-                 for tools in ((False, True) if with_tools else (False,))]
-        snap["guidelines_source"] = sorted({src for _, src in texts})
-        snap["guidelines_sha"] = sha("\n\x00\n".join(t for t, _ in texts))
-    return snap
-
-
 def comparability(r: Resolved) -> dict[str, Any]:
     exp = r.exp
-    domains: dict[str, dict] = {}
-    for domain in dict.fromkeys(d for d, _ in r.tasks):
-        ddir = tau_data.domain_dir(r.data_root, domain)
-        variants = sorted({a.agent.policy for a in r.arms})
-        domains[domain] = {
-            "db": _domain_files(domain, ddir),
-            "policies": {v: sha(tau_data.load_policy(r.data_root, domain, v)) for v in variants},
-        }
     arms: dict[str, dict] = {}
     for i, arm in enumerate(r.arms):
         agent = arm.agent.model_dump(mode="json")
@@ -106,10 +61,7 @@ def comparability(r: Resolved) -> dict[str, Any]:
         "limits": {"max_steps": exp.run.max_steps, "max_errors": exp.run.max_errors,
                    "trial_timeout_s": exp.run.trial_timeout_s},
         "run": {"seed": exp.run.seed, "send_seed": exp.run.send_seed},
-        "user": _user_snapshot(r),
-        "judge": exp.judge.model_dump(mode="json"),
-        "domains": domains,
-        "tasks": {f"{d}/{t.id}": _json_sha(t.to_file_dict()) for d, t in r.tasks},
+        **r.benchmark.comparability(r),  # τ²: user, judge, domains, tasks
         "arms": arms,
     }
 
@@ -208,4 +160,6 @@ def config_snapshot(r: Resolved, run_id: str) -> dict[str, Any]:
         "experiment": exp,
         "resolved": arms,
     }
+    if r.excluded:  # tasks the benchmark left out before the run, with why
+        snap["excluded"] = dict(r.excluded)
     return json.loads(redact(json.dumps(snap, ensure_ascii=False)))

@@ -16,7 +16,7 @@ from agentrig.bench.tau.environment import Environment
 from agentrig.bench.tau.state import CowTable, cow_state, equal_to_diff, record_diff, shared_db
 from agentrig.bench.tau.user import UserSettings
 from agentrig.run.context import TrialContext
-from agentrig.run.episode import Limits, play_trial
+from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.types import TrialKey
 
 

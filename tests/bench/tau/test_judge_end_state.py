@@ -12,7 +12,7 @@ from agentrig.bench.tau.judge import trial_tool_calls
 from agentrig.bench.tau.replay import judge_state
 from agentrig.bench.tau.user import UserSettings
 from agentrig.run.context import TrialContext
-from agentrig.run.episode import Limits, play_trial
+from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.types import TrialKey
 
 

@@ -4,7 +4,6 @@ model, the carrier<->phone sync and each agent tool's error conditions."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -89,8 +88,7 @@ def test_every_gold_action_succeeds_and_every_env_assertion_holds(tau2_root):
     tasks = load_tasks(tau2_root, "telecom")
     assert tasks
     user_side = 0
-    started = time.perf_counter()
-    failures = []
+    failures = []  # the timing of this replay is in benchmarks/gold_replay.py
     for task in tasks:
         replay = replay_gold(SPEC, directory, task)
         user_side += sum(a.requestor == "user" for a in replay.actions)
@@ -98,11 +96,8 @@ def test_every_gold_action_succeeds_and_every_env_assertion_holds(tau2_root):
         if errors or not all(replay.env_assertions) or replay.init_problems:
             failures.append((task.id, errors, replay.env_assertions, replay.init_problems))
         assert len(replay.env_assertions) == len(task.evaluation_criteria.env_assertions or [])
-    elapsed = time.perf_counter() - started
-    print(f"\ntelecom gold replay + state judging: {len(tasks)} tasks in {elapsed:.3f} s")
     assert not failures, failures[:5]
     assert user_side > 0  # most gold fixes are done on the phone
-    assert elapsed < 2.0
 
 
 def test_without_the_fix_the_env_assertions_fail(tau2_root):

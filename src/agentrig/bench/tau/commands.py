@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.console import Console, Group
+from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from ...cli_errors import user_errors
 from ...errors import AgentrigError
+from ...tables import FitTable, output_console
 from . import data as tau_data
-from .pull import FileOutcome, pull_tau2
 from .taskmodel import Task
+
+if TYPE_CHECKING:
+    from .pull import FileOutcome
 
 tasks_app = typer.Typer(help="Browse the tasks of a τ²-bench domain.", no_args_is_help=True,
                         pretty_exceptions_enable=False, add_completion=False)
@@ -36,7 +38,7 @@ data_app.add_typer(pull_app, name="pull")
 
 
 def _out() -> Console:
-    return Console(highlight=False)
+    return output_console()
 
 
 def _err() -> Console:
@@ -84,14 +86,14 @@ def tasks_list(
         print(json.dumps({"domain": domain, "split": split, "count": len(rows), "tasks": rows}, ensure_ascii=False))
         return
     title = f"{domain}" + (f" · split {split}" if split else "") + f" · {len(rows)} task(s)"
-    table = Table(title=Text(title), show_lines=False)
-    table.add_column("id", overflow="fold")
-    table.add_column("summary", overflow="fold", ratio=3)
-    table.add_column("gold", justify="right")
-    table.add_column("reward basis", overflow="fold")
+    table = FitTable(Text(title), boxed=True)
+    table.add_column("id")  # never wrapped: too long an id (telecom) turns the table into records
+    table.add_column("summary", wrap=True)
+    table.add_column("gold", "right")
+    table.add_column("reward basis", wrap=True)
     for r in rows:
         table.add_row(Text(r["id"]), Text(r["summary"]), str(r["gold_actions"]), Text(", ".join(r["reward_basis"])))
-    _out().print(table)
+    table.print(_out())
 
 
 # ------------------------------------------------------------------------------------- tasks show
@@ -111,11 +113,16 @@ def tasks_show(
     if json_out:
         print(json.dumps(task.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
-    _out().print(render_task(task, domain))
+    out = _out()
+    for part in render_task(task, domain):
+        if isinstance(part, FitTable):
+            part.print(out)
+        else:  # a line of text is never wrapped inside the task id
+            out.print(part, soft_wrap=isinstance(part, Text))
 
 
-def render_task(task: Task, domain: str) -> Group:
-    parts: list = [Text(f"{domain} · task {task.id}", style="bold")]
+def render_task(task: Task, domain: str) -> list[Text | Panel | FitTable]:
+    parts: list[Text | Panel | FitTable] = [Text(f"{domain} · task {task.id}", style="bold")]
     d = task.description
     if d is not None and (d.purpose or d.relevant_policies or d.notes):
         parts.append(_section("Description", [("purpose", d.purpose), ("relevant policies", d.relevant_policies),
@@ -153,9 +160,9 @@ def render_task(task: Task, domain: str) -> Group:
     parts.append(Text("reward basis: " + ", ".join(str(r) for r in task.reward_basis), style="bold"))
     if ec is not None:
         if ec.actions:
-            table = Table(title=Text(f"Gold actions ({len(ec.actions)})"), title_justify="left", expand=True)
+            table = FitTable(Text(f"Gold actions ({len(ec.actions)})"), boxed=True)
             for col in ("#", "by", "call", "compare"):
-                table.add_column(col, overflow="fold", ratio=4 if col == "call" else None)
+                table.add_column(col, wrap=col in ("call", "compare"))
             for i, a in enumerate(ec.actions, 1):
                 cmp = "all" if a.compare_args is None else (", ".join(a.compare_args) or "(name only)")
                 table.add_row(str(i), a.requestor, Text(a.call_text()), Text(cmp))
@@ -170,7 +177,7 @@ def render_task(task: Task, domain: str) -> Group:
             parts.append(_section("NL assertions", [("", c) for c in ec.nl_assertions]))
     if task.issues:
         parts.append(_section("Issues", [(i.status, f"[{i.id}] {i.title}") for i in task.issues]))
-    return Group(*parts)
+    return parts
 
 
 def _section(title: str, fields: list[tuple[str, str | None]]) -> Panel:
@@ -232,20 +239,21 @@ def tasks_replay_gold(
     if json_out:
         print(json.dumps({"tasks": rows}, ensure_ascii=False))
         return
-    table = Table(title=Text(f"{domain} · gold replay of {len(rows)} task(s)"))
-    table.add_column("task", overflow="fold")
-    table.add_column("gold actions", justify="right")
-    table.add_column("errored", overflow="fold")
-    table.add_column("env assertions", justify="right")
+    table = FitTable(Text(f"{domain} · gold replay of {len(rows)} task(s)"), boxed=True)
+    table.add_column("task")
+    table.add_column("gold actions", "right")
+    table.add_column("errored", wrap=True)
+    table.add_column("env assertions", "right")
     table.add_column("ok")
     for r in rows:
         errs = [a["name"] for a in r["actions"] if a["error"]]
         held = sum(r["env_assertions"])
         table.add_row(Text(r["task_id"]), str(len(r["actions"])), Text(", ".join(errs)),
                       f"{held}/{len(r['env_assertions'])}", "[green]yes[/]" if r["ok"] else "[red]no[/]")
-    _out().print(table)
+    out = _out()
+    table.print(out)
     bad = sum(not r["ok"] for r in rows)
-    _out().print(f"{len(rows) - bad} of {len(rows)} task(s) replay with no error and every env assertion holding")
+    out.print(f"{len(rows) - bad} of {len(rows)} task(s) replay with no error and every env assertion holding")
 
 
 # ------------------------------------------------------------------------------------------ audit
@@ -272,9 +280,9 @@ def audit_command(
     if json_out:
         print(json.dumps({"summary": summary, "tasks": [r.model_dump() for r in rows]}, ensure_ascii=False))
         return
-    table = Table(title=Text(f"{domain} · leniency audit of {len(rows)} task(s)"))
+    table = FitTable(Text(f"{domain} · leniency audit of {len(rows)} task(s)"), boxed=True)
     for col in ("task", "basis", "gold", "do-nothing", "lenient", "why"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, wrap=col in ("basis", "gold", "do-nothing", "why"))
 
     def fmt(d: dict, basis: list[str]) -> str:
         return " ".join(f"{c[:3]}={'?' if d[c] is None else f'{d[c]:g}'}" for c in basis if c in d)
@@ -283,8 +291,9 @@ def audit_command(
         flag = ("[yellow]judge decides[/]" if r.undecided else "[red]LENIENT[/]") if r.lenient else ""
         table.add_row(Text(r.task_id), Text(", ".join(r.reward_basis)), fmt(r.gold, r.reward_basis),
                       fmt(r.noop, r.reward_basis), flag, Text(r.reason))
-    _out().print(table)
-    _out().print(f"{domain}: {summary['lenient']} of {summary['tasks']} task(s) lenient to a do-nothing agent "
+    out = _out()
+    table.print(out)
+    out.print(f"{domain}: {summary['lenient']} of {summary['tasks']} task(s) lenient to a do-nothing agent "
                  f"({summary['lenient_unless_judge']} of them only the judge can fail)")
 
 
@@ -304,6 +313,8 @@ def pull_tau2_cmd(
     json_out: bool = JsonOpt,
 ) -> None:
     """Fetch tau2-bench's data files (airline, retail, telecom, mock, user simulator) into DEST."""
+    from .pull import pull_tau2  # httpx: loaded by this command only
+
     err = _err()
 
     def report(o: FileOutcome) -> None:
@@ -323,7 +334,7 @@ def pull_tau2_cmd(
         return
     got = [f for f in result.files if f.status != "absent"]
     checked = sum(f.checked for f in got)
-    out = _out()
+    out = output_console(soft_wrap=True)  # paths whole, never broken across lines
     out.print(Text(f"{len(got)} file(s) in {result.dest} at {result.ref[:12]}; {checked} checked against known sha256"))
     if not result.verified:
         why = "--no-verify" if result.pinned else "--ref is not the pinned commit"

@@ -1,4 +1,5 @@
-"""The turn loop of one trial, in τ²-bench's half-duplex structure, then its judgement.
+"""The τ² episode: the turn loop of one trial, in τ²-bench's half-duplex structure, then its
+judgement (``Tau2Benchmark.play`` in ``benchmark.py`` calls ``play_trial``).
 
 Routing (tau2's ``Orchestrator.step``): a message goes from one side to the next —
 
@@ -28,30 +29,25 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from agentrig.agents import build_agent
 from agentrig.agents.base import GREETING, AgentSettings, AgentStop
-from agentrig.bench.tau.environment import Environment, field_of
-from agentrig.bench.tau.judge import JudgeFailed, judge_trial
-from agentrig.bench.tau.user import UserSettings, build_user, is_stop
+from agentrig.bench.base import Limits
 from agentrig.errors import RetriesExhausted
 from agentrig.plugins import build_plugin
 from agentrig.plugins.base import PluginSettings
+from agentrig.run.context import TrialContext
 from agentrig.types import Message, ToolCall, TrialRecord, Verdict
 
-from .context import TrialContext
+from .environment import Environment, field_of
+from .judge import JudgeFailed, judge_trial
+from .user import UserSettings, build_user, is_stop
+
+__all__ = ["Episode", "Limits", "TRANSFER_TOOL", "play_trial"]
 
 TRANSFER_TOOL = "transfer_to_human_agents"
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_steps: int = 200
-    max_errors: int = 10
-    trial_timeout_s: float | None = 1800.0
 
 
 class _Stop(Exception):

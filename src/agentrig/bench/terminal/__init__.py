@@ -1,0 +1,1 @@
+"""Terminal tasks: Terminal-Bench 1 and Harbor task formats, sandboxes, the verifier, built-in tasks."""

@@ -1,0 +1,108 @@
+"""The terminal audit: does each task's oracle pass, and does doing nothing fail?
+
+Per task, one trial of the ``oracle`` and one of the ``noop`` agent, played exactly as
+``agentrig run`` plays them (``episode.play_trial``: the sandbox, the agent phase, the verifier):
+
+- ``ok``       — the oracle passes and the noop fails;
+- ``broken``   — the oracle does not pass (the task's solution, tests or environment disagree);
+- ``lenient``  — the noop passes: the tests accept an agent that did nothing;
+- ``excluded`` — the sandbox cannot run the task (``needs_container``, ``needs_network``,
+  a build that fails: ``broken_task``), with the reason;
+- ``error``    — a trial stayed invalid (the sandbox failed) after its replays.
+
+A trial spoiled by the sandbox (invalid) is played again, up to ``REPLAYS`` times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from agentrig.agents.base import AgentSettings
+from agentrig.bench.base import Limits
+from agentrig.types import TrialKey
+
+from .sandbox.base import SandboxSettings
+
+REPLAYS = 2
+AuditStatus = Literal["ok", "broken", "lenient", "excluded", "error"]
+
+
+class AgentOutcome(BaseModel):
+    reward: float | None = None
+    valid: bool = True
+    termination: str | None = None
+    failure_mode: str | None = None
+    detail: str | None = None
+    duration_s: float = 0.0
+
+
+class TaskAudit(BaseModel):
+    task_id: str
+    format: str
+    status: AuditStatus
+    reason: str
+    oracle: AgentOutcome | None = None
+    noop: AgentOutcome | None = None
+
+
+async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> AgentOutcome:
+    from agentrig.run.context import TrialContext
+
+    from .episode import play_trial
+
+    record = None
+    for attempt in range(REPLAYS + 1):
+        ctx = TrialContext(key=TrialKey(arm=f"audit-{kind}", domain="terminal", task_id=task.id, trial=0),
+                           task=task, seed=seed)
+        record = await play_trial(ctx, task, agent=AgentSettings(kind=kind), sandbox=settings, limits=Limits(),
+                                  attempt=attempt)
+        if record.verdict.valid:
+            break
+    assert record is not None
+    v = record.verdict
+    notes = v.reward_info.notes if v.reward_info else {}
+    return AgentOutcome(reward=v.reward if v.valid else None, valid=v.valid, termination=v.termination,
+                        failure_mode=notes.get("failure_mode"), detail=v.invalid_cause or notes.get("detail"),
+                        duration_s=record.duration_s)
+
+
+async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0) -> TaskAudit:
+    from .benchmark import task_support
+
+    found = task_support(task, settings.kind, settings.network)
+    base = dict(task_id=task.id, format=task.format)
+    if not found.ok:
+        return TaskAudit(**base, status="excluded", reason=found.reason or "cannot run in this sandbox")
+    oracle = await _play(task, "oracle", settings, seed)
+    if oracle.termination in ("broken_task", "needs_network", "needs_container"):
+        return TaskAudit(**base, status="excluded", reason=f"{oracle.termination}: {oracle.detail or ''}".strip(),
+                         oracle=oracle)
+    noop = await _play(task, "noop", settings, seed)
+    if not oracle.valid or not noop.valid:
+        cause = oracle.detail if not oracle.valid else noop.detail
+        return TaskAudit(**base, status="error", reason=f"the sandbox failed: {cause}", oracle=oracle, noop=noop)
+    if (oracle.reward or 0.0) < 1.0:
+        return TaskAudit(**base, status="broken", reason=f"the oracle does not pass ({oracle.failure_mode}"
+                         f"{': ' + oracle.detail.splitlines()[0] if oracle.detail else ''})", oracle=oracle, noop=noop)
+    if (noop.reward or 0.0) >= 1.0:
+        return TaskAudit(**base, status="lenient", reason="an agent that does nothing passes the tests",
+                         oracle=oracle, noop=noop)
+    return TaskAudit(**base, status="ok", reason="the oracle passes, doing nothing fails", oracle=oracle, noop=noop)
+
+
+async def audit_tasks(tasks: list[Any], settings: SandboxSettings, concurrency: int = 4) -> list[TaskAudit]:
+    """Audit every task, ``concurrency`` at a time; results in the tasks' order."""
+    from .benchmark import warn_local_once
+
+    if settings.kind == "local":
+        warn_local_once()
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(task: Any) -> TaskAudit:
+        async with gate:
+            return await audit_task(task, settings)
+
+    return list(await asyncio.gather(*(one(t) for t in tasks)))

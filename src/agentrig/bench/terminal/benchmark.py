@@ -1,0 +1,296 @@
+"""Terminal tasks as a ``Benchmark`` (``bench/base.py``): Terminal-Bench 1 and Harbor task directories.
+
+    [benchmark] kind = "terminal", tasks, task_ids, num_tasks, skip_invalid   (settings.TerminalSettings)
+    [sandbox]   kind, keep, network, memory_mb, pids, cpus, shell, output_limit, …  (sandbox.base.SandboxSettings)
+
+Selection (``select``): the tasks of ``tasks`` (default: the built-in tasks), then every task the
+chosen sandbox cannot run is **excluded before the run**, with its reason, and never played:
+``needs_container`` (a Dockerfile outside the subset bwrap replays, a compose file with several
+services, a prebuilt image; under ``local`` also any ``RUN`` step), ``needs_network`` (tests that
+fetch from the network in a sandbox without it), ``invalid`` (a malformed task skipped with
+``skip_invalid``), and ``broken_task`` — under ``bwrap`` the selected tasks' layers are built
+(once, cached by content hash: the trials reuse them) and a task whose own build fails is left
+out with the failing step's output. Excluded tasks are printed before the run, stored in
+``config.json`` (``excluded``) and shown by ``agentrig tasks list --bench terminal``.
+
+Trials: ``episode.play_trial`` (agent phase in the sandbox, then the verifier). Tasks are one group,
+``terminal``. Comparability: a hash of each task directory's files, and the ``[sandbox]`` settings
+that change what a trial sees (not ``keep``, ``cache_dir``, ``bwrap_path``, ``build_timeout_s``).
+The failure taxonomy is ``FAILURE_CLASSES`` (the verifier's failure modes, plus ``broken_task`` and
+``excluded``); the action sequence for divergence is the trial's commands, whitespace-normalised.
+``agentrig tasks list|show --bench terminal`` and ``agentrig audit --bench terminal`` are in
+``commands.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from agentrig.bench.base import Benchmark, Limits, Selection, sha
+from agentrig.errors import ConfigError
+
+from .sandbox.base import SandboxSettings
+from .settings import TerminalSettings
+
+GROUP = "terminal"
+
+# the taxonomy, in precedence order (the first matching class is the primary one)
+FAILURE_CLASSES: dict[str, str] = {
+    "broken_task": "Broken task (its own build fails)",
+    "excluded": "Not runnable in this sandbox",
+    "broke_environment": "Broke the environment (the tests could not start)",
+    "test_timeout": "Tests timed out",
+    "parse_error": "Test output unreadable",
+    "agent_timeout": "Agent timeout",
+    "format_errors": "Format errors",
+    "limits_exceeded": "Limits exceeded (steps, cost, context)",
+    "never_submitted": "Never submitted",
+    "wrong_output": "Wrong output (tests failed)",
+    "other": "Other",
+}
+# [sandbox] fields that do not change what a trial sees (left out of comparability)
+_NOT_COMPARED = {"keep", "cache_dir", "bwrap_path", "build_timeout_s"}
+
+
+def _rel(source: Path, value: str | Path) -> Path:
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (source.parent / p).resolve()
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to its end from synchronous code (in a thread when a loop is running here)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def task_dir_hash(path: Path) -> str:
+    """A hash of every file under a task directory (relative names and bytes)."""
+    parts: list[bytes] = []
+    for f in sorted(p for p in Path(path).rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        parts.append(str(f.relative_to(path)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return sha(b"".join(parts))
+
+
+def sandbox_settings(exp: Any, source: Path) -> SandboxSettings:
+    """The experiment's [sandbox] table, its paths made absolute (relative to the experiment file)."""
+    sb: SandboxSettings = exp.sandbox
+    update: dict[str, Any] = {}
+    if sb.cache_dir is not None:
+        update["cache_dir"] = _rel(source, sb.cache_dir)
+    if sb.bwrap_path is not None:
+        update["bwrap_path"] = _rel(source, sb.bwrap_path)
+    return sb.model_copy(update=update) if update else sb
+
+
+def bwrap_problem(settings: SandboxSettings) -> str | None:
+    """Why the bwrap sandbox cannot work here at all (None: it may). Cheap: no sandbox is started."""
+    from .sandbox import SandboxError
+    from .sandbox.bwrap import bwrap_binary
+
+    try:
+        binary = bwrap_binary(settings.bwrap_path)
+    except SandboxError as exc:
+        return str(exc)
+    if not os.access(binary, os.X_OK):
+        return f"{binary} is not an executable file"
+    if os.geteuid() != 0:
+        return "not running as root: the bwrap sandbox enters its namespaces with setns, which needs root here"
+    return None
+
+
+def warn_local_once() -> None:
+    """The local sandbox warns at every start; a run or an audit shows the warning once, here."""
+    import warnings
+
+    from .sandbox.local import WARNING
+
+    warnings.warn(WARNING, UserWarning, stacklevel=3)
+    warnings.filterwarnings("ignore", message="sandbox kind 'local' runs task commands", category=UserWarning)
+
+
+def task_support(task: Any, kind: str, network: bool | None = None) -> Any:
+    """``taskmodel.support``, plus what the local sandbox cannot do: run a Dockerfile's RUN steps."""
+    from .sandbox import build_plan
+    from .taskmodel import TaskSupport, support
+
+    found = support(task, kind, network)
+    if found.ok and kind == "local":
+        plan = build_plan(task)
+        if any(s.op == "RUN" for s in plan.steps):
+            return TaskSupport(kind=kind, ok=False, reason="needs_container: the local sandbox does not run "
+                                                           "Dockerfile RUN steps on this machine")
+    return found
+
+
+async def build_check(tasks: list[Any], settings: SandboxSettings) -> dict[str, str]:
+    """Build (or find cached) each task's bwrap layer; task id → why its own build fails."""
+    from .sandbox import TaskBuildError, build_plan
+    from .sandbox.build import ensure_layer
+
+    broken: dict[str, str] = {}
+    for task in tasks:
+        try:
+            await ensure_layer(task, build_plan(task), settings)
+        except TaskBuildError as exc:
+            tag = exc.exclusion or "broken_task"
+            broken[task.id] = f"{tag}: {str(exc)[-600:]}"
+    return broken
+
+
+class TerminalBenchmark(Benchmark):
+    kind = "terminal"
+    settings_model = TerminalSettings
+    tables = {"sandbox": SandboxSettings}
+    agent_kinds = ("bash", "oracle", "flaky-oracle", "noop")
+    failure_classes = FAILURE_CLASSES
+    component_names = ()  # one component per test, as each verdict names them
+
+    # -- tasks ------------------------------------------------------------------------------
+    def tasks_root(self, exp: Any, source: Path) -> Path:
+        from .taskfile import builtin_tasks_dir
+
+        return _rel(source, exp.benchmark.tasks) if exp.benchmark.tasks else builtin_tasks_dir()
+
+    def select(self, exp: Any, source: Path) -> Selection:
+        from .sandbox import SandboxError
+        from .taskfile import load_tasks
+
+        b = exp.benchmark
+        root = self.tasks_root(exp, source)
+        tasks, invalid = load_tasks(root, task_ids=b.task_ids, num_tasks=b.num_tasks, skip_invalid=b.skip_invalid)
+        sb = sandbox_settings(exp, source)
+        if sb.kind == "local":
+            warn_local_once()
+        excluded = {f"{GROUP}/{bad.task_id}": f"invalid: {bad.file}: {bad.field}: {bad.problem}" for bad in invalid}
+        runnable = []
+        for task in tasks:
+            found = task_support(task, sb.kind, sb.network)
+            if found.ok:
+                runnable.append(task)
+            else:
+                excluded[f"{GROUP}/{task.id}"] = found.reason or "cannot run in this sandbox"
+        if sb.kind == "bwrap" and runnable:
+            problem = bwrap_problem(sb)
+            if problem:
+                raise ConfigError(f"{source}: [sandbox] kind = \"bwrap\"{' (the default)' if 'kind' not in exp.sandbox.model_fields_set else ''} "
+                                  f"cannot run here: {problem}.\n  fix: see `agentrig doctor --sandbox`; "
+                                  "or set [sandbox] kind = \"docker\" / \"podman\" (a daemon must answer) or \"local\" (no isolation)")
+            try:
+                broken = run_sync(build_check(runnable, sb))
+            except SandboxError as exc:
+                raise ConfigError(f"{source}: the bwrap sandbox could not build the tasks' layers: {exc}\n"
+                                  "  fix: check the sandbox with `agentrig doctor --sandbox bwrap`") from None
+            for task_id, why in broken.items():
+                excluded[f"{GROUP}/{task_id}"] = why
+            runnable = [t for t in runnable if t.id not in broken]
+        if sb.kind in ("docker", "podman") and runnable:
+            from .sandbox.docker import engine_problem
+
+            problem = run_sync(engine_problem(sb.kind))
+            if problem:
+                raise ConfigError(f"{source}: [sandbox] kind = \"{sb.kind}\" cannot run here: {problem}.\n"
+                                  "  fix: start the daemon (see `agentrig doctor --sandbox`), or use [sandbox] kind = \"bwrap\"")
+        if not runnable:
+            shown = "; ".join(f"{k}: {v.splitlines()[0]}" for k, v in list(excluded.items())[:5])
+            raise ConfigError(f"{source}: no selected task can run in the {sb.kind} sandbox ({shown}).\n"
+                              "  fix: choose other tasks, or another [sandbox] kind (see `agentrig tasks list --bench terminal`)")
+        return Selection([(GROUP, t) for t in runnable], root, excluded=excluded)
+
+    # -- arms -------------------------------------------------------------------------------
+    def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
+        return {"agent"} if arm.agent.kind == "bash" else set()
+
+    def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
+        if role == "agent":
+            return ("its agent kind is 'bash' (the LLM bash agent)",
+                    "set `model` in [roles.agent] (or [channel]), or use a reference agent (kind = \"oracle\" / \"noop\")")
+        return super().role_reason(exp, role, arm, tasks)
+
+    # -- runs -------------------------------------------------------------------------------
+    def comparability(self, r: Any) -> dict[str, Any]:
+        sb = sandbox_settings(r.exp, r.source)
+        return {
+            "terminal": {"command_timeout_s": r.exp.benchmark.command_timeout_s},
+            "sandbox": sb.model_dump(mode="json", exclude=_NOT_COMPARED),
+            "tasks": {f"{g}/{t.id}": task_dir_hash(t.path) for g, t in r.tasks},
+        }
+
+    async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> Any:
+        from .episode import play_trial
+
+        sb = r.cache.get("terminal.sandbox")
+        if sb is None:
+            sb = r.cache["terminal.sandbox"] = sandbox_settings(r.exp, r.source)
+        return await play_trial(ctx, ctx.task, agent=arm.agent, sandbox=sb, limits=limits, attempt=attempt,
+                                command_timeout_s=r.exp.benchmark.command_timeout_s, plugins=arm.plugins)
+
+    def smoke_task(self, r: Any) -> tuple[str, Any]:
+        """The smallest built-in task when it is selected (write-marker), else the first."""
+        return next(((g, t) for g, t in r.tasks if t.id == "write-marker"), r.tasks[0])
+
+    # -- analysis ---------------------------------------------------------------------------
+    def classify(self, record: Any, context: Any) -> Any:
+        from agentrig.analysis.failures import FailureLabel
+
+        v = record.verdict
+        info = v.reward_info
+        notes = info.notes if info is not None else {}
+        mode = notes.get("failure_mode") or v.termination
+        if mode in ("needs_network", "needs_container"):
+            mode = "excluded"
+        primary = mode if mode in FAILURE_CLASSES else "other"
+        classes = [primary]
+        evidence: dict[str, list[str]] = {primary: [notes.get("detail") or f"termination {v.termination}"]}
+        if v.termination in FAILURE_CLASSES and v.termination not in classes:
+            classes.append(v.termination)
+            evidence[v.termination] = [f"the agent phase ended with {v.termination}"]
+        failing = [name for name, value in (info.components if info else {}).items() if value is not None and value < 1]
+        if failing and "wrong_output" not in classes:
+            classes.append("wrong_output")
+        if failing:
+            evidence.setdefault("wrong_output", []).append("failed: " + ", ".join(failing[:10]))
+        order = list(FAILURE_CLASSES)
+        secondary = sorted((c for c in classes if c != primary), key=order.index)
+        return FailureLabel(primary=primary, secondary=secondary, classes=[primary, *secondary], components=failing,
+                            termination=v.termination, evidence=evidence)
+
+    def action_sequence(self, record: Any) -> tuple:
+        """The trial's commands (whitespace-normalised), from its ``sandbox``/``command`` events."""
+        import sys
+
+        out = []
+        for e in record.trajectory.events:
+            if e.plugin == "sandbox" and e.kind == "command":
+                out.append(("bash", sys.intern(" ".join(str(e.data.get("command", "")).split()))))
+        return tuple(out)
+
+    # -- commands ---------------------------------------------------------------------------
+    def tasks_app(self) -> Any:
+        from .commands import tasks_app
+
+        return tasks_app
+
+    def audit_command(self) -> Any:
+        from .commands import audit_command
+
+        return audit_command

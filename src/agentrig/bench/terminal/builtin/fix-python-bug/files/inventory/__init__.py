@@ -1,0 +1,3 @@
+from .stock import Stock, StockError
+
+__all__ = ["Stock", "StockError"]

@@ -1,0 +1,3 @@
+#!/bin/bash
+# Grades the configuration item by item (partial credit) into /logs/verifier/reward.json.
+python3 /tests/check_config.py

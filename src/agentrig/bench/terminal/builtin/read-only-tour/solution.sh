@@ -1,0 +1,3 @@
+#!/bin/bash
+cat /app/README.md
+ls -la /app

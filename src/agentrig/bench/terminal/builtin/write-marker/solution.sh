@@ -1,0 +1,3 @@
+#!/bin/bash
+echo agentrig-ok > /app/marker.txt
+ls -la /app

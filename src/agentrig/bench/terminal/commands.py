@@ -1,0 +1,210 @@
+"""``agentrig tasks list|show --bench terminal`` and ``agentrig audit --bench terminal``.
+
+    agentrig tasks list --bench terminal [--tasks DIR] [--skip-invalid] [--json]
+    agentrig tasks show --bench terminal TASK_ID [--tasks DIR] [--json]
+    agentrig audit --bench terminal [--tasks DIR] [--task-ids a,b] [--sandbox bwrap] [--concurrency 4] [--json]
+
+``tasks list`` shows per task which sandbox kinds can run it and, when one cannot, why
+(``needs_container`` / ``needs_network``), and whether the docker / podman daemons answer here.
+``--tasks`` defaults to the built-in tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from agentrig.cli_errors import user_errors
+from agentrig.errors import ConfigError
+from agentrig.tables import FitTable, output_console
+
+from .sandbox.base import SANDBOX_KINDS, SandboxSettings
+
+tasks_app = typer.Typer(help="Browse terminal tasks (Terminal-Bench 1 and Harbor directories).", no_args_is_help=True,
+                        pretty_exceptions_enable=False, add_completion=False)
+
+TasksOpt = typer.Option(None, "--tasks", help="a directory of task directories (default: the built-in tasks)")
+JsonOpt = typer.Option(False, "--json", help="print JSON instead of a table")
+
+
+def _load(tasks_dir: Optional[Path], skip_invalid: bool = False, task_ids: list[str] | None = None):
+    from .taskfile import builtin_tasks_dir, load_tasks
+
+    return load_tasks(tasks_dir or builtin_tasks_dir(), task_ids=task_ids, skip_invalid=skip_invalid)
+
+
+def _engines() -> dict[str, str | None]:
+    """docker / podman: None when the client and a daemon answer, else why not."""
+    from .sandbox.docker import engine_problem
+
+    async def probe() -> dict[str, str | None]:
+        found = await asyncio.gather(*(engine_problem(k) for k in ("docker", "podman")))
+        return dict(zip(("docker", "podman"), found))
+
+    return asyncio.run(probe())
+
+
+def _support_rows(tasks: list[Any]) -> list[dict[str, Any]]:
+    from .benchmark import task_support
+
+    rows = []
+    for t in tasks:
+        kinds = {}
+        for kind in SANDBOX_KINDS:
+            s = task_support(t, kind)
+            kinds[kind] = {"ok": s.ok, "reason": s.reason}
+        rows.append({"id": t.id, "format": t.format, "difficulty": t.difficulty, "category": t.category,
+                     "agent_timeout_s": t.agent_timeout_s, "test_timeout_s": t.test_timeout_s, "sandboxes": kinds})
+    return rows
+
+
+@tasks_app.command("list")
+@user_errors
+def tasks_list(
+    tasks_dir: Optional[Path] = TasksOpt,
+    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="list malformed tasks apart instead of stopping"),
+    json_out: bool = JsonOpt,
+) -> None:
+    """List terminal tasks: format, difficulty, and which sandbox kinds can run each (and why not)."""
+    tasks, invalid = _load(tasks_dir, skip_invalid)
+    rows = _support_rows(tasks)
+    engines = _engines()
+    if json_out:
+        print(json.dumps({"tasks": rows, "invalid": [i.model_dump(mode="json") for i in invalid],
+                          "engines": engines}, ensure_ascii=False))
+        return
+    out = output_console()
+    table = FitTable(Text(f"{len(rows)} terminal task(s)"), boxed=True)
+    for col in ("task", "format", "difficulty", "category", *SANDBOX_KINDS):
+        table.add_column(col)
+    for r in rows:
+        cells = [("yes" if s["ok"] else (s["reason"] or "no").split(":", 1)[0]) for s in r["sandboxes"].values()]
+        table.add_row(Text(r["id"]), r["format"], r["difficulty"] or "-", r["category"] or "-", *cells)
+    table.print(out)
+    reasons = {(r["id"], s["reason"]) for r in rows for s in r["sandboxes"].values() if not s["ok"] and s["reason"]}
+    for task_id, reason in sorted(reasons):
+        kinds = [k for r in rows if r["id"] == task_id for k, s in r["sandboxes"].items() if s["reason"] == reason]
+        out.print(Text(f"{task_id} ({', '.join(kinds)}): {reason}"))
+    for kind, problem in engines.items():
+        out.print(Text(f"{kind}: " + ("the client and a daemon answer" if problem is None else
+                                      f"cannot be used here ({problem})"), style="dim"))
+    for bad in invalid:
+        out.print(Text(f"invalid: {bad.task_id}: {bad.file}: {bad.field}: {bad.problem} (fix: {bad.fix})", style="red"))
+
+
+@tasks_app.command("show")
+@user_errors
+def tasks_show(
+    task_id: str = typer.Argument(..., help="the task's directory name"),
+    tasks_dir: Optional[Path] = TasksOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Show one terminal task: its instruction, limits, solution, tests, and the sandboxes that can run it."""
+    tasks, _ = _load(tasks_dir, task_ids=[task_id])
+    task = tasks[0]
+    row = _support_rows([task])[0]
+    doc = {**task.model_dump(mode="json", exclude={"extra"}), "sandboxes": row["sandboxes"]}
+    if json_out:
+        print(json.dumps(doc, ensure_ascii=False, default=str))
+        return
+    out: Console = output_console()
+    out.print(Text(f"{task.id}  ({task.format}, {task.difficulty or '-'}, {task.category or '-'})", style="bold"))
+    out.print(Text(task.instruction))
+    out.print(Text(f"agent timeout {task.agent_timeout_s:g} s · test timeout {task.test_timeout_s:g} s · workdir "
+                   f"{task.workdir} · network {'allowed' if task.allow_internet else 'none'}"
+                   + (" · tests run in the agent's shell" if task.run_tests_in_same_shell else "")))
+    if task.solution_script is not None:
+        solution = str(task.solution_script.relative_to(task.path))
+    else:
+        solution = f"solution.yaml, {len(task.solution or [])} step(s)" if task.solution else "none"
+    out.print(Text(f"solution: {solution}"))
+    tests = sorted(str(p.relative_to(task.path)) for p in (task.tests_dir.rglob("*") if task.tests_dir else [])
+                   if p.is_file() and "__pycache__" not in p.parts)
+    out.print(Text(f"tests: {', '.join(tests) or 'none'}" + (f" (run by {task.run_tests.name})" if task.run_tests else "")))
+    for kind, s in row["sandboxes"].items():
+        out.print(Text(f"{kind}: " + ("can run it" if s["ok"] else f"cannot: {s['reason']}"),
+                       style="green" if s["ok"] else "yellow"))
+
+
+def audit_command(
+    tasks_dir: Optional[Path] = TasksOpt,
+    task_ids: Optional[str] = typer.Option(None, "--task-ids", help="comma-separated task ids (default: every task)"),
+    sandbox: str = typer.Option("bwrap", "--sandbox", help="the sandbox kind: bwrap, local, docker, podman"),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="tasks audited at once"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="build cache (default: the user cache dir)"),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Audit terminal tasks: per task, does the oracle pass (else: broken task) and does doing nothing fail
+    (else: lenient task)?"""
+    from .audit import audit_tasks
+
+    if sandbox not in SANDBOX_KINDS:
+        raise ConfigError(f"--sandbox {sandbox!r}: unknown sandbox kind.\n  fix: use one of {', '.join(SANDBOX_KINDS)}")
+    ids = [t.strip() for t in task_ids.split(",") if t.strip()] if task_ids else None
+    tasks, _ = _load(tasks_dir, task_ids=ids)
+    settings = SandboxSettings(kind=sandbox, cache_dir=cache_dir)  # type: ignore[arg-type]
+    rows = asyncio.run(audit_tasks(tasks, settings, concurrency))
+    counts = {s: sum(r.status == s for r in rows) for s in ("ok", "broken", "lenient", "excluded", "error")}
+    if json_out:
+        print(json.dumps({"sandbox": sandbox, "summary": counts, "tasks": [r.model_dump(mode="json") for r in rows]},
+                         ensure_ascii=False))
+        return
+    out = output_console()
+    table = FitTable(Text(f"terminal audit of {len(rows)} task(s) under {sandbox}"), boxed=True)
+    for col in ("task", "oracle", "noop", "status", "why"):
+        table.add_column(col, wrap=col == "why")
+
+    def fmt(o: Any) -> str:
+        if o is None:
+            return "-"
+        return "invalid" if not o.valid else f"{o.reward:g} ({o.failure_mode or o.termination})"
+
+    style = {"ok": "green", "broken": "red", "lenient": "red", "excluded": "yellow", "error": "red"}
+    for r in rows:
+        table.add_row(Text(r.task_id), fmt(r.oracle), fmt(r.noop), Text(r.status.upper() if r.status != "ok" else "ok",
+                      style=style[r.status]), Text(r.reason))
+    table.print(out)
+    out.print(Text(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no task"))
+
+
+def sandbox_doctor(kind: str | None, as_json: bool) -> int:
+    """``agentrig doctor --sandbox [KIND]``: each kind's checks (``sandbox.sandbox_check``).
+
+    Exit code 0 when the kind asked for works here (without KIND: when some isolating kind —
+    bwrap, docker or podman — works); a missing cgroup controller is a warning (the memory and
+    process bounds are then not enforced), not a failure."""
+    from .sandbox import sandbox_check
+
+    if kind is not None and kind not in SANDBOX_KINDS:
+        raise ConfigError(f"unknown sandbox kind {kind!r}.\n  fix: use one of {', '.join(SANDBOX_KINDS)}")
+    kinds = [kind] if kind else list(SANDBOX_KINDS)
+
+    async def probe() -> list[list[Any]]:
+        return list(await asyncio.gather(*(sandbox_check(k) for k in kinds)))
+
+    found = dict(zip(kinds, asyncio.run(probe())))
+    warn_only = {"cgroups"}
+    works = {k: all(f.ok for f in fs if f.check not in warn_only) for k, fs in found.items()}
+    ok = works[kind] if kind else any(works.get(k) for k in ("bwrap", "docker", "podman"))
+    if as_json:
+        print(json.dumps({"ok": ok, "kinds": {k: {"works": works[k], "checks": [f.model_dump() for f in fs]}
+                                               for k, fs in found.items()}}, indent=2))
+        return 0 if ok else 1
+    out = output_console()
+    for k, fs in found.items():
+        out.print(Text(f"\n{k}: " + ("works here" if works[k] else "cannot be used here"),
+                       style="bold green" if works[k] else "bold red"))
+        for f in fs:
+            mark, style = ("✓", "green") if f.ok else (("!", "yellow") if f.check in warn_only else ("✗", "red"))
+            out.print(Text.assemble((f"  {mark} ", style), f"{f.check:<8} {f.detail}"))
+    if kind is None:
+        out.print(Text("\n" + ("an isolating sandbox works here" if ok else
+                              "no isolating sandbox works here: terminal tasks can only run with [sandbox] kind = \"local\""),
+                       style="green" if ok else "red"))
+    return 0 if ok else 1

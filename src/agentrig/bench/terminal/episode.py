@@ -1,0 +1,264 @@
+"""The terminal episode: one trial of a terminal task — the agent phase in a sandbox, then the verifier.
+
+    play_trial(ctx, task, agent=…, sandbox=…, limits=…)  →  TrialRecord
+
+1. **Sandbox.** ``open_sandbox`` builds the task's layer (cached by content hash) and starts the
+   trial's sandbox. A task with ``run_tests_in_same_shell`` always gets the persistent shell (its
+   tests read the session's directory and exported variables), whatever ``[sandbox] shell`` says.
+2. **Agent phase.** The arm's agent (``agents.build_terminal_agent``) gets a ``TerminalSession``
+   and runs until it submits, gives up, or a limit ends it. The phase is bounded by the task's
+   agent timeout (and the run's ``trial_timeout_s`` when that is shorter): ``agent_timeout``.
+   Each command runs with the per-command timeout, cut to the time the agent has left; more than
+   ``max_steps`` commands end the phase with ``limits_exceeded``. An agent raising
+   ``AgentStop(termination)`` ends it with that termination (``format_errors``, ``limits_exceeded``…).
+3. **Verifier** (``verifier.verify``) — also after an agent timeout or any other agent end — in
+   the sandbox's final state. Its result becomes the ``Verdict``: reward (TB1: 1 when every test
+   passed; Harbor: the reward file's number), ``reward_info.components`` = one component per test
+   (``"<task id>::<test name>"`` → 1/0; Harbor: the reward file's numbers, e.g.
+   ``"<task id>::reward"``; every one in ``reward_basis``), ``reward_info.notes`` = the
+   failure mode (``verifier.FAILURE_MODES``) and its detail, and a ``verifier``/``result`` event
+   in the trajectory with the tests, the exit code and the verifier's bounded output.
+
+Terminations (``Verdict.termination``): how the agent phase ended — ``submitted``,
+``never_submitted``, ``agent_timeout``, ``limits_exceeded``, ``format_errors`` (or another
+``AgentStop`` name) — or ``broken_task`` when the task's own build failed deterministically
+(``TaskBuildError``: a valid trial, reward 0, failure mode ``broken_task``; the benchmark's
+build check normally excludes such tasks before the run), or ``needs_network`` /
+``needs_container`` when the task turned out not to be runnable here (valid, reward 0; the
+selection normally excludes them before the run).
+
+Infrastructure faults make the trial **invalid** (the executor replays it): a ``SandboxError``
+anywhere (the sandbox cannot start, dies, a copy fails) → ``invalid_cause = "sandbox: …"``; a
+model call whose retries are exhausted → ``channel_error``. A ``FatalChannelError`` propagates.
+
+Every command is recorded as a ``sandbox``/``command`` event (command, exit code, timed out,
+duration) whatever the agent's tool mode: the analysis reads the trial's command sequence there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from agentrig.agents.base import AgentSettings, AgentStop
+from agentrig.bench.base import Limits
+from agentrig.errors import RetriesExhausted
+from agentrig.types import Message, RewardInfo, TrialRecord, Verdict
+
+from .sandbox import CommandResult, SandboxError, SandboxSettings, TaskBuildError, open_sandbox
+from .sandbox.base import effective_limits
+from .taskmodel import TerminalTask
+
+__all__ = ["AGENT_ENDS", "DEFAULT_COMMAND_TIMEOUT_S", "SessionSettings", "TerminalAgent", "TerminalSession",
+           "format_observation", "play_trial", "verdict_of"]
+
+DEFAULT_COMMAND_TIMEOUT_S = 180.0
+AGENT_ENDS = ("submitted", "agent_timeout", "format_errors", "limits_exceeded", "never_submitted")
+COMMAND_EVENT_CHARS = 2000  # characters of a command kept in its event
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """What bounds one trial's agent phase: the arm's agent settings, the [sandbox] table (after
+    the task's own shell needs), the run's limits, and the two clocks."""
+
+    agent: AgentSettings
+    sandbox: SandboxSettings
+    limits: Limits
+    agent_timeout_s: float
+    command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
+
+
+class TerminalSession:
+    """What a terminal agent sees of its trial: the task, the trajectory, and the sandbox's shell."""
+
+    def __init__(self, ctx: Any, task: TerminalTask, sandbox: Any, settings: SessionSettings,
+                 plugins: list[Any] | None = None):
+        self.ctx = ctx
+        self.task = task
+        self.sandbox = sandbox
+        self.settings = settings
+        self.plugins = list(plugins or [])
+        self.workdir: str = sandbox.workdir  # where commands start, as commands see it
+        self.steps = 0  # commands run
+        self.submitted = False
+        self.submission: str | None = None
+        self.started = time.monotonic()
+        self.deadline = self.started + settings.agent_timeout_s
+
+    def remaining(self) -> float:
+        """Seconds the agent phase has left."""
+        return self.deadline - time.monotonic()
+
+    def add(self, message: Message) -> Message:
+        """Append a message to the trajectory (sets its turn and time)."""
+        msgs = self.ctx.trajectory.messages
+        message.turn = len(msgs)
+        message.t = round(self.ctx.elapsed(), 6)
+        msgs.append(message)
+        return message
+
+    async def execute(self, command: str, timeout_s: float | None = None,
+                      env: dict[str, str] | None = None) -> CommandResult:
+        """Run one command in the sandbox (per-command timeout, cut to the time left).
+
+        Raises ``AgentStop("limits_exceeded")`` past ``max_steps`` commands and
+        ``AgentStop("agent_timeout")`` when the agent's time is up (also when a command was still
+        running as it ran out). A ``SandboxError`` propagates: the trial is invalid."""
+        limits = self.settings.limits
+        if self.steps >= limits.max_steps:
+            raise AgentStop("limits_exceeded", f"the step limit ({limits.max_steps} commands, [run] max_steps) was reached")
+        left = self.remaining()
+        if left <= 0:
+            raise AgentStop("agent_timeout", f"the agent timeout ({self.settings.agent_timeout_s:g} s) was reached")
+        bound = min(timeout_s if timeout_s is not None else self.settings.command_timeout_s, left)
+        self.steps += 1
+        self.ctx.trajectory.bump("commands")
+        result = await self.sandbox.run(command, timeout_s=max(bound, 0.001), env=env)
+        self.ctx.event("sandbox", "command", command=command[:COMMAND_EVENT_CHARS], exit_code=result.exit_code,
+                       timed_out=result.timed_out, duration_s=round(result.duration_s, 4),
+                       omitted_chars=result.omitted_chars)
+        if result.timed_out:
+            self.ctx.trajectory.bump("command_timeouts")
+            if self.remaining() <= 0.01:
+                raise AgentStop("agent_timeout", "a command was still running when the agent timeout "
+                                f"({self.settings.agent_timeout_s:g} s) was reached")
+        return result
+
+    async def transient(self, step: int) -> list[Any]:
+        """The arm's plug-ins' context for the agent's next model call (``before_agent_step``)."""
+        out: list[Any] = []
+        for plugin in self.plugins:
+            out.extend(await plugin.before_agent_step(step))
+        return out
+
+    def submit(self, text: str = "") -> None:
+        """The agent phase ends: the agent says it is done (termination ``submitted``)."""
+        self.submitted = True
+        self.submission = text
+
+    async def upload(self, src: Path, dest: str) -> None:
+        """Copy a host file or directory to ``dest`` (a task path such as ``/oracle/solution.sh``;
+        the sandbox maps it) — the reference agents' way to bring in the task's solution."""
+        await self.sandbox.copy_in(Path(src), dest)
+
+    def path(self, path: str) -> str:
+        """An absolute task path (``/app``, ``/solution``) as commands in this sandbox see it."""
+        return self.sandbox.sandbox_path(path)
+
+
+class TerminalAgent(Protocol):
+    async def run(self, session: TerminalSession) -> None: ...
+
+
+def format_observation(result: CommandResult) -> str:
+    """The reference agents' observation text: the exit code, then the (cut) output."""
+    if result.timed_out:
+        head = "the command timed out and was killed"
+    else:
+        head = f"exit code {result.exit_code}"
+    text = f"[{head}]\n{result.output}"
+    if result.note:
+        text += f"\n[{result.note}]"
+    return text
+
+
+# ------------------------------------------------------------------------------------------ trial
+
+
+async def _agent_phase(session: TerminalSession, agent: Any) -> str:
+    ctx = session.ctx
+    try:
+        async with asyncio.timeout(session.settings.agent_timeout_s) as clock:
+            await agent.run(session)
+    except TimeoutError:
+        if not clock.expired():
+            raise
+        ctx.event("agent", "stop", termination="agent_timeout",
+                  detail=f"the agent timeout ({session.settings.agent_timeout_s:g} s) was reached")
+        return "agent_timeout"
+    except AgentStop as stop:
+        ctx.event("agent", "stop", termination=stop.termination, detail=stop.detail[:500])
+        return stop.termination
+    return "submitted" if session.submitted else "never_submitted"
+
+
+def verdict_of(termination: str, result: Any) -> Verdict:
+    """The trial's verdict from how the agent phase ended and the verifier's result."""
+    comps = {f"{result.task_id}::{name}": float(v) for name, v in result.components.items()}
+    notes = {"failure_mode": result.failure_mode}
+    if result.detail:
+        notes["detail"] = result.detail[:1000]
+    info = RewardInfo(reward=result.reward, reward_basis=list(comps), components=comps, notes=notes)
+    return Verdict(reward=result.reward, termination=termination, reward_info=info)
+
+
+def _not_runnable(termination: str, mode: str, detail: str) -> Verdict:
+    info = RewardInfo(reward=0.0, notes={"failure_mode": mode, "detail": detail[:1000]})
+    return Verdict(reward=0.0, termination=termination, reward_info=info)
+
+
+def agent_end(termination: str) -> str:
+    return termination if termination in AGENT_ENDS else "never_submitted"
+
+
+async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sandbox: SandboxSettings,
+                     limits: Limits, attempt: int = 0, command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
+                     plugins: list[Any] | None = None) -> TrialRecord:
+    """Play one terminal trial and judge it (see the module docstring). ``plugins``: the arm's
+    plug-in settings (built per trial; the agent asks ``session.transient`` before each call)."""
+    from agentrig.agents import build_terminal_agent
+    from agentrig.plugins import build_plugin
+
+    from .verifier import capture_shell_state, verify
+
+    started_at = datetime.now(timezone.utc).isoformat()
+    ctx.started = time.perf_counter()
+    if task.run_tests_in_same_shell and sandbox.shell != "persistent":
+        sandbox = sandbox.model_copy(update={"shell": "persistent"})
+    budget = task.agent_timeout_s
+    if limits.trial_timeout_s is not None:
+        budget = min(budget, limits.trial_timeout_s)
+    settings = SessionSettings(agent=agent, sandbox=sandbox, limits=limits, agent_timeout_s=budget,
+                               command_timeout_s=command_timeout_s)
+    box = None
+    try:
+        try:
+            label = f"{ctx.key.arm}-{task.id}-{ctx.key.trial}"
+            box = await open_sandbox(task, sandbox, label=label)
+        except TaskBuildError as exc:
+            mode = exc.exclusion or "broken_task"
+            ctx.event("sandbox", "build_failed", exclusion=exc.exclusion, detail=str(exc)[-2000:])
+            verdict = _not_runnable(mode, mode, str(exc))
+        else:
+            session = TerminalSession(ctx, task, box, settings, [build_plugin(p, ctx) for p in plugins or []])
+            termination = await _agent_phase(session, build_terminal_agent(agent, session))
+            state = await capture_shell_state(box) if task.run_tests_in_same_shell else None
+            network, *_ = effective_limits(task, sandbox)
+            result = await verify(box, task, agent_end=agent_end(termination), network=network,  # type: ignore[arg-type]
+                                  shell_state=state)
+            ctx.event("verifier", "result", **result.model_dump(mode="json", exclude={"task_id", "format"}))
+            if result.excluded:
+                verdict = _not_runnable(result.failure_mode, result.failure_mode, result.detail or "")
+            else:
+                verdict = verdict_of(termination, result)
+    except SandboxError as exc:
+        verdict = Verdict(valid=False, termination="sandbox_error", invalid_cause=f"sandbox: {exc}"[:500])
+    except OSError as exc:  # the host failed the sandbox (disk full, a file gone): not the agent's doing
+        verdict = Verdict(valid=False, termination="sandbox_error",
+                          invalid_cause=f"sandbox: {type(exc).__name__}: {exc}"[:500])
+    except RetriesExhausted as exc:
+        verdict = Verdict(valid=False, termination="channel_error",
+                          invalid_cause=f"{exc.code}: {exc.diagnosis.message}"[:500])
+    finally:
+        if box is not None:
+            with contextlib.suppress(Exception):
+                await box.close()
+    return TrialRecord(key=ctx.key, run_id=ctx.run_id or "", seed=ctx.seed, attempt=attempt,
+                       started_at=started_at, duration_s=round(ctx.elapsed(), 6),
+                       trajectory=ctx.trajectory, verdict=verdict)

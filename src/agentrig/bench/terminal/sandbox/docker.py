@@ -1,0 +1,131 @@
+"""Docker / Podman: a long-lived container per trial (``run -d`` + ``exec`` per command).
+
+Used only when the client and a daemon answer (``engine_problem`` says why not). The image is
+built from the task's Dockerfile (the engine caches it); the container runs ``sleep infinity``
+with the task's limits and, unless the task may use it, no network. A command runs as
+``exec ... setsid bash -lc COMMAND`` and records its process group; a timeout kills that group
+inside the container. The container is removed at close (kept, stopped, with ``keep``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..shell import PersistentShell, run_process, subprocess_spawn
+from .base import BASE_ENV, CommandResult, SandboxError, TaskBuildError
+
+
+async def _call(argv: list[str], timeout: float = 30) -> tuple[int, str]:
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    except OSError as exc:
+        return 127, str(exc)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return 124, f"{argv[0]} did not answer within {timeout:.0f} s"
+    return proc.returncode or 0, out.decode(errors="replace")
+
+
+async def engine_problem(engine: str) -> str | None:
+    """None when ``engine`` (docker/podman) has a client and a daemon that answer."""
+    if shutil.which(engine) is None:
+        return f"no {engine} client on PATH"
+    code, out = await _call([engine, "info", "--format", "{{.ServerVersion}}"], timeout=15)
+    if code != 0 or not out.strip():
+        return f"{engine} client found but no daemon answers: {out.strip().splitlines()[-1] if out.strip() else code}"
+    return None
+
+
+class ContainerSandbox:
+    def __init__(self, *, engine: str, task: Any, network: bool, workdir: str, env: dict[str, str],
+                 memory_mb: int | None, pids: int | None, cpus: float | None, shell: str = "stateless",
+                 output_limit: int = 10_000, keep: bool = False) -> None:
+        self.kind = engine
+        self.engine, self.task, self.network = engine, task, network
+        self.workdir, self.env = workdir, {**BASE_ENV, **env}
+        self.limits = (memory_mb, pids, cpus)
+        self.shell_kind, self.output_limit, self.keep = shell, output_limit, keep
+        self.name = f"agentrig-{hashlib.sha1(str(id(self)).encode()).hexdigest()[:8]}-{getattr(task, 'id', 'task')}"[:60]
+        self._shell: PersistentShell | None = None
+        self._drainers: set = set()
+        self._seq = 0
+
+    async def start(self) -> None:
+        problem = await engine_problem(self.engine)
+        if problem:
+            raise SandboxError(problem)
+        dockerfile = getattr(self.task, "dockerfile", None)
+        if dockerfile is None:
+            raise TaskBuildError("the task has no Dockerfile to build", exclusion="needs_container")
+        tag = f"agentrig-task-{getattr(self.task, 'id', 'task')}".lower()[:100]
+        code, out = await _call([self.engine, "build", "-q", "-t", tag, "-f", str(dockerfile), str(Path(dockerfile).parent)], 3600)
+        if code != 0:
+            raise TaskBuildError(f"{self.engine} build failed:\n{out[-2000:]}")
+        memory_mb, pids, cpus = self.limits
+        argv = [self.engine, "run", "-d", "--name", self.name, "-w", self.workdir]
+        argv += [] if self.network else ["--network", "none"]
+        argv += ["--memory", f"{memory_mb}m"] if memory_mb else []
+        argv += ["--pids-limit", str(pids)] if pids else []
+        argv += ["--cpus", str(cpus)] if cpus else []
+        argv += [tag, "sleep", "infinity"]
+        code, out = await _call(argv, 120)
+        if code != 0:
+            raise SandboxError(f"{self.engine} run failed: {out.strip()}")
+
+    def _exec(self, argv: list[str], env: dict[str, str], interactive: bool = False) -> list[str]:
+        flags = ["-i"] if interactive else []
+        for key, value in env.items():
+            flags += ["-e", f"{key}={value}"]
+        return [self.engine, "exec", *flags, "-w", self.workdir, self.name, *argv]
+
+    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None) -> CommandResult:
+        full_env = {**self.env, **(env or {})}
+        if self.shell_kind == "persistent":
+            if self._shell is None:
+                self._shell = PersistentShell(subprocess_spawn(self._exec(["bash", "-l"], full_env, True), {"PATH": BASE_ENV["PATH"]}),
+                                              limit=self.output_limit)
+            return await self._shell.run(command, timeout_s, env)
+        self._seq += 1
+        pidfile = f"/tmp/.agentrig-cmd-{self._seq}"
+        wrapped = f"echo $$ > {pidfile}; exec bash -lc {_quote(command)}"
+        spawn = subprocess_spawn(self._exec(["setsid", "bash", "-c", wrapped], full_env), {"PATH": BASE_ENV["PATH"]})
+
+        async def kill(proc) -> None:
+            await _call([self.engine, "exec", self.name, "sh", "-c", f"kill -KILL -- -$(cat {pidfile}) 2>/dev/null"], 30)
+            proc.kill()
+
+        return await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, kill=kill, drainers=self._drainers)
+
+    async def copy_in(self, src: Path, dest: str) -> None:
+        code, out = await _call([self.engine, "exec", self.name, "mkdir", "-p", str(Path(dest).parent)])
+        code, out = await _call([self.engine, "cp", f"{src}/." if Path(src).is_dir() else str(src), f"{self.name}:{dest}"], 300)
+        if code != 0:
+            raise SandboxError(f"{self.engine} cp failed: {out.strip()}")
+
+    async def run_verifier(self, command: str, timeout_s: float, env: dict[str, str],
+                           extra_ro_binds: dict[str, str], rw_binds: dict[str, str] | None = None) -> CommandResult:
+        for host, inside in {**extra_ro_binds, **(rw_binds or {})}.items():  # a container takes no new binds
+            await self.copy_in(Path(host), inside)
+        spawn = subprocess_spawn(self._exec(["bash", "-c", command], {**self.env, **env}), {"PATH": BASE_ENV["PATH"]})
+        return await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, drainers=self._drainers)
+
+    def sandbox_path(self, path: str) -> str:
+        return path
+
+    async def close(self) -> None:
+        if self._shell is not None:
+            await self._shell.close()
+        await _call([self.engine, "stop" if self.keep else "rm", *([] if self.keep else ["-f"]), self.name], 60)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+

@@ -1,0 +1,350 @@
+"""Running commands: stateless and persistent shells, timeouts that kill everything, bounded output.
+
+Every sandbox kind turns a command into an argv (``bash -lc COMMAND`` behind its own entry, e.g.
+``nsenter`` into a bwrap sandbox) and hands it to this module:
+
+- ``run_process`` runs one argv with stdout and stderr on one pipe, under a timeout. At the
+  timeout the sandbox's ``kill`` callback ends the command and every process it started (a
+  cgroup under bwrap, so ``setsid sleep 1000 &`` and ``nohup`` daemons die too; the process
+  group elsewhere). When the command itself exits, whatever is in the pipe is read at once and
+  the call returns; a background child that keeps the pipe open does not hold the call — its
+  later output is read and dropped until it exits or the sandbox closes.
+- ``PersistentShell`` keeps one ``bash`` per trial (``cd``, ``export`` and background jobs
+  survive between commands). Each command is sent as ``eval $'...'`` followed by an
+  end-of-command marker carrying a random token and ``$?``. A command that times out kills the
+  shell (and what it started); the next command gets a fresh shell in the working directory and
+  the result says so.
+- ``OutputCap`` keeps at most ``limit`` characters while streaming: the first half and the last
+  half, with the number of characters left out, so a 10 MB output is never held whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import re
+import secrets
+import signal
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from .sandbox.base import CommandResult
+
+KillFn = Callable[[Any], Awaitable[None]]
+_CHUNK = 65536
+
+
+class OutputCap:
+    """Streams text in, keeps the head and the tail, counts what falls out of the middle."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self._tail_keep = limit - limit // 2
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.frozen = False
+
+    def feed_bytes(self, data: bytes) -> None:
+        if not self.frozen:
+            self.feed(self._decoder.decode(data))
+
+    def feed(self, text: str) -> None:
+        if self.frozen or not text:
+            return
+        self.total += len(text)
+        if self._head_len < self.limit:
+            take = text[: self.limit - self._head_len]
+            self._head.append(take)
+            self._head_len += len(take)
+        self._tail.append(text)
+        self._tail_len += len(text)
+        while self._tail and self._tail_len - len(self._tail[0]) >= self._tail_keep:
+            self._tail_len -= len(self._tail.popleft())
+        if self._tail_len > 4 * self._tail_keep and len(self._tail) == 1:  # one huge chunk
+            only = self._tail.popleft()[-self._tail_keep :]
+            self._tail.append(only)
+            self._tail_len = len(only)
+
+    def result(self) -> tuple[str, int]:
+        """(text, omitted characters)."""
+        if not self.frozen:
+            self.feed(self._decoder.decode(b"", final=True))
+        head = "".join(self._head)
+        if self.total <= self.limit:
+            return head, 0
+        keep_head = self.limit // 2
+        tail = "".join(self._tail)[-self._tail_keep :]
+        omitted = self.total - keep_head - len(tail)
+        return f"{head[:keep_head]}\n[... {omitted} characters omitted ...]\n{tail}", omitted
+
+
+class _PipeReader:
+    """Reads a non-blocking pipe from the event loop and hands chunks to a callback."""
+
+    def __init__(self, fd: int, on_data: Callable[[bytes], None]) -> None:
+        self.fd = fd
+        self.on_data = on_data
+        self.eof = asyncio.get_running_loop().create_future()
+        os.set_blocking(fd, False)
+        asyncio.get_running_loop().add_reader(fd, self._ready)
+
+    def _ready(self) -> None:
+        self.drain()
+
+    def drain(self) -> None:
+        """Read everything available now; stop at EOF."""
+        while not self.eof.done():
+            try:
+                data = os.read(self.fd, _CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.close()
+                return
+            self.on_data(data)
+
+    def close(self) -> None:
+        if not self.eof.done():
+            asyncio.get_running_loop().remove_reader(self.fd)
+            os.close(self.fd)
+            self.eof.set_result(None)
+
+
+# Readers of pipes still held open by background children after their command returned; they
+# drop what they read. `close_drainers` ends them when the sandbox closes.
+_DRAINERS: set[_PipeReader] = set()
+
+
+def close_drainers(readers: set[_PipeReader] | None = None) -> None:
+    for reader in list(readers if readers is not None else _DRAINERS):
+        reader.close()
+        _DRAINERS.discard(reader)
+
+
+def exit_status(returncode: int | None) -> int | None:
+    """A shell-style exit status: a process killed by signal N gives 128 + N."""
+    if returncode is None:
+        return None
+    return 128 - returncode if returncode < 0 else returncode
+
+
+async def kill_process_group(proc: Any) -> None:
+    """The fallback kill: the command's process group (it was started in a new session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(proc.pid, signal.SIGKILL)
+
+
+class Proc(Protocol):
+    """A started process: asyncio's Process, or a command forked by the bwrap spawner."""
+
+    pid: int
+    returncode: int | None
+
+    async def wait(self) -> int: ...
+
+
+# (stdout+stderr write fd, stdin read fd or None for /dev/null) -> the started process.
+Spawn = Callable[[int, "int | None"], Awaitable[Proc]]
+
+
+def subprocess_spawn(argv: list[str], env: dict[str, str], cwd: str | None = None) -> Spawn:
+    """A Spawn for a plain host subprocess in a new session (local and container sandboxes)."""
+
+    async def spawn(out_fd: int, in_fd: int | None) -> Proc:
+        return await asyncio.create_subprocess_exec(
+            *argv, stdin=in_fd if in_fd is not None else asyncio.subprocess.DEVNULL,
+            stdout=out_fd, stderr=out_fd, env=env, cwd=cwd, start_new_session=True,
+        )
+
+    return spawn
+
+
+async def run_process(
+    spawn: Spawn,
+    *,
+    timeout_s: float,
+    limit: int,
+    kill: KillFn | None = None,
+    drainers: set | None = None,
+) -> CommandResult:
+    """Run one command under a timeout; stdout+stderr on one pipe, cut to ``limit`` characters."""
+    cap = OutputCap(limit)
+    read_fd, write_fd = os.pipe()
+    started = time.monotonic()
+    try:
+        proc = await spawn(write_fd, None)
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    reader = _PipeReader(read_fd, cap.feed_bytes)
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=timeout_s)
+        except asyncio.TimeoutError:
+            timed_out = True
+            await (kill or kill_process_group)(proc)
+            await proc.wait()
+    except BaseException:  # cancelled (e.g. the trial's wall clock): leave nothing running
+        await (kill or kill_process_group)(proc)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(proc.wait(), timeout=5)
+        reader.close()
+        raise
+    reader.drain()
+    if not reader.eof.done():  # a background child still holds the pipe: stop keeping output
+        cap.frozen = True  # the reader keeps draining; a frozen cap drops what it reads
+        (_DRAINERS if drainers is None else drainers).add(reader)
+    text, omitted = cap.result()
+    return CommandResult(
+        exit_code=None if timed_out else exit_status(proc.returncode),
+        output=text, omitted_chars=omitted, timed_out=timed_out,
+        duration_s=time.monotonic() - started,
+    )
+
+
+def ansi_c_quote(text: str) -> str:
+    """``$'...'`` with every byte escaped: bash decodes it without any external program."""
+    return "$'" + "".join(f"\\x{b:02x}" for b in text.encode()) + "'"
+
+
+class PersistentShell:
+    """One bash per trial; commands keep ``cd``, ``export`` and background jobs."""
+
+    def __init__(
+        self,
+        spawn: Spawn,
+        *,
+        limit: int,
+        kill: KillFn | None = None,
+        before_command: Callable[[Proc], Awaitable[None]] | None = None,
+    ) -> None:
+        self.spawn = spawn  # starts `bash` reading commands from stdin, in the working directory
+        self.limit = limit
+        self.kill = kill or kill_process_group
+        self.before_command = before_command  # e.g. move the shell into a fresh cgroup
+        self.proc: Proc | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self._reader: _PipeReader | None = None
+        self._on_data: Callable[[bytes], None] = lambda data: None
+        self.restarts = 0
+
+    async def _start(self) -> None:
+        read_fd, write_fd = os.pipe()
+        in_read, in_write = os.pipe()
+        try:
+            self.proc = await self.spawn(write_fd, in_read)
+        except BaseException:
+            os.close(read_fd)
+            os.close(in_write)
+            raise
+        finally:
+            os.close(write_fd)
+            os.close(in_read)
+        loop = asyncio.get_running_loop()
+        self._stdin, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(in_write, "wb", buffering=0))
+        self._reader = _PipeReader(read_fd, lambda data: self._on_data(data))
+
+    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None) -> CommandResult:
+        note = None
+        if self.proc is None or self.proc.returncode is not None:
+            if self.proc is not None:
+                self.restarts += 1
+            await self._stop()
+            await self._start()
+        assert self.proc is not None and self._stdin is not None and self._reader is not None
+        if self.before_command is not None:
+            await self.before_command(self.proc)
+        token = secrets.token_hex(8)
+        marker = re.compile(rf"\n__AGENTRIG_DONE_{token}_(\d+)__\n")
+        window = len(token) + 40
+        cap = OutputCap(self.limit)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        pending = [""]
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def on_data(data: bytes) -> None:
+            if done.done():
+                return  # background output between commands is dropped
+            pending[0] += decoder.decode(data)
+            found = marker.search(pending[0])
+            if found:
+                cap.feed(pending[0][: found.start()])
+                pending[0] = ""
+                done.set_result(int(found.group(1)))
+            elif len(pending[0]) > window:
+                cap.feed(pending[0][:-window])
+                pending[0] = pending[0][-window:]
+
+        self._on_data = on_data
+        exports = "".join(f"export {k}={_sh_quote(v)}; " for k, v in (env or {}).items() if _NAME.match(k))
+        line = f"eval {ansi_c_quote(exports + command)} </dev/null; printf '\\n__AGENTRIG_DONE_{token}_%s__\\n' \"$?\"\n"
+        started = time.monotonic()
+        timed_out = False
+        exit_code: int | None = None
+        proc, reader = self.proc, self._reader
+        if not self._stdin.is_closing():
+            self._stdin.write(line.encode())
+        try:
+            finished = asyncio.ensure_future(asyncio.wait({done, reader.eof}, return_when=asyncio.FIRST_COMPLETED))
+            try:
+                await asyncio.wait_for(asyncio.shield(finished), timeout=timeout_s)
+            except asyncio.TimeoutError:
+                timed_out = not done.done()
+            finally:
+                finished.cancel()
+            if done.done():
+                exit_code = done.result()
+            elif timed_out:
+                await self.kill(proc)
+                await proc.wait()
+                reader.drain()
+                note = "timed out: the shell and everything it started were killed; the next command gets a fresh shell (cd/export state lost)"
+            else:  # the shell ended (e.g. `exit 3`)
+                await proc.wait()
+                exit_code = exit_status(proc.returncode)
+                note = "the shell exited; the next command gets a fresh shell (cd/export state lost)"
+        except BaseException:
+            await self.kill(proc)
+            raise
+        if not done.done():
+            cap.feed(pending[0] + decoder.decode(b"", final=True))
+        text, omitted = cap.result()
+        return CommandResult(
+            exit_code=None if timed_out else exit_code, output=text, omitted_chars=omitted,
+            timed_out=timed_out, duration_s=time.monotonic() - started, note=note,
+        )
+
+    async def _stop(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            await self.kill(self.proc)
+            await self.proc.wait()
+        if self._stdin is not None:
+            self._stdin.close()
+        if self._reader is not None:
+            self._reader.close()
+        self.proc, self._stdin, self._reader = None, None, None
+
+    async def close(self) -> None:
+        await self._stop()
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _sh_quote(value: str) -> str:
+    return "'" + value.replace("'", "'\"'\"'") + "'"

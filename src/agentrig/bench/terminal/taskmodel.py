@@ -1,0 +1,116 @@
+"""The terminal task model: one shape for Terminal-Bench 1 (task.yaml) and Harbor (task.toml) tasks.
+
+`taskfile.load_task` reads either format into a `TerminalTask`; everything downstream (the
+sandboxes, the verifier, the reference agents) sees only this model. `support` says whether a
+sandbox kind can run a task, and if not, why (``needs_container`` / ``needs_network``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+TaskFormat = Literal["tb1", "harbor"]
+
+# Terminal-Bench 1 defaults (task.yaml): agent 360 s, tests 60 s.
+DEFAULT_AGENT_TIMEOUT_S = 360.0
+DEFAULT_TEST_TIMEOUT_S = 60.0
+
+
+class SolutionStep(BaseModel):
+    """One entry of a TB1 ``solution.yaml``: keystrokes sent to the terminal."""
+
+    command: str
+    block: bool = True  # wait for the command to finish (False: start it and move on)
+    min_timeout_sec: float = 0.0  # at least this long for the command
+    append_enter: bool = True  # TB1 sends Enter after the keys; False: keys typed, not run
+
+
+class TerminalTask(BaseModel):
+    id: str
+    path: Path  # the task directory
+    format: TaskFormat
+    instruction: str
+    difficulty: str | None = None
+    category: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    parser_name: str = "pytest"  # TB1 result parser; Harbor tasks use the reward file
+    agent_timeout_s: float = DEFAULT_AGENT_TIMEOUT_S
+    test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S
+    run_tests_in_same_shell: bool = False
+    dockerfile: Path | None = None
+    compose: Path | None = None
+    docker_image: str | None = None  # Harbor [environment] docker_image (a prebuilt image)
+    workdir: str = "/app"  # the Dockerfile's WORKDIR when parsed
+    solution: list[SolutionStep] | None = None  # solution.yaml steps (TB1 interactive form)
+    solution_script: Path | None = None  # solution.sh (TB1) / solution/solve.sh (Harbor)
+    tests_dir: Path | None = None  # tests/ — copied in only for the verifier
+    run_tests: Path | None = None  # run-tests.sh (TB1) / tests/test.sh (Harbor)
+    verifier_env: dict[str, str] = Field(default_factory=dict)
+    allow_internet: bool = False
+    cpus: float | None = None
+    memory_mb: int | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)  # every other field of the task file, kept
+
+    @property
+    def build_context(self) -> Path:
+        """The directory a Dockerfile's COPY/ADD paths are relative to."""
+        if self.dockerfile is not None:
+            return self.dockerfile.parent
+        return self.path
+
+
+class TaskSupport(BaseModel):
+    """Whether a sandbox kind can run a task. ``kind`` is the sandbox kind asked about."""
+
+    kind: str
+    ok: bool
+    reason: str | None = None  # "needs_container: ..." / "needs_network: ..." when not ok
+
+    @property
+    def exclusion(self) -> str | None:
+        """``needs_container`` / ``needs_network`` (the excluded-failure mode), None when ok."""
+        if self.ok or not self.reason:
+            return None
+        return self.reason.split(":", 1)[0].strip()
+
+
+def support(task: TerminalTask, sandbox_kind: str, network: bool | None = None) -> TaskSupport:
+    """Can `sandbox_kind` run `task`? Container kinds run every Dockerfile/compose task.
+
+    Under ``bwrap``/``local`` the Dockerfile must be in the documented subset (helper module
+    ``dockerfile``) and a compose file must be the single-service template. Without network
+    (``network`` False, or None and the task does not allow it), a run-tests.sh that fetches
+    from the network (other than the template we run offline) makes the task ``needs_network``.
+    """
+    from . import staging  # local import: kept out of the model's import-time dependencies
+
+    if sandbox_kind in ("docker", "podman"):
+        return TaskSupport(kind=sandbox_kind, ok=True)
+    if task.docker_image and task.dockerfile is None:
+        return TaskSupport(kind=sandbox_kind, ok=False,
+                           reason=f"needs_container: a prebuilt image ({task.docker_image}) and no Dockerfile to replay")
+    if task.compose is not None:
+        from .dockerfile import check_compose
+
+        why = check_compose(task.compose)
+        if why:
+            return TaskSupport(kind=sandbox_kind, ok=False, reason=_prefixed(why))
+    if task.dockerfile is not None:
+        from .dockerfile import parse_dockerfile
+
+        plan = parse_dockerfile(task.dockerfile, task.build_context)
+        if not plan.supported:
+            return TaskSupport(kind=sandbox_kind, ok=False, reason=_prefixed(plan.reason or "unsupported Dockerfile"))
+    has_net = task.allow_internet if network is None else network
+    if not has_net:
+        why = staging.needs_network(task)
+        if why:
+            return TaskSupport(kind=sandbox_kind, ok=False, reason=f"needs_network: {why}")
+    return TaskSupport(kind=sandbox_kind, ok=True)
+
+
+def _prefixed(reason: str) -> str:
+    return reason if reason.startswith("needs_") else f"needs_container: {reason}"

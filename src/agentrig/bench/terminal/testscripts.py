@@ -1,0 +1,255 @@
+"""Running a task's test scripts offline with agentrig's own Python and pytest.
+
+Most Terminal-Bench tasks ship the template ``run-tests.sh`` (or ``tests/setup-uv-pytest.sh`` +
+``tests/run-uv-pytest.sh``), and Harbor tasks a ``tests/test.sh``, that install curl with apt,
+download uv from the internet, add pytest with uv and then run ``uv run pytest ... -rA`` (or
+``uvx ... pytest ...``). Under a sandbox without network that bootstrap cannot run. We read each
+script line by line (by what the commands do, not by byte equality with one template):
+
+- bootstrap commands that only fetch the test tool chain (``apt-get update``, ``apt-get install
+  curl``, the astral.sh uv installer, ``source $HOME/.local/bin/env``, ``uv init``, ``uv venv``,
+  activating that venv, installing pytest or packages agentrig's verifier Python already has)
+  become ``:`` (no-op), keeping the script's structure (``if``/``fi``) intact;
+- every pytest invocation (``uv run pytest``, ``uvx [opts] pytest``, ``pytest``, ``python -m
+  pytest``) becomes agentrig's interpreter running pytest (``-s``: no user site-packages, where
+  the agent could have left a ``usercustomize``; ``-P`` for the forms that do not put the current
+  directory on ``sys.path``, like the ``pytest`` command); ``uv run python`` becomes that
+  interpreter too;
+- everything else stays as written (the working-directory check, ``cd``, reward writing).
+
+If a line still needs the network after this (another package, ``curl`` of something else, ``uv
+sync`` ...), the plan says ``needs_network`` with the line; the verifier then runs the script
+unchanged when the sandbox has network, and never fakes it when it has not.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shlex
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+# The packages pytest brings along: always present where pytest is.
+_PYTEST_FAMILY = {"pytest", "iniconfig", "packaging", "pluggy", "pygments", "exceptiongroup", "tomli"}
+# Report plugins whose flags we drop (their report is not used for the verdict).
+_DROPPED_PLUGINS = {"pytest-json-ctrf": ("--ctrf",), "pytest-json-report": ("--json-report", "--json-report-file")}
+_APT_BOOTSTRAP = {"curl", "ca-certificates"}
+_NET_TOOLS = {"curl", "wget", "apt-get", "apt", "pip", "pip3", "uv", "uvx", "npm", "npx", "conda", "gem", "cargo"}
+_SPLIT = re.compile(r"&&|\|\||[;|&()]|\b(?:if|then|else|elif|do|while|until)\b|!")
+
+
+class ScriptRewrite(BaseModel):
+    """One shell script rewritten for the offline verifier."""
+
+    text: str
+    changed: bool
+    needs_network: str | None = None  # the first line that still needs the network
+    bootstrap: list[str] = Field(default_factory=list)  # the tool-chain lines made no-ops
+    notes: list[str] = Field(default_factory=list)
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Physical lines with backslash continuations joined (one logical command per item)."""
+    out: list[str] = []
+    buf = ""
+    for raw in text.splitlines():
+        if raw.rstrip().endswith("\\") and not raw.lstrip().startswith("#"):
+            buf += raw.rstrip()[:-1] + " "
+            continue
+        out.append(buf + raw)
+        buf = ""
+    if buf:
+        out.append(buf)
+    return out
+
+
+def _strip_redirects(cmd: str) -> str:
+    cmd = re.sub(r"\s*(\d?>>?|&>)\s*/dev/null", "", cmd)
+    cmd = re.sub(r"\s*2>&1", "", cmd)
+    cmd = re.sub(r"\s*\|\|\s*true\s*$", "", cmd)
+    return cmd.strip().rstrip(";").strip()
+
+
+def _req_name(req: str) -> str:
+    return re.split(r"[<>=!~\[;@ ]", req.strip().strip("'\""), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _available(req: str, notes: list[str]) -> str | None:
+    """None when the verifier Python provides `req` (a note when it is not pytest's), else why not."""
+    name = _req_name(req)
+    if name in _PYTEST_FAMILY or name in _DROPPED_PLUGINS:
+        return None
+    try:
+        version = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return f"installs {req!r}, which agentrig's verifier Python does not provide"
+    notes.append(f"{req} is taken from agentrig's verifier Python ({name} {version})")
+    return None
+
+
+def _install_reqs(words: list[str]) -> list[str] | None:
+    """The requirements of an install command (uv add / uv pip install / pip install), else None."""
+    w = list(words)
+    if w[:2] == ["uv", "run"] and len(w) > 2 and w[2] in ("pip", "pip3"):
+        w = w[2:]
+    if w[:2] == ["uv", "add"]:
+        args = w[2:]
+    elif w[:3] == ["uv", "pip", "install"]:
+        args = w[3:]
+    elif w and w[0] in ("pip", "pip3") and w[1:2] == ["install"]:
+        args = w[2:]
+    elif w[:4] in (["python", "-m", "pip", "install"], ["python3", "-m", "pip", "install"]):
+        args = w[4:]
+    else:
+        return None
+    reqs = [a for a in args if not a.startswith("-")]
+    if any(a in ("-r", "--requirement", "-e", "--editable") for a in args):
+        return ["<a requirements file>"]
+    return reqs
+
+
+def _is_bootstrap(cmd: str, notes: list[str]) -> bool | str:
+    """True: a tool-chain bootstrap step to drop; a str: a reason it needs the network; False: other."""
+    c = _strip_redirects(cmd)
+    if not c:
+        return False
+    if re.fullmatch(r"(sudo\s+)?apt(-get)?\s+(-\S+\s+)*update(\s+-\S+)*", c):
+        return True
+    m = re.fullmatch(r"(sudo\s+)?apt(-get)?\s+(-\S+\s+)*install\s+(.*)", c)
+    if m:
+        pkgs = [p for p in m.group(4).split() if not p.startswith("-")]
+        extra = [p for p in pkgs if p not in _APT_BOOTSTRAP]
+        return True if not extra else f"installs {' '.join(extra)} with apt"
+    if re.fullmatch(r"rm\s+-rf\s+/var/lib/apt/lists/\*", c):
+        return True
+    if re.fullmatch(r"curl\s+(-\S+\s+)*https://astral\.sh/uv/(\S+/)?install\.sh\s*\|\s*(ba)?sh(\s+-s\s+.*)?", c):
+        return True
+    if re.fullmatch(r"(source|\.)\s+\"?\$(HOME|\{HOME\})/\.(local|cargo)/bin/env\"?", c):
+        return True
+    if re.fullmatch(r"(export\s+)?PATH=\"?\$(HOME|\{HOME\})/\.(local|cargo)/bin:\$PATH\"?", c):
+        return True
+    if re.fullmatch(r"uv\s+(init|venv)(\s+\S+)*", c):
+        return True
+    if re.fullmatch(r"(source|\.)\s+\S+/bin/activate", c):
+        return True
+    if re.fullmatch(r"python3?\s+-m\s+venv\s+\S+", c):
+        return True
+    try:
+        words = shlex.split(c)
+    except ValueError:
+        return False
+    reqs = _install_reqs(words)
+    if reqs is not None:
+        for req in reqs:
+            why = _available(req, notes)
+            if why:
+                return why
+        return True
+    return False
+
+
+_PYTEST_CALL = re.compile(
+    r"(?P<pre>^|[;&|(]\s*|\b(?:if|then|else|do|!|time|exec)\s+)"
+    r"(?P<call>uv\s+run\s+(?:--\S+\s+)*(?:python3?\s+-m\s+)?pytest"
+    r"|uvx\s+(?:(?:-p|--python|-w|--with|--from)\s+\S+\s+|--\S+\s+)*pytest"
+    r"|(?:\S*/)?python3?\s+-m\s+pytest"
+    r"|(?:\S*/)?py\.?test)(?=\s|$|;)"
+)
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+_PYTHON_CALL = re.compile(r"(?P<pre>^|[;&|(]\s*|\b(?:if|then|else|do|!|exec)\s+)(?P<call>uv\s+run\s+python3?)(?=\s)")
+
+
+def _drop_plugin_flags(line: str, notes: list[str]) -> str:
+    for plugin, flags in _DROPPED_PLUGINS.items():
+        for flag in flags:
+            pat = re.compile(rf"\s{re.escape(flag)}(=\S+|\s+(?!-)\S+)?")
+            if pat.search(line):
+                line = pat.sub("", line)
+                notes.append(f"dropped {flag} ({plugin}'s report is not used for the verdict)")
+    return line
+
+
+def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str) -> ScriptRewrite:
+    """Rewrite one test script for the offline verifier (see the module docstring).
+
+    `pytest_cmd` replaces ``pytest``/``uv run pytest``/``uvx … pytest`` (no current directory on
+    the import path, like the ``pytest`` command); `pytest_m_cmd` replaces ``python -m pytest``
+    (which puts it there); `python` replaces ``uv run python``."""
+    py = shlex.quote(python)
+
+    def _pytest(m: re.Match) -> str:
+        call = m.group("call")
+        as_module = re.match(r"(?:\S*/)?python3?\s+-m\s+pytest$", call) or re.search(r"python3?\s+-m\s+pytest$", call)
+        return f"{m.group('pre')}{pytest_m_cmd if as_module else pytest_cmd}"
+    out: list[str] = []
+    notes: list[str] = []
+    needs: str | None = None
+    changed = False
+    heredoc: str | None = None
+    bootstrap: list[str] = []
+    for line in _logical_lines(text):
+        stripped = line.strip()
+        if heredoc is not None:  # a here-document's body is data, not commands
+            out.append(line)
+            if stripped == heredoc:
+                heredoc = None
+            continue
+        doc = _HEREDOC.search(stripped)
+        if doc and not stripped.startswith("#"):
+            heredoc = doc.group(1)
+        if not stripped or stripped.startswith("#"):
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        boot = _is_bootstrap(stripped, notes)
+        if boot is True:
+            bootstrap.append(stripped)
+            out.append(f"{indent}: # agentrig offline verifier: {stripped}")
+            changed = True
+            continue
+        if isinstance(boot, str):
+            needs = needs or f"{boot}: {stripped[:160]}"
+            out.append(line)
+            continue
+        new = _PYTEST_CALL.sub(_pytest, line)
+        new = _PYTHON_CALL.sub(lambda m: f"{m.group('pre')}{py} -s", new)
+        if new != line:
+            new = _drop_plugin_flags(new, notes)
+            changed = True
+        elif needs is None and _uses_network(stripped):
+            needs = f"needs the network: {stripped[:160]}"
+        out.append(new)
+    return ScriptRewrite(text="\n".join(out) + "\n", changed=changed, needs_network=needs, bootstrap=bootstrap,
+                         notes=notes)
+
+
+def _uses_network(line: str) -> bool:
+    """Whether a command of `line` (at command position, quoted text ignored) fetches from the net."""
+    bare = re.sub(r"(\"[^\"]*\"|'[^']*')", "''", line)
+    for part in _SPLIT.split(bare):
+        words = part.split()
+        while words and ("=" in words[0] or words[0] in ("sudo", "exec", "time", "command", "env")):
+            if words[0] == "command" and words[1:2] == ["-v"]:
+                words = []  # `command -v uv` only asks whether uv exists
+                break
+            words = words[1:]
+        if not words:
+            continue
+        head = words[0].rsplit("/", 1)[-1]
+        if head in _NET_TOOLS or (head == "git" and words[1:2] and words[1] in ("clone", "fetch", "pull")):
+            return True
+        if re.match(r"python3?(\.\d+)?$", head) and words[1:3] == ["-m", "pip"] and "install" in words:
+            return True
+    return False
+
+
+def is_shell_script(path: Path) -> bool:
+    if path.suffix == ".sh":
+        return True
+    try:
+        head = path.read_bytes()[:64]
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"sh" in head.split(b"\n", 1)[0]

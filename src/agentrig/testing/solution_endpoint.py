@@ -1,0 +1,240 @@
+"""An OpenAI-compatible endpoint that plays the SOLUTION of every terminal task, as a bash agent.
+
+The terminal counterpart of the gold endpoint: point a bash-agent arm at it and each trial runs
+its task's reference solution, one command per reply, then submits::
+
+    async with SolutionEndpoint(tasks_dir) as ep:   # or: python -m agentrig.testing.solution_endpoint --tasks DIR
+        ...  # [roles.agent] base_url = ep.base_url, model = "solution"
+
+Every answer comes from the request alone (no state between requests, so a retried request gets
+the same answer):
+
+- the task is named by the ``X-Agentrig-Task`` header agentrig's channel sends; it is looked up
+  in the tasks directory given at start (default: agentrig's built-in tasks; loaded once);
+- the solution is cut into commands: each ``solution.yaml`` entry is one command (keys sent
+  without Enter are joined to the next entry; a non-blocking entry is started in the background),
+  a ``solution.sh`` / ``solve.sh`` is one command that runs the script with bash;
+- the commands already played are counted in the conversation: ``bash`` tool calls when the
+  request offers tools (native mode), else assistant replies that hold exactly one action block
+  (text mode, parsed as the bash agent parses them) — so format-error retries do not count;
+- the next command is answered as a ``bash`` tool call (native) or as a reply with one
+  ``bash-action`` block (text); after the last one, the submit command
+  (``echo AGENTRIG_SUBMIT && echo <note>``), again for every later request;
+- ``reasoning=True`` adds ``reasoning_content`` to every reply (to test that it is sent back);
+- role ``memory`` (the memory plug-in) gets the gold endpoint's memory replies, with the task's
+  first solution command as the note.
+
+An unknown task or role, a task without a solution, or a request without the headers, is an HTTP
+400 whose message says what was wrong. Everything else (auth, faults at ``fault_rate`` from a
+seeded generator, delay, usage figures, the control routes) is ``FakeEndpoint``'s.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import shlex
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..agents.bash import parse_action
+from ..agents.bash_prompts import ACTION_LABEL, SUBMIT_SENTINEL, TOOL_NAME
+from ..errors import AgentrigError
+from ._fake_bodies import Fault
+from ._fake_server import FakeEndpoint
+from ._gold_texts import GoldRequestError, header_form, memory_reply
+
+__all__ = ["SOLUTION_MODELS", "SolutionEndpoint", "SolutionResponder", "SolutionScript", "main"]
+
+SOLUTION_MODELS = ("solution", "solution-agent", "solution-memory")
+SUBMIT_NOTE = "solution played"
+_headers_var: contextvars.ContextVar[Any] = contextvars.ContextVar("solution_request_headers", default=None)
+
+
+def _heredoc(script: str) -> str:
+    marker = "AGENTRIG_SOLUTION_EOF"
+    while marker in script:
+        marker += "_"
+    return f"bash <<'{marker}'\n{script.rstrip()}\n{marker}"
+
+
+def _fenced(command: str) -> str:
+    longest, run = 0, 0
+    for ch in command:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{ACTION_LABEL}\n{command}\n{fence}"
+
+
+@dataclass(frozen=True)
+class SolutionScript:
+    task_id: str
+    commands: tuple[str, ...]
+
+    @classmethod
+    def from_task(cls, task: Any) -> "SolutionScript":
+        commands: list[str] = []
+        if task.solution:
+            pending = ""
+            for step in task.solution:
+                keys = pending + step.command
+                if not step.append_enter:  # typed, not entered: goes with the next entry
+                    pending = keys
+                    continue
+                pending = ""
+                if not keys.strip():
+                    continue
+                commands.append(keys if step.block else f"nohup bash -c {shlex.quote(keys)} > /dev/null 2>&1 &")
+            if pending.strip():
+                commands.append(pending)
+        elif task.solution_script is not None:
+            commands.append(_heredoc(Path(task.solution_script).read_text(encoding="utf-8")))
+        if not commands:
+            raise GoldRequestError(f"task {task.id!r} has no solution (solution.yaml, solution.sh or solution/solve.sh)")
+        return cls(task.id, tuple(commands))
+
+    def submit_command(self) -> str:
+        return f"echo {SUBMIT_SENTINEL} && echo {shlex.quote(SUBMIT_NOTE)}"
+
+    def first_step_text(self) -> str:  # the memory plug-in's note (gold endpoint's memory replies)
+        return "run: " + self.commands[0].splitlines()[0][:200]
+
+    def played(self, messages: list[dict], native: bool) -> int:
+        n = 0
+        for m in messages:
+            if m.get("role") != "assistant":
+                continue
+            if native:
+                n += sum(1 for tc in m.get("tool_calls") or () if ((tc or {}).get("function") or {}).get("name") == TOOL_NAME)
+            elif isinstance(m.get("content"), str) and parse_action(m["content"])[0] is not None:
+                n += 1
+        return n
+
+    def agent_reply(self, messages: list[dict], native: bool, reasoning: bool = False) -> dict:
+        n = self.played(messages, native)
+        command = self.commands[n] if n < len(self.commands) else self.submit_command()
+        if n < len(self.commands):
+            thought = f"Step {n + 1} of {len(self.commands)} of the solution."
+        else:
+            thought = "The solution is played; submitting."
+        if native:
+            reply: dict = {"content": thought, "tool_calls": [
+                {"id": f"sol_{n + 1}", "name": TOOL_NAME, "arguments": {"command": command}}]}
+        else:
+            reply = {"content": f"{thought}\n\n{_fenced(command)}"}
+        if reasoning:
+            reply["reasoning_content"] = f"Reasoning for step {n + 1} of task {self.task_id}."
+        return reply
+
+
+class SolutionResponder:
+    """``responder(body)`` for a FakeEndpoint whose requests carry agentrig's X-Agentrig-* headers."""
+
+    def __init__(self, tasks_dir: str | Path | None = None, *, reasoning: bool = False):
+        if tasks_dir is None:
+            from ..bench.terminal.taskfile import builtin_tasks_dir
+
+            tasks_dir = builtin_tasks_dir()
+        self.tasks_dir = Path(tasks_dir)
+        self.reasoning = reasoning
+        self._scripts: dict[str, SolutionScript | GoldRequestError] | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> dict[str, SolutionScript | GoldRequestError]:
+        from ..bench.terminal.taskfile import load_tasks
+
+        with self._lock:
+            if self._scripts is None:
+                try:
+                    tasks, _invalid = load_tasks(self.tasks_dir, skip_invalid=True)
+                except AgentrigError as exc:
+                    raise GoldRequestError(f"solution endpoint: cannot read the tasks directory: {exc}") from None
+                scripts: dict[str, SolutionScript | GoldRequestError] = {}
+                for t in tasks:
+                    try:
+                        scripts[header_form(t.id)] = SolutionScript.from_task(t)
+                    except (GoldRequestError, OSError) as exc:
+                        scripts[header_form(t.id)] = GoldRequestError(str(exc))
+                self._scripts = scripts
+            return self._scripts
+
+    def script(self, task_id: str) -> SolutionScript:
+        scripts = self._load()
+        found = scripts.get(task_id)
+        if found is None:
+            known = ", ".join(sorted(scripts)[:8])
+            raise GoldRequestError(f"unknown task {task_id[:120]!r} in the solution endpoint's tasks directory "
+                                   f"{self.tasks_dir} ({len(scripts)} tasks: {known}…); check X-Agentrig-Task")
+        if isinstance(found, GoldRequestError):
+            raise found
+        return found
+
+    def __call__(self, body: dict, headers: Any = None) -> dict | Fault:
+        headers = headers if headers is not None else _headers_var.get()
+        try:
+            return self.reply(body, headers or {})
+        except GoldRequestError as exc:
+            return Fault("bad_request", message=f"solution endpoint: {exc}")
+
+    def reply(self, body: dict, headers: Any) -> dict:
+        role = headers.get("X-Agentrig-Role")
+        if role not in ("agent", "memory"):
+            raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the solution endpoint plays the roles agent and "
+                                   "memory (send requests through agentrig's channel)")
+        task_id = headers.get("X-Agentrig-Task")
+        if not task_id:
+            raise GoldRequestError("the request lacks the X-Agentrig-Task header that names the trial's task "
+                                   "(agentrig's channel sends it)")
+        script = self.script(task_id)
+        if role == "memory":
+            return memory_reply(script, body)
+        return script.agent_reply(body.get("messages") or [], native=bool(body.get("tools")), reasoning=self.reasoning)
+
+
+class SolutionEndpoint(FakeEndpoint):
+    """A FakeEndpoint whose replies play each terminal task's solution (see the module docstring)."""
+
+    def __init__(self, tasks_dir: str | Path | None = None, *, models: tuple[str, ...] = SOLUTION_MODELS,
+                 reasoning: bool = False, record: bool = False, **kwargs: Any):
+        self.solutions = SolutionResponder(tasks_dir, reasoning=reasoning)
+        super().__init__(models=models, responder=self.solutions, record=record, **kwargs)
+
+    async def _chat_inner(self, request, body, sent, auth_ok):
+        _headers_var.set(request.headers)
+        return await super()._chat_inner(request, body, sent, auth_ok)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    from .fake_endpoint import add_server_arguments, serve_until_signal, server_settings
+
+    ap = argparse.ArgumentParser(prog="python -m agentrig.testing.solution_endpoint",
+                                 description="Serve the solutions of terminal tasks, as a bash agent's model, "
+                                             "until SIGTERM/SIGINT.")
+    ap.add_argument("--tasks", metavar="DIR", help="a directory of Terminal-Bench / Harbor tasks (default: the built-in ones)")
+    add_server_arguments(ap, ",".join(SOLUTION_MODELS))
+    ap.add_argument("--reasoning", action="store_true", help="add reasoning_content to every reply")
+    ap.add_argument("--record", action="store_true", help="keep request records (GET /_fake/requests)")
+    args = ap.parse_args(argv)
+    settings = server_settings(args)
+    if isinstance(settings, str):
+        print(f"error: {settings}", file=sys.stderr)
+        return 2
+    if args.tasks is not None and not Path(args.tasks).is_dir():
+        print(f"error: --tasks {args.tasks}: not a directory; give a directory of task directories", file=sys.stderr)
+        return 2
+    try:
+        ep = SolutionEndpoint(args.tasks, reasoning=args.reasoning, record=args.record, **settings)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    serve_until_signal(ep)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

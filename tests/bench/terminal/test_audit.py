@@ -1,0 +1,77 @@
+"""`agentrig audit --bench terminal` and `agentrig doctor --sandbox` (subprocesses, real sandboxes).
+
+The audit of the built-in tasks reports exactly what the tasks are: every task ok (the oracle
+passes, the noop fails) except the one lenient by design. On tasks written here it tells a broken
+task (its solution does not pass), a lenient one (doing nothing passes), and one the sandbox cannot
+run (excluded, with the reason) apart.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from .run_support import LENIENT, agentrig, write_task
+from .sandbox_support import needs_root_bwrap
+
+pytestmark = needs_root_bwrap()
+
+
+def test_audit_of_the_builtin_tasks(tmp_path):
+    proc = agentrig("audit", "--bench", "terminal", "--cache-dir", tmp_path / "cache", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    status = {t["task_id"]: t["status"] for t in doc["tasks"]}
+    assert len(status) >= 12
+    assert {t for t, s in status.items() if s == "lenient"} == LENIENT == {"read-only-tour"}
+    assert {t for t, s in status.items() if s != "lenient"} == {t for t, s in status.items() if s == "ok"}
+    for t in doc["tasks"]:
+        assert t["oracle"]["reward"] == 1.0 and t["oracle"]["termination"] == "submitted"
+        assert t["noop"]["reward"] == (1.0 if t["task_id"] in LENIENT else 0.0)
+    assert doc["summary"] == {"ok": len(status) - 1, "broken": 0, "lenient": 1, "excluded": 0, "error": 0}
+
+
+def test_audit_tells_broken_lenient_and_excluded_tasks_apart(tmp_path):
+    tasks = tmp_path / "tasks"
+    write_task(tasks, "good")
+    write_task(tasks, "wrong-solution", solution="#!/bin/bash\necho nope > /app/out.txt\n")
+    write_task(tasks, "lenient", test="def test_nothing():\n    assert True\n")
+    write_task(tasks, "needs-image", dockerfile="FROM golang:1.22 AS build\nFROM ubuntu:24.04\nWORKDIR /app\n")
+    proc = agentrig("audit", "--bench", "terminal", "--tasks", tasks, "--cache-dir", tmp_path / "cache", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {t["task_id"]: t for t in json.loads(proc.stdout)["tasks"]}
+    assert {k: v["status"] for k, v in rows.items()} == {
+        "good": "ok", "wrong-solution": "broken", "lenient": "lenient", "needs-image": "excluded"}
+    assert "wrong_output" in rows["wrong-solution"]["reason"]
+    assert rows["needs-image"]["reason"].startswith("needs_container")
+    table = agentrig("audit", "--bench", "terminal", "--tasks", tasks, "--task-ids", "good,lenient",
+                     "--cache-dir", tmp_path / "cache")
+    assert table.returncode == 0, table.stderr
+    assert "LENIENT" in table.stdout and "good" in table.stdout and "wrong-solution" not in table.stdout
+
+
+def test_doctor_sandbox(tmp_path):
+    proc = agentrig("doctor", "--sandbox", "bwrap", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    checks = {c["check"]: c["ok"] for c in doc["kinds"]["bwrap"]["checks"]}
+    assert doc["ok"] is True and checks["binary"] and checks["start"]
+    proc = agentrig("doctor", "--sandbox")
+    assert proc.returncode == 0
+    for kind in ("bwrap", "docker", "podman", "local"):
+        assert f"{kind}: " in proc.stdout
+    podman = agentrig("doctor", "--sandbox", "podman", "--json")
+    works = json.loads(podman.stdout)["kinds"]["podman"]["works"]
+    assert podman.returncode == (0 if works else 1)
+    if shutil.which("podman") is None:
+        assert works is False and "no podman client" in podman.stdout
+    bad = agentrig("doctor", "--sandbox", "vm")
+    assert bad.returncode == 1 and "unknown sandbox kind" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_tasks_show(tmp_path):
+    proc = agentrig("tasks", "show", "--bench", "terminal", "shell-session-state")
+    assert proc.returncode == 0, proc.stderr
+    assert "tests run in the agent's shell" in proc.stdout and "solution.yaml, 4 step(s)" in proc.stdout
+    proc = agentrig("tasks", "show", "--bench", "terminal", "no-such-task")
+    assert proc.returncode == 1 and "no task named" in proc.stderr and "Traceback" not in proc.stderr

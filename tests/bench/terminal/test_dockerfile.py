@@ -1,0 +1,111 @@
+"""The Dockerfile subset and the compose template check (real files in tmp_path)."""
+
+from pathlib import Path
+
+from agentrig.bench.terminal.dockerfile import accepted_base, check_compose, parse_dockerfile
+
+TEMPLATE_COMPOSE = """services:
+  client:
+    build:
+      dockerfile: Dockerfile
+    image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}
+    container_name: ${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}
+    command: [ "sh", "-c", "sleep infinity" ]
+    environment:
+      - TEST_DIR=${T_BENCH_TEST_DIR}
+    volumes:
+      - ${T_BENCH_TASK_LOGS_PATH}:${T_BENCH_CONTAINER_LOGS_PATH}
+      - ${T_BENCH_TASK_AGENT_LOGS_PATH}:${T_BENCH_CONTAINER_AGENT_LOGS_PATH}
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "Dockerfile"
+    path.write_text(text)
+    return path
+
+
+def test_terminal_bench_style_dockerfile_is_in_the_subset(tmp_path):
+    (tmp_path / "data.txt").write_text("x")
+    path = _write(tmp_path, """# a comment
+ARG VERSION=1.2
+FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620
+RUN apt-get update && apt-get install -y \\
+    tmux curl \\
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY data.txt ./
+ENV APP_VERSION=${VERSION} GREETING="hello world"
+ENV LEGACY some value
+USER root
+CMD ["bash"]
+RUN ["python3", "-c", "print(1)"]
+""")
+    plan = parse_dockerfile(path, tmp_path)
+    assert plan.supported, plan.reason
+    assert plan.workdir == "/app" and plan.has_workdir
+    assert plan.env == {"APP_VERSION": "1.2", "GREETING": "hello world", "LEGACY": "some value"}
+    runs = [s for s in plan.steps if s.op == "RUN"]
+    assert runs[0].argv[:2] == ["/bin/sh", "-c"] and "tmux curl" in runs[0].argv[2]
+    assert runs[0].uses_network()
+    assert runs[1].argv == ["python3", "-c", "print(1)"] and runs[1].cwd == "/app"
+    copy = next(s for s in plan.steps if s.op == "COPY")
+    assert copy.sources == ["data.txt"] and copy.dest == "/app" and copy.dest_is_dir
+
+
+def test_outside_the_subset_is_needs_container_with_the_reason(tmp_path):
+    cases = {
+        "FROM node:20\n": "node:20",
+        "FROM python:3.12-alpine\n": "alpine",
+        "FROM ubuntu:24.04 AS build\nRUN true\nFROM ubuntu:24.04\n": "second FROM",
+        "FROM ubuntu:24.04\nCOPY --from=build /x /x\n": "--from",
+        "FROM ubuntu:24.04\nUSER app\n": "USER app",
+        "FROM ubuntu:24.04\nADD https://example.com/x.tgz /x\n": "URL",
+        "FROM ubuntu:24.04\nRUN --mount=type=cache,target=/root/.cache pip install x\n": "--mount",
+        "FROM ubuntu:24.04\nFROBNICATE x\n": "FROBNICATE",
+    }
+    for text, needle in cases.items():
+        plan = parse_dockerfile(_write(tmp_path, text), tmp_path)
+        assert not plan.supported, text
+        assert plan.reason.startswith("needs_container:") and needle in plan.reason, plan.reason
+
+
+def test_accepted_bases():
+    for image in ("ubuntu:24.04", "debian:bookworm-slim", "python:3.13-slim-bookworm", "python:3",
+                  "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "docker.io/library/ubuntu"):
+        assert accepted_base(image), image
+    for image in ("alpine:3.20", "node:20", "python:3.12-alpine", "nvidia/cuda:12.1-base", "scratch"):
+        assert not accepted_base(image), image
+
+
+def test_content_hash_follows_copied_files(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("one")
+    path = _write(tmp_path, "FROM ubuntu:24.04\nWORKDIR /app\nCOPY src/ ./src\n")
+    first = parse_dockerfile(path, tmp_path).content_hash(tmp_path)
+    assert parse_dockerfile(path, tmp_path).content_hash(tmp_path) == first
+    (tmp_path / "src" / "a.py").write_text("two")
+    assert parse_dockerfile(path, tmp_path).content_hash(tmp_path) != first
+    (tmp_path / "unrelated.txt").write_text("not copied")
+    second = parse_dockerfile(path, tmp_path).content_hash(tmp_path)
+    (tmp_path / "unrelated.txt").write_text("still not copied")
+    assert parse_dockerfile(path, tmp_path).content_hash(tmp_path) == second
+
+
+def test_compose_template_counts_as_the_dockerfile_alone(tmp_path):
+    path = tmp_path / "docker-compose.yaml"
+    path.write_text(TEMPLATE_COMPOSE)
+    assert check_compose(path) is None
+
+
+def test_compose_with_more_services_or_features_needs_a_container(tmp_path):
+    path = tmp_path / "docker-compose.yaml"
+    path.write_text(TEMPLATE_COMPOSE + "  db:\n    image: postgres:16\n")
+    reason = check_compose(path)
+    assert reason.startswith("needs_container:") and "2 services" in reason and "db" in reason
+    path.write_text(TEMPLATE_COMPOSE.replace("    command:", "    privileged: true\n    command:"))
+    assert "privileged" in check_compose(path)
+    path.write_text("services:\n  client:\n    image: ghcr.io/x/y:1\n")
+    assert "prebuilt image" in check_compose(path)
+    path.write_text("services: [unclosed\n")
+    assert check_compose(path).startswith("needs_container: cannot read")

@@ -1,0 +1,123 @@
+"""The offline rewriting of Terminal-Bench / Harbor test scripts (tool-chain bootstrap -> agentrig's pytest).
+
+The rewritten scripts are also executed for real with bash, in a scratch directory, to show that
+they run without the network and report what pytest reports.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agentrig.bench.terminal.testscripts import rewrite_script
+
+PYT, PYM, PY = "PYTEST_CMD", "PYTEST_M_CMD", "PYTHON_CMD"
+
+TEMPLATE_OLD = """#!/bin/bash
+apt-get update
+apt-get install -y curl
+curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh
+source $HOME/.local/bin/env
+if [ "$PWD" = "/" ]; then
+    echo "Error: No working directory set. Please set a WORKDIR in your Dockerfile before running this script."
+    exit 1
+fi
+uv venv .tbench-testing
+source .tbench-testing/bin/activate
+uv pip install pytest==8.4.1
+uv run pytest $TEST_DIR/test_outputs.py -rA
+"""
+
+HARBOR_UVX = """#!/bin/bash
+set -e
+apt-get update > /dev/null 2>&1
+apt-get install -y --no-install-recommends curl
+curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh
+source "$HOME/.local/bin/env"
+set +e
+uvx \\
+  -p 3.13 \\
+  -w pytest==8.4.1 \\
+  -w pytest-json-ctrf==0.3.5 \\
+  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA
+status=$?
+if [ $status -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+
+def _commands(text: str) -> list[str]:
+    return [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith(("#", ":"))]
+
+
+def test_template_bootstrap_dropped_and_pytest_redirected():
+    r = rewrite_script(TEMPLATE_OLD, PYT, PYM, PY)
+    assert r.changed and r.needs_network is None
+    cmds = _commands(r.text)
+    assert f"{PYT} $TEST_DIR/test_outputs.py -rA" in cmds
+    assert not any(w in c for c in cmds for w in ("apt-get", "curl", "uv ", "activate"))
+    assert 'if [ "$PWD" = "/" ]; then' in cmds  # the script's own logic stays
+
+
+def test_harbor_uvx_pattern_keeps_reward_logic():
+    r = rewrite_script(HARBOR_UVX, PYT, PYM, PY)
+    assert r.needs_network is None
+    cmds = _commands(r.text)
+    assert f"{PYT} /tests/test_outputs.py -rA" in cmds  # the ctrf report flag is dropped
+    assert any("--ctrf" in n for n in r.notes)
+    assert any("reward.txt" in c for c in cmds)
+
+
+def test_python_module_form_and_uv_run_python():
+    r = rewrite_script("python3 -m pytest -q /tests\nuv run python /tests/check.py\n", PYT, PYM, PY)
+    assert _commands(r.text) == [f"{PYM} -q /tests", f"{PY} -s /tests/check.py"]
+
+
+def test_extra_packages_need_the_network_unless_provided():
+    r = rewrite_script("uv add pytest==8.4.1 definitely-not-installed-pkg==1.0\nuv run pytest t.py\n", PYT, PYM, PY)
+    assert r.needs_network and "definitely-not-installed-pkg" in r.needs_network
+    ok = rewrite_script("uv add pytest==8.4.1 numpy\nuv run pytest t.py\n", PYT, PYM, PY)  # agentrig has numpy
+    assert ok.needs_network is None and any("numpy" in n for n in ok.notes)
+
+
+def test_other_network_use_is_reported():
+    for line in ("curl -fsSL https://example.org/data.json -o /tmp/d.json",
+                 "apt-get install -y jq", "git clone https://example.org/r.git", "uv sync", "pip install requests-xyz-none"):
+        r = rewrite_script(f"#!/bin/bash\n{line}\npytest /tests/t.py\n", PYT, PYM, PY)
+        assert r.needs_network, line
+
+
+def test_mentions_are_not_network_use():
+    text = ('#!/bin/bash\necho "if this fails, curl the logs"\n'
+            'if ! command -v uv &> /dev/null; then\n  echo "uv missing"\nfi\n'
+            "cat <<'EOF' > /tmp/note\npip install nothing here\nEOF\n")
+    assert rewrite_script(text, PYT, PYM, PY).needs_network is None
+
+
+def test_custom_script_without_pytest_is_left_alone():
+    text = "#!/bin/bash\npython3 /tests/check.py && echo 1 > /logs/verifier/reward.txt\n"
+    r = rewrite_script(text, PYT, PYM, PY)
+    assert not r.changed and r.needs_network is None and r.text == text
+
+
+def test_rewritten_template_really_runs_offline(tmp_path):
+    """Run the rewritten Harbor script with bash: no network tool runs, pytest reports, reward written."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_outputs.py").write_text("def test_ok():\n    assert True\n")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    script = HARBOR_UVX.replace("/tests/", f"{tests}/").replace("/logs/verifier/", f"{logs}/")
+    py = sys.executable
+    r = rewrite_script(script, f"{py} -s -P -m pytest -p no:cacheprovider", f"{py} -s -m pytest", py)
+    (tmp_path / "run.sh").write_text(r.text)
+    env = {"PATH": "/nonexistent", "HOME": str(tmp_path)}  # no curl, no apt, no uv reachable
+    proc = subprocess.run(["/bin/bash", str(tmp_path / "run.sh")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert "PASSED" in proc.stdout and "short test summary info" in proc.stdout, proc.stdout + proc.stderr
+    assert (logs / "reward.txt").read_text().strip() == "1"
+    (tests / "test_outputs.py").write_text("def test_bad():\n    assert False\n")
+    subprocess.run(["/bin/bash", str(tmp_path / "run.sh")], cwd=tmp_path, env=env, capture_output=True, timeout=60)
+    assert (logs / "reward.txt").read_text().strip() == "0"
+    assert os.environ.get("PATH")  # the test itself left the real environment alone
