@@ -73,7 +73,7 @@ async def test_solves_every_builtin_task_through_the_solution_endpoint(mode, tmp
             async with gate:
                 s = await open_session(task, channel, tmp_path / task.id)
                 try:
-                    stop = await play(s, AgentSettings(tool_mode=mode))
+                    stop = await play(s, AgentSettings(tool_mode=mode, step_limit=30))  # bounds a failure
                     result = await verify_session(s)
                 finally:
                     await s.sandbox.close()

@@ -104,7 +104,7 @@ async def test_with_twenty_percent_faults_every_trial_is_solved_and_retries_are_
         async def one(task_id, mode):
             s = await open_session(builtin_task(task_id), channel, tmp_path / f"{task_id}-{mode}")
             try:
-                await BashAgent(AgentSettings(tool_mode=mode), s).run(s)
+                await BashAgent(AgentSettings(tool_mode=mode, step_limit=30), s).run(s)
                 return s, await verify_session(s)
             finally:
                 await s.sandbox.close()

@@ -5,10 +5,8 @@
 - ``kind="gold"`` / ``"flaky-gold"`` / ``"noop"``: reference agents needing no model
   (``reference.py``).
 
-Terminal tasks: ``build_terminal_agent(settings, session)`` makes the agent of one terminal trial
-(``run(session)``, see ``agentrig.bench.terminal.episode``): ``kind="bash"`` is the LLM bash agent
-(``bash.BashAgent``); ``"oracle"`` / ``"flaky-oracle"`` / ``"noop"`` are the terminal reference
-agents (``agentrig.bench.terminal.reference``).
+Terminal tasks: ``kind="bash"`` is the LLM bash agent (``bash.BashAgent``); the terminal episode
+builds it, or one of its reference agents, with ``agentrig.bench.terminal.agents.build_terminal_agent``.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from .reference import GoldAgent, NoopAgent
 from .text import TextAgent
 
 __all__ = ["GREETING", "Agent", "AgentSettings", "AgentStop", "GoldAgent", "LLMAgent", "NoopAgent",
-           "TextAgent", "build_agent", "build_terminal_agent"]
+           "TextAgent", "build_agent"]
 
 
 def build_agent(settings: AgentSettings, ctx: Any) -> Agent:
@@ -44,23 +42,3 @@ def build_agent(settings: AgentSettings, ctx: Any) -> Agent:
         return NoopAgent(settings, ctx)
     raise ConfigError(f"agent setting `kind`: unknown kind {kind!r} (fix: use one of llm, gold, flaky-gold, noop)")
 
-
-TERMINAL_KINDS = ("bash", "oracle", "flaky-oracle", "noop")
-
-
-def build_terminal_agent(settings: AgentSettings, session: Any) -> Any:
-    """The agent of one terminal trial (``async run(session)``), as the arm's ``agent`` settings say."""
-    kind = settings.kind
-    if kind == "bash":
-        if session.ctx.channel is None:
-            raise ConfigError("agent kind 'bash' needs a model, but the trial has no channel "
-                              "(fix: configure [channel] / [roles.agent] with a base URL and a model)")
-        from .bash import BashAgent
-
-        return BashAgent(settings, session)
-    if kind in ("oracle", "flaky-oracle", "noop"):
-        from agentrig.bench.terminal.reference import build_reference
-
-        return build_reference(settings, session)
-    raise ConfigError(f"agent setting `kind`: {kind!r} cannot play terminal tasks "
-                      f"(fix: use one of {', '.join(TERMINAL_KINDS)})")

@@ -50,8 +50,9 @@ class AgentSettings(BaseModel):
     # flaky-oracle: probability of skipping one step of the task's solution
     drop_p: float = Field(0.0, ge=0.0, le=1.0)
     # bash agent (terminal tasks; see agents/bash.py). Limits of one trial's agent phase:
-    # model calls (None: the run's max_steps), USD from the price table (a model without a price:
-    # the cost limit is off, token_limit still applies), total tokens (prompt + completion)
+    # model calls (None: unbounded; the run's max_steps bounds the commands), USD from the price
+    # table (a model without a price: the cost limit is off, token_limit still applies), total
+    # tokens (prompt + completion)
     step_limit: int | None = Field(None, ge=1)
     cost_limit: float | None = Field(None, gt=0)
     token_limit: int | None = Field(None, ge=1)

@@ -5,7 +5,7 @@
 1. **Sandbox.** ``open_sandbox`` builds the task's layer (cached by content hash) and starts the
    trial's sandbox. A task with ``run_tests_in_same_shell`` always gets the persistent shell (its
    tests read the session's directory and exported variables), whatever ``[sandbox] shell`` says.
-2. **Agent phase.** The arm's agent (``agents.build_terminal_agent``) gets a ``TerminalSession``
+2. **Agent phase.** The arm's agent (``agents.build_terminal_agent`` of this package) gets a ``TerminalSession``
    and runs until it submits, gives up, or a limit ends it. The phase is bounded by the task's
    agent timeout (and the run's ``trial_timeout_s`` when that is shorter): ``agent_timeout``.
    Each command runs with the per-command timeout, cut to the time the agent has left; more than
@@ -55,7 +55,7 @@ from .sandbox.base import effective_limits
 from .taskmodel import TerminalTask
 
 __all__ = ["AGENT_ENDS", "DEFAULT_COMMAND_TIMEOUT_S", "SessionSettings", "TerminalAgent", "TerminalSession",
-           "format_observation", "play_trial", "verdict_of"]
+           "play_trial", "verdict_of"]
 
 DEFAULT_COMMAND_TIMEOUT_S = 180.0
 AGENT_ENDS = ("submitted", "agent_timeout", "format_errors", "limits_exceeded", "never_submitted")
@@ -156,18 +156,6 @@ class TerminalAgent(Protocol):
     async def run(self, session: TerminalSession) -> None: ...
 
 
-def format_observation(result: CommandResult) -> str:
-    """The reference agents' observation text: the exit code, then the (cut) output."""
-    if result.timed_out:
-        head = "the command timed out and was killed"
-    else:
-        head = f"exit code {result.exit_code}"
-    text = f"[{head}]\n{result.output}"
-    if result.note:
-        text += f"\n[{result.note}]"
-    return text
-
-
 # ------------------------------------------------------------------------------------------ trial
 
 
@@ -212,9 +200,9 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
                      plugins: list[Any] | None = None) -> TrialRecord:
     """Play one terminal trial and judge it (see the module docstring). ``plugins``: the arm's
     plug-in settings (built per trial; the agent asks ``session.transient`` before each call)."""
-    from agentrig.agents import build_terminal_agent
     from agentrig.plugins import build_plugin
 
+    from .agents import build_terminal_agent
     from .verifier import capture_shell_state, verify
 
     started_at = datetime.now(timezone.utc).isoformat()

@@ -13,7 +13,7 @@
 
 Each command is recorded as native tool mode records it: an assistant message with one ``bash``
 tool call ``{"command": …}`` (for a script, the message's text is the script), then a ``tool``
-message with the exit code and the output.
+message with the exit code and the output in the bash agent's observation template.
 
 ``flaky-oracle`` is the oracle that, with probability ``drop_p``, skips one step of the solution,
 chosen uniformly (a script is one step: skipping it skips the whole solution). It draws once from
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrig.agents.base import AgentSettings
+from agentrig.agents.bash_prompts import observation
 from agentrig.types import Message, ToolCall
 
-from .episode import TerminalSession, format_observation
 
 __all__ = ["NoopTerminalAgent", "OracleAgent", "OracleStep", "build_reference", "oracle_steps"]
 
@@ -73,7 +73,7 @@ def oracle_steps(task: Any) -> list[OracleStep]:
 class OracleAgent:
     """``kind="oracle"`` (and, with ``flaky=True``, ``kind="flaky-oracle"``)."""
 
-    def __init__(self, settings: AgentSettings, session: TerminalSession, *, flaky: bool = False):
+    def __init__(self, settings: AgentSettings, session: Any, *, flaky: bool = False):
         self.settings = settings
         self.session = session
         self.flaky = flaky
@@ -92,7 +92,7 @@ class OracleAgent:
                   script=step.script is not None)
         self.steps = self.steps[:k] + self.steps[k + 1:]
 
-    async def run(self, session: TerminalSession) -> None:
+    async def run(self, session: Any) -> None:
         if self.flaky:
             self._maybe_drop()
         for i, step in enumerate(self.steps):
@@ -100,7 +100,7 @@ class OracleAgent:
         session.add(Message(role="assistant", content="The task is done; submitting."))
         session.submit("")
 
-    async def _play(self, session: TerminalSession, i: int, step: OracleStep) -> None:
+    async def _play(self, session: Any, i: int, step: OracleStep) -> None:
         command = step.command
         if step.upload is not None:
             src, dest = step.upload
@@ -112,7 +112,9 @@ class OracleAgent:
         call = ToolCall(id=f"oracle-{i}", name="bash", arguments=args, arguments_raw=json.dumps(args))
         session.add(Message(role="assistant", content=step.script, tool_calls=[call]))
         result = await session.execute(command, timeout_s=max(session.remaining(), 0.001))
-        session.add(Message(role="tool", content=format_observation(result), tool_call_id=call.id,
+        shown = observation(result.exit_code, result.output, omitted_chars=result.omitted_chars,
+                            timed_out=result.timed_out, note=result.note)
+        session.add(Message(role="tool", content=shown, tool_call_id=call.id,
                             requestor="assistant", error=bool(result.timed_out or result.exit_code)))
         if step.min_timeout_s > 0 and not step.block:
             await asyncio.sleep(min(step.min_timeout_s, max(session.remaining(), 0)))
@@ -121,16 +123,16 @@ class OracleAgent:
 class NoopTerminalAgent:
     """``kind="noop"``: submits at once."""
 
-    def __init__(self, settings: AgentSettings, session: TerminalSession):
+    def __init__(self, settings: AgentSettings, session: Any):
         self.settings = settings
         self.session = session
 
-    async def run(self, session: TerminalSession) -> None:
+    async def run(self, session: Any) -> None:
         session.add(Message(role="assistant", content="Nothing to do; submitting."))
         session.submit("")
 
 
-def build_reference(settings: AgentSettings, session: TerminalSession) -> Any:
+def build_reference(settings: AgentSettings, session: Any) -> Any:
     if settings.kind == "oracle":
         return OracleAgent(settings, session)
     if settings.kind == "flaky-oracle":
