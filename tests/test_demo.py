@@ -23,7 +23,7 @@ def test_demo_runs_offline_and_stores_both_runs(tmp_path):
         done = subprocess.run([str(agentrig), "demo", "--dir", str(tmp_path)], capture_output=True, text=True,
                               timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
         assert done.returncode == 0, done.stderr + done.stdout
-    out = done.stdout
+    out, _, terminal = done.stdout.partition("3. Terminal tasks")
     rows = {m.group(1): m.group(0).split() for m in re.finditer(r"^(gold|flaky-gold|noop|llm) .*$", out, re.M)}
     assert rows["gold"][1:6] == ["64/64", "0", "1.000", "1.000", "1.000"]
     assert rows["noop"][1] == "64/64" and float(rows["noop"][4]) < 0.5
@@ -31,10 +31,60 @@ def test_demo_runs_offline_and_stores_both_runs(tmp_path):
     assert float(flaky[5]) < float(flaky[4]) < 1.0  # pass^4 < pass^1 < 1
     llm = rows["llm"]
     assert llm[1:4] == ["32/32", "0", "1.000"] and int(llm[-1]) > 0  # faults retried, none spoiled a trial
-    assert "agentrig run examples/airline.toml" in out
+    assert "agentrig run examples/airline.toml" in terminal
     with Store.open(tmp_path / "demo" / "trials.sqlite", create=False) as store:
         assert store.counts()["rows"] == 192
     with Store.open(tmp_path / "demo-llm" / "trials.sqlite", create=False) as store:
         calls = store.model_call_rows()
         assert {c["role"] for c in calls} >= {"agent", "user", "judge"}
         assert sum(c["retries"] for c in calls) > 0
+    check_terminal_section(terminal, tmp_path)
+
+
+def check_terminal_section(out: str, base: Path):
+    """Section 3/4: reference agents on built-in terminal tasks, then the bash agent through the channel."""
+    from agentrig.demo_terminal import LLM_TRIALS, TASK_IDS, TRIALS, choose_sandbox
+
+    kind, _why = choose_sandbox()
+    if kind is None:  # no working bwrap and no root: the section says so instead of running
+        assert "skipped: the bwrap sandbox does not work here" in out and "agentrig doctor --sandbox bwrap" in out
+        return
+    n = len(TASK_IDS) * TRIALS
+    rows = {m.group(1): m.group(0).split()
+            for m in re.finditer(r"^(oracle|flaky-oracle|noop|bash-native|bash-text) .*$", out, re.M)}
+    assert rows["oracle"][1:7] == [f"{n}/{n}", "0", "1.000", "1.000", "1.000", "0.0"]
+    assert rows["noop"][1:6] == [f"{n}/{n}", "0", "0.000", "0.000", "0.000"]
+    flaky = rows["flaky-oracle"]
+    assert flaky[1] == f"{n}/{n}" and float(flaky[5]) < float(flaky[4]) < 1.0  # pass^2 < pass^1 < 1
+    m = len(TASK_IDS) * LLM_TRIALS
+    for arm in ("bash-native", "bash-text"):  # every trial valid and solved, through 20% faults
+        assert rows[arm][1:5] == [f"{m}/{m}", "0", "1.000", "1.000"], rows[arm]
+    assert int(rows["bash-native"][-1]) + int(rows["bash-text"][-1]) > 0  # faults were retried and counted
+    assert (base / "report-terminal.html").is_file() and "report-terminal.html" in out
+    with Store.open(base / "demo-terminal" / "trials.sqlite", create=False) as store:
+        assert store.counts()["rows"] == 3 * n
+    with Store.open(base / "demo-terminal-llm" / "trials.sqlite", create=False) as store:
+        calls = store.model_call_rows()
+        assert {c["role"] for c in calls} == {"agent"} and sum(c["retries"] for c in calls) > 0
+        for arm, observation in (("bash-native", "tool"), ("bash-text", "user")):  # each tool mode's shape
+            for rec in store.records(arm=arm):
+                roles = [m.role for m in rec.trajectory.messages]
+                assert roles[2] == "assistant" and roles[3] == observation and rec.verdict.reward == 1.0
+
+
+def test_terminal_section_says_why_it_skips_without_a_sandbox(tmp_path, monkeypatch):
+    """No working bwrap and no root: one clear sentence, no run, exit code 0."""
+    import io
+
+    from rich.console import Console
+
+    from agentrig import demo_terminal
+
+    monkeypatch.setattr(demo_terminal, "choose_sandbox", lambda: (None, "root: not running as root"))
+    buf = io.StringIO()
+    code, dirs = demo_terminal.run_terminal_section(Console(file=buf, width=200), tmp_path, lambda p: None,
+                                                    "AGENTRIG_DEMO_KEY", "sk-x")
+    out = buf.getvalue()
+    assert (code, dirs) == (0, []) and not any(tmp_path.iterdir())
+    assert "skipped: the bwrap sandbox does not work here" in out and "(root: not running as root)" in out
+    assert "agentrig doctor --sandbox bwrap" in out

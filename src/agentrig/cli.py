@@ -94,16 +94,17 @@ def run(
 @user_errors
 def export(
     run_dir: Path = typer.Argument(..., help="A run directory (as `agentrig run` printed it)."),
-    fmt: str = typer.Option(..., "--format", "-f", help="jsonl (every stored attempt) or tau2 (tau2-bench's results.json)."),
+    fmt: str = typer.Option(..., "--format", "-f", help="jsonl (every stored attempt); τ² runs: tau2 (tau2-bench's results.json); "
+                                                   "terminal runs: terminal-bench (results.json), mini-swe-agent (trajectory files)."),
     arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm (tau2: required when the run has several)."),
     domain: Optional[str] = typer.Option(None, "--domain", help="tau2: the domain (required when the run has several)."),
-    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: RUN_DIR/exports/...)."),
+    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (mini-swe-agent: a directory; default: RUN_DIR/exports/...)."),
 ) -> None:
-    """Export a run's trials: JSONL of every record, or a results.json that tau2-bench's tools open."""
+    """Export a run's trials: JSONL of every record, or the files tau2-bench, Terminal-Bench or mini-SWE-agent tools open."""
     from .run.commands import export_command
 
-    n, target = export_command(run_dir, fmt, arm=arm, domain=domain, out_path=out_path)
-    out.print(f"wrote {n} {'simulation(s)' if fmt == 'tau2' else 'record(s)'} to {target}", highlight=False)
+    n, target, noun = export_command(run_dir, fmt, arm=arm, domain=domain, out_path=out_path)
+    out.print(f"wrote {n} {noun} to {target}", highlight=False)
 
 
 def _wide(as_json: bool) -> Console:

@@ -7,7 +7,10 @@
 2. The same tasks through the channel: an LLM agent, an LLM user simulator and an NL judge on a
    local OpenAI-compatible endpoint that scripts the gold conversation, with 15% of the requests
    failing (429, 500, malformed bodies) — every fault retried and counted, no trial lost to it.
-3. The usual mistakes with a real endpoint, diagnosed before a run (``agentrig doctor``).
+3./4. Terminal tasks (``demo_terminal.py``): built-in tasks in the bwrap sandbox with the reference
+   agents, then the LLM bash agent in both tool modes through the channel on a local endpoint that
+   scripts each task's solution, with faults; its own HTML report.
+5. The usual mistakes with a real endpoint, diagnosed before a run (``agentrig doctor``).
 
 It ends by telling how to run a real model.
 """
@@ -32,7 +35,7 @@ from .testing.fake_endpoint import FakeEndpoint, ThreadedFakeEndpoint
 from .testing.gold_endpoint import GoldEndpoint
 
 KEY_ENV = "AGENTRIG_DEMO_KEY"
-DEMO_NAMES = ("demo", "demo-llm")
+DEMO_NAMES = ("demo", "demo-llm", "demo-terminal", "demo-terminal-llm")
 
 LLM_EXPERIMENT = """\
 # Written by `agentrig demo`: an LLM agent, an LLM user and an NL judge, all through the channel,
@@ -150,7 +153,17 @@ def run_demo(console: Console, base_dir: Path | None = None) -> int:
     console.print(f"[bold]The HTML report[/] of both runs (pass^k curves, outcome grid, failures, A/B, trajectories):\n"
                   f"   {report}\n", highlight=False)
 
-    console.print("[bold]3. The usual mistakes with a real endpoint, diagnosed before a run[/] (agentrig doctor)")
+    from .demo_terminal import run_terminal_section
+
+    code, terminal_dirs = run_terminal_section(console, base, _fresh, KEY_ENV, key)
+    if code:
+        return code
+    if terminal_dirs:
+        terminal_report = write_report(terminal_dirs, base / "report-terminal.html")
+        console.print(f"[bold]The HTML report[/] of the terminal runs (commands and outputs in the trajectory viewer):\n"
+                      f"   {terminal_report}\n", highlight=False)
+
+    console.print("[bold]5. The usual mistakes with a real endpoint, diagnosed before a run[/] (agentrig doctor)")
     asyncio.run(_mistakes(console))
 
     console.rule()
@@ -164,7 +177,8 @@ def run_demo(console: Console, base_dir: Path | None = None) -> int:
         "  agentrig data pull tau2 --dest ~/tau2-data && export AGENTRIG_TAU2_DATA=~/tau2-data\n"
         "  agentrig doctor --config examples/airline.toml    # key, URL, model, tool calling\n"
         "  agentrig run examples/airline.toml --smoke        # one task per arm, every role exercised\n"
-        "  agentrig run examples/airline.toml                # Ctrl-C stops cleanly; the same command resumes",
+        "  agentrig run examples/airline.toml                # Ctrl-C stops cleanly; the same command resumes\n"
+        "A bash agent on terminal tasks (built-in, Terminal-Bench or Harbor): see docs/terminal.md",
         highlight=False,
     )
     return 0

@@ -249,3 +249,25 @@ async def test_an_endpoint_that_stays_down_stops_the_run_instead_of_piling_up_in
             assert run.store.counts()["valid"] == 0
         finally:
             run.close()
+
+
+def test_a_changed_memory_prompt_makes_a_memory_arm_incomparable(tmp_path, monkeypatch):
+    from agentrig.plugins.memory import prompts
+
+    exp = REFERENCE.format(trials=1, max_steps=200).replace(
+        '[[arms]]\nname = "gold"',
+        '[roles.memory]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n[[arms]]\nname = "gold"') + (
+        '[[arms]]\nname = "mem"\nagent = { kind = "gold" }\nplugins = [{ kind = "memory" }]\n')
+    r = experiment.load(write(tmp_path, exp))
+    run = open_run(r)
+    try:
+        stored = run.store.get_meta("comparability")["arms"]
+        assert "prompts_sha" in stored["mem"]["plugins"][0]
+        assert stored["gold"]["plugins"] == []  # arms without plug-ins: the snapshot as before
+    finally:
+        run.close()
+    open_run(experiment.load(write(tmp_path, exp))).close()  # the same texts: comparable
+    monkeypatch.setattr(prompts, "REMINDER_HEAD", prompts.REMINDER_HEAD + " (reworded)")
+    with pytest.raises(ConfigError) as info:
+        open_run(experiment.load(write(tmp_path, exp)))
+    assert "arms.mem.plugins" in str(info.value) and "prompts_sha" in str(info.value)

@@ -162,3 +162,31 @@ def test_cli_serves_until_sigterm_and_refuses_a_bad_tasks_dir(tmp_path):
             proc.kill()
             proc.wait()
 
+
+
+async def test_mini_flavor_speaks_mini_swe_agents_conventions():
+    """flavor="mini": mini-SWE-agent's fence label, its count of played actions, its submit sentinel."""
+    import re
+
+    mini_regex = r"```mswea_bash_command\s*\n(.*?)\n```"  # mini-SWE-agent 2.x's text-mode action regex
+    steps = [s.command for s in builtin_task("stale-lock").solution]
+    async with SolutionEndpoint(api_key=KEY, flavor="mini") as ep:
+        channel = make_channel(ep.base_url, model="solution")
+        convo = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+        for i, step in enumerate(steps):
+            reply = (await channel.complete("agent", convo, None, _ctx("stale-lock"))).message.content
+            assert re.findall(mini_regex, reply, re.DOTALL) == [step] and ACTION_LABEL not in reply
+            convo += [{"role": "assistant", "content": reply}, {"role": "user", "content": f"<returncode>0</returncode>{i}"},
+                      {"role": "assistant", "content": "two blocks are a format error: ```mswea_bash_command\na\n```"
+                                                       "\n```mswea_bash_command\nb\n```"},
+                      {"role": "user", "content": "Please always provide EXACTLY ONE action"}]
+        reply = (await channel.complete("agent", convo, None, _ctx("stale-lock"))).message.content
+        (submit,) = re.findall(mini_regex, reply, re.DOTALL)
+        assert submit.startswith("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT &&")
+        out = subprocess.run(["bash", "-c", submit], capture_output=True, text=True).stdout
+        assert out.splitlines()[0] == "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+        native = await channel.complete("agent", convo[:2], NATIVE_TOOLS, _ctx("stale-lock"))  # native: unchanged
+        assert native.message.tool_calls[0].arguments == {"command": steps[0]}
+        await channel.aclose()
+    with pytest.raises(ValueError, match="flavor 'swe'"):
+        SolutionEndpoint(flavor="swe")

@@ -16,6 +16,8 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
         failure_classes: dict[str, str]              # its taxonomy: id → label, precedence order
         component_names: tuple[str, ...]             # reward components tabulated (() = as stored)
         export_formats: dict[str, str]               # format → help, beyond the generic "jsonl"
+        viewer_hints: dict                           # how the report's trajectory viewer shows its parts
+                                                     # (data only; see VIEWER_HINTS below)
 
         select(exp, source) -> Selection             # load and select the tasks
         check(exp, source, selection) -> None        # experiment-wide checks (ConfigError)
@@ -26,6 +28,8 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
         trial_context(r, spec, ctx) -> TrialContext        # adds its parts to the executor's
         async play(r, ctx, arm, limits, attempt) -> TrialRecord   # the episode and its Verdict
         smoke_task(r) -> (group, task)               # the task `run --smoke` plays
+        smoke_transcript(record) -> [(label, text)]  # what `run --smoke` shows of its trial ([]: nothing)
+        smoke_problem(record) -> str | None          # a valid smoke trial that still fails the check
         failure_context(config) -> Any               # what classify needs (AgentrigError: none)
         classify(record, context) -> FailureLabel | None
         action_sequence(record) -> tuple[token, …]   # for divergence; default: the tool calls
@@ -78,6 +82,19 @@ def json_sha(value: Any) -> str:
     return sha(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
 
 
+VIEWER_HINTS = """Rendering hints a benchmark gives the report's trajectory viewer (plain data, JSON):
+
+    {"code_arguments": {TOOL: ARGUMENT},   # a call of TOOL shows its string ARGUMENT as code
+                                           # (a shell command), not as the JSON of its arguments
+     "events": {"PLUGIN.KIND": {           # an event of the trajectory, shown as one line:
+         "label": str,                     #   its name in the viewer
+         "fields": [KEY, …],               #   data values shown on the line (KEY value)
+         "table": KEY,                     #   a list of objects shown as a table (e.g. tests)
+         "text": KEY}}}                    #   a long text shown folded (e.g. the verifier's output)
+
+The event's whole data stays one click away. Without hints the viewer shows calls and events as JSON."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """The generic limits of a trial, from the experiment's [run] table."""
@@ -110,6 +127,7 @@ class Benchmark:
     failure_classes: ClassVar[dict[str, str]] = {"other": "Other"}
     component_names: ClassVar[tuple[str, ...]] = ()
     export_formats: ClassVar[dict[str, str]] = {}
+    viewer_hints: ClassVar[dict[str, Any]] = {}  # see VIEWER_HINTS
 
     # -- tasks ------------------------------------------------------------------------------
     def select(self, exp: Any, source: Path) -> Selection:
@@ -149,6 +167,16 @@ class Benchmark:
 
     def smoke_task(self, r: Any) -> tuple[str, Any]:
         return r.tasks[0]
+
+    def smoke_transcript(self, record: Any) -> list[tuple[str, str]]:
+        """What ``run --smoke`` prints of the arm's smoke trial, as (label, text) lines in order
+        (e.g. ``("action", "ls -la")``); [] prints nothing beyond the verdict and the roles."""
+        return []
+
+    def smoke_problem(self, record: Any) -> str | None:
+        """Why a valid smoke trial still fails the smoke check (e.g. the model's replies could not
+        be parsed into actions); None: a valid trial passes, whatever its reward."""
+        return None
 
     # -- analysis ---------------------------------------------------------------------------
     def failure_context(self, config: dict) -> Any:

@@ -67,6 +67,21 @@ def _wanted(c: Collected, views: list[figures.ArmView]) -> dict[int, set[tuple[i
     return out
 
 
+def _viewer_hints(c: Collected) -> dict[str, Any]:
+    """The runs' benchmarks' rendering hints for the trajectory viewer, merged (``bench/base.py``)."""
+    from agentrig.bench.base import benchmark_of_config
+
+    out: dict[str, Any] = {"code_arguments": {}, "events": {}}
+    for run in c.runs:
+        try:
+            hints = benchmark_of_config(run.config).viewer_hints or {}
+        except AgentrigError:  # a run of a benchmark this agentrig does not know: no hints
+            continue
+        for part in out:
+            out[part].update(hints.get(part) or {})
+    return out
+
+
 def _embedded_summary(e: Embedded, total: int) -> str:
     n = len(e.blocks)
     size = f"{e.bytes / 1e6:.1f} MB" if e.bytes >= 1e5 else f"{e.bytes / 1e3:.0f} kB"
@@ -104,7 +119,8 @@ def build_context(c: Collected, *, analyses: dict[str, Analysis] | None = None, 
         else "No failure taxonomy (the analysis is unavailable, or every trial passed)."
     runs = [{"label": r.label, "dir": str(r.dir), "run_id": r.run_id, "arms": len(r.arm_names()),
              "tasks": len(r.task_keys()), "trials": r.trials} for r in c.runs]
-    meta = {"version": __version__, "runs": runs, "embedded": len(e.blocks), "complete": e.complete}
+    meta = {"version": __version__, "runs": runs, "embedded": len(e.blocks), "complete": e.complete,
+            "viewer": _viewer_hints(c)}
     return {
         "title": " + ".join(dict.fromkeys(r.name for r in c.runs)), "version": __version__,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -218,6 +218,7 @@ def print_smoke(out: Console, report: SmokeReport) -> None:
         out.print(Text.assemble((f"arm {a.arm}", "bold"), f"  task {a.task}: {trial}"))
         if a.problem:
             out.print(Text(f"  trial problem: {a.problem}", style="red"))
+        _print_transcript(out, a.transcript)
         for c in a.roles:
             mark = Text("  ✓ ", style="green") if c.status == "ok" else Text("  ✗ ", style="red")
             code = f"{c.code}: " if c.code and c.status != "ok" else ""
@@ -228,6 +229,19 @@ def print_smoke(out: Console, report: SmokeReport) -> None:
         Text("smoke check failed: fix the problems above before a full run", style="red")
     out.print(verdict)
     out.print(Text(f"smoke trials: {report.store}", style="dim"))
+
+
+_LABEL_STYLE = {"thought": "cyan", "reply": "cyan", "action": "bold", "observation": "dim", "submission": "green",
+                "format error": "red", "stop": "yellow", "tests": "magenta"}
+
+
+def _print_transcript(out: Console, lines: list[tuple[str, str]]) -> None:
+    """The benchmark's view of the smoke trial: one labelled block per line, indented."""
+    for label, text in lines:
+        body = text.rstrip("\n").split("\n")
+        out.print(Text(f"  {label:<13}", style=_LABEL_STYLE.get(label, "")) + Text(body[0]))
+        for line in body[1:]:
+            out.print(Text(" " * 15 + line))
 
 
 # --------------------------------------------------------------------------------------- export
@@ -245,9 +259,10 @@ def _pick(what: str, given: str | None, options: list[str], flag: str) -> str:
 
 
 def export_command(run_dir: Path, fmt: str, *, arm: str | None = None, domain: str | None = None,
-                   out_path: Path | None = None) -> tuple[int, Path]:
-    """Write the export; returns (how many records / simulations, the file written). ``jsonl`` is
-    generic; other formats are the run's benchmark's (``Benchmark.export``; τ²: ``tau2``)."""
+                   out_path: Path | None = None) -> tuple[int, Path, str]:
+    """Write the export; returns (how many, the file or directory written, what they are: "record(s)",
+    "simulation(s)" …). ``jsonl`` is generic; other formats are the run's benchmark's
+    (``Benchmark.export``; τ²: ``tau2``; terminal: ``terminal-bench``, ``mini-swe-agent``)."""
     from agentrig.bench.base import benchmark_of_config
 
     from .export import export_jsonl
@@ -260,12 +275,11 @@ def export_command(run_dir: Path, fmt: str, *, arm: str | None = None, domain: s
                 _pick("arm", arm, arms, "--arm")
             target = out_path or Path(run_dir) / "exports" / (f"{arm}.jsonl" if arm else "trials.jsonl")
             target.parent.mkdir(parents=True, exist_ok=True)
-            return export_jsonl(store, target, arm), target
+            return export_jsonl(store, target, arm), target, "record(s)"
         bench = benchmark_of_config(config)
         if fmt not in bench.export_formats:
             raise ConfigError(f"unknown export format {fmt!r}; use {' or '.join(['jsonl', *bench.export_formats])}")
-        n, target, _ = bench.export(fmt, store, config, Path(run_dir), arm=arm, domain=domain, out_path=out_path)
-        return n, target
+        return bench.export(fmt, store, config, Path(run_dir), arm=arm, domain=domain, out_path=out_path)
     finally:
         store.close()
 

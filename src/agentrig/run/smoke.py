@@ -44,6 +44,8 @@ class ArmSmoke:
     termination: str | None = None
     problem: str | None = None  # the trial's invalid cause or fatal error
     roles: list[RoleCheck] = field(default_factory=list)
+    # what the benchmark shows of the trial (Benchmark.smoke_transcript): (label, text) in order
+    transcript: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -63,7 +65,8 @@ class SmokeReport:
         return {"ok": self.ok, "store": str(self.store),
                 "arms": [{"arm": a.arm, "task": a.task, "ok": a.ok, "valid": a.valid, "reward": a.reward,
                           "termination": a.termination, "problem": a.problem,
-                          "roles": [vars(c) for c in a.roles]} for a in self.arms]}
+                          "roles": [vars(c) for c in a.roles],
+                          "transcript": [{"label": k, "text": t} for k, t in a.transcript]} for a in self.arms]}
 
 
 def smoke_task(r: Resolved) -> tuple[str, Any]:
@@ -107,8 +110,11 @@ async def _smoke_arm(ex: Executor, r: Resolved, arm: ArmPlan, domain: str, task:
         store.append(record)
         v = record.verdict
         out.valid, out.reward, out.termination = v.valid, v.reward, v.termination
+        out.transcript = list(ex.bench.smoke_transcript(record))
         if not v.valid:
             out.problem = v.invalid_cause or "invalid trial"
+        else:
+            out.problem = ex.bench.smoke_problem(record)
     calls = ctx.trajectory.model_calls
     channel = ex.channels[arm.name]
     for role in roles_to_check(r, arm):

@@ -8,7 +8,7 @@ environment never, every text passed through ``agentrig.redact``.
 (``Benchmark.comparability``; τ²: a hash of each selected task, of each domain's db files and
 policy texts, the user simulator's settings and a hash of its guidelines, the judge settings),
 the limits, and per arm the agent settings, the hash of its system prompt preamble, its
-plug-ins and the model settings of every role it calls (model, temperature, max_tokens, seed,
+plug-ins (with the hash of a plug-in's prompts where it has one) and the model settings of every role it calls (model, temperature, max_tokens, seed,
 extra_body, base_url — not keys, not concurrency or timeouts). ``differences(old, new)`` lists
 what changed; an arm, a task, a domain or a role present on one side only is an addition, not a
 difference (more trials, still comparable).
@@ -42,6 +42,18 @@ def _role_settings(r: Resolved, arm_index: int) -> dict[str, dict]:
     return out
 
 
+def _plugin(settings: Any) -> dict[str, Any]:
+    """A plug-in's settings, with the hash of its texts when the plug-in gives one (the memory
+    plug-in's prompts: a changed prompt makes old and new trials incomparable)."""
+    from agentrig import plugins
+
+    out = settings.model_dump(mode="json")
+    texts = getattr(plugins.REGISTRY.get(settings.kind), "prompts_sha", None)
+    if texts is not None:
+        out["prompts_sha"] = texts()
+    return out
+
+
 def comparability(r: Resolved) -> dict[str, Any]:
     exp = r.exp
     arms: dict[str, dict] = {}
@@ -53,7 +65,7 @@ def comparability(r: Resolved) -> dict[str, Any]:
         arms[arm.name] = {
             "agent": agent,
             "prompt_sha": sha(text),
-            "plugins": [p.model_dump(mode="json") for p in arm.plugins],
+            "plugins": [_plugin(p) for p in arm.plugins],
             "roles": _role_settings(r, i),
         }
     return {

@@ -21,8 +21,14 @@ the same answer):
   ``bash-action`` block (text); after the last one, the submit command
   (``echo AGENTRIG_SUBMIT && echo <note>``), again for every later request;
 - ``reasoning=True`` adds ``reasoning_content`` to every reply (to test that it is sent back);
+- ``flavor="mini"`` (``--flavor mini``) speaks mini-SWE-agent's conventions instead of agentrig's
+  bash agent's: text mode fences the action as ```` ```mswea_bash_command ```` (and counts the
+  replies that hold exactly one such block), and the submit command echoes mini's sentinel
+  ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` (``benchmarks/terminal_vs_mini.py``; mini sends the
+  ``X-Agentrig-*`` headers as ``extra_headers``);
 - role ``memory`` (the memory plug-in) gets the gold endpoint's memory replies, with the task's
-  first solution command as the note.
+  first solution command as the note, and — in the edit phase — a procedural entry for each failed
+  command in the window and for the command that fixed it (``_terminal_memory``).
 
 An unknown task or role, a task without a solution, or a request without the headers, is an HTTP
 400 whose message says what was wrong. Everything else (auth, faults at ``fault_rate`` from a
@@ -32,6 +38,7 @@ seeded generator, delay, usage figures, the control routes) is ``FakeEndpoint``'
 from __future__ import annotations
 
 import contextvars
+import re
 import shlex
 import threading
 from dataclasses import dataclass
@@ -43,11 +50,17 @@ from ..agents.bash_prompts import ACTION_LABEL, SUBMIT_SENTINEL, TOOL_NAME
 from ..errors import AgentrigError
 from ._fake_bodies import Fault
 from ._fake_server import FakeEndpoint
-from ._gold_texts import GoldRequestError, header_form, memory_reply
+from ._gold_texts import GoldRequestError, header_form
+from ._terminal_memory import memory_reply
 
-__all__ = ["SOLUTION_MODELS", "SolutionEndpoint", "SolutionResponder", "SolutionScript", "main"]
+__all__ = ["FLAVORS", "MINI_SUBMIT_SENTINEL", "SOLUTION_MODELS", "SolutionEndpoint", "SolutionResponder",
+           "SolutionScript", "main"]
 
 SOLUTION_MODELS = ("solution", "solution-agent", "solution-memory")
+FLAVORS = ("agentrig", "mini")
+MINI_ACTION_LABEL = "mswea_bash_command"  # mini-SWE-agent 2.x's text-mode fence label and submit sentinel
+MINI_SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+_MINI_ACTION = re.compile(r"```" + MINI_ACTION_LABEL + r"\s*\n(.*?)\n```", re.DOTALL)
 SUBMIT_NOTE = "solution played"
 _headers_var: contextvars.ContextVar[Any] = contextvars.ContextVar("solution_request_headers", default=None)
 
@@ -59,7 +72,9 @@ def _heredoc(script: str) -> str:
     return f"bash <<'{marker}'\n{script.rstrip()}\n{marker}"
 
 
-def _fenced(command: str) -> str:
+def _fenced(command: str, flavor: str = "agentrig") -> str:
+    if flavor == "mini":  # mini's action regex wants exactly three backticks
+        return f"```{MINI_ACTION_LABEL}\n{command}\n```"
     longest, run = 0, 0
     for ch in command:
         run = run + 1 if ch == "`" else 0
@@ -72,6 +87,7 @@ def _fenced(command: str) -> str:
 class SolutionScript:
     task_id: str
     commands: tuple[str, ...]
+    flavor: str = "agentrig"  # or "mini": mini-SWE-agent's fence label and submit sentinel
 
     @classmethod
     def from_task(cls, task: Any) -> "SolutionScript":
@@ -96,7 +112,13 @@ class SolutionScript:
         return cls(task.id, tuple(commands))
 
     def submit_command(self) -> str:
-        return f"echo {SUBMIT_SENTINEL} && echo {shlex.quote(SUBMIT_NOTE)}"
+        sentinel = MINI_SUBMIT_SENTINEL if self.flavor == "mini" else SUBMIT_SENTINEL
+        return f"echo {sentinel} && echo {shlex.quote(SUBMIT_NOTE)}"
+
+    def _one_action(self, content: str) -> bool:
+        if self.flavor == "mini":
+            return len(_MINI_ACTION.findall(content)) == 1
+        return parse_action(content)[0] is not None
 
     def first_step_text(self) -> str:  # the memory plug-in's note (gold endpoint's memory replies)
         return "run: " + self.commands[0].splitlines()[0][:200]
@@ -108,7 +130,7 @@ class SolutionScript:
                 continue
             if native:
                 n += sum(1 for tc in m.get("tool_calls") or () if ((tc or {}).get("function") or {}).get("name") == TOOL_NAME)
-            elif isinstance(m.get("content"), str) and parse_action(m["content"])[0] is not None:
+            elif isinstance(m.get("content"), str) and self._one_action(m["content"]):
                 n += 1
         return n
 
@@ -123,7 +145,7 @@ class SolutionScript:
             reply: dict = {"content": thought, "tool_calls": [
                 {"id": f"sol_{n + 1}", "name": TOOL_NAME, "arguments": {"command": command}}]}
         else:
-            reply = {"content": f"{thought}\n\n{_fenced(command)}"}
+            reply = {"content": f"{thought}\n\n{_fenced(command, self.flavor)}"}
         if reasoning:
             reply["reasoning_content"] = f"Reasoning for step {n + 1} of task {self.task_id}."
         return reply
@@ -132,7 +154,10 @@ class SolutionScript:
 class SolutionResponder:
     """``responder(body)`` for a FakeEndpoint whose requests carry agentrig's X-Agentrig-* headers."""
 
-    def __init__(self, tasks_dir: str | Path | None = None, *, reasoning: bool = False):
+    def __init__(self, tasks_dir: str | Path | None = None, *, reasoning: bool = False, flavor: str = "agentrig"):
+        if flavor not in FLAVORS:
+            raise ValueError(f"flavor {flavor!r}: use one of {', '.join(FLAVORS)}")
+        self.flavor = flavor
         if tasks_dir is None:
             from ..bench.terminal.taskfile import builtin_tasks_dir
 
@@ -154,7 +179,8 @@ class SolutionResponder:
                 scripts: dict[str, SolutionScript | GoldRequestError] = {}
                 for t in tasks:
                     try:
-                        scripts[header_form(t.id)] = SolutionScript.from_task(t)
+                        script = SolutionScript.from_task(t)
+                        scripts[header_form(t.id)] = SolutionScript(script.task_id, script.commands, self.flavor)
                     except (GoldRequestError, OSError) as exc:
                         scripts[header_form(t.id)] = GoldRequestError(str(exc))
                 self._scripts = scripts
@@ -197,8 +223,8 @@ class SolutionEndpoint(FakeEndpoint):
     """A FakeEndpoint whose replies play each terminal task's solution (see the module docstring)."""
 
     def __init__(self, tasks_dir: str | Path | None = None, *, models: tuple[str, ...] = SOLUTION_MODELS,
-                 reasoning: bool = False, record: bool = False, **kwargs: Any):
-        self.solutions = SolutionResponder(tasks_dir, reasoning=reasoning)
+                 reasoning: bool = False, record: bool = False, flavor: str = "agentrig", **kwargs: Any):
+        self.solutions = SolutionResponder(tasks_dir, reasoning=reasoning, flavor=flavor)
         super().__init__(models=models, responder=self.solutions, record=record, **kwargs)
 
     async def _chat_inner(self, request, body, sent, auth_ok):
@@ -219,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     add_server_arguments(ap, ",".join(SOLUTION_MODELS))
     ap.add_argument("--reasoning", action="store_true", help="add reasoning_content to every reply")
     ap.add_argument("--record", action="store_true", help="keep request records (GET /_fake/requests)")
+    ap.add_argument("--flavor", choices=FLAVORS, default="agentrig",
+                    help="mini: mini-SWE-agent's text-mode fence label and submit sentinel")
     args = ap.parse_args(argv)
     settings = server_settings(args)
     if isinstance(settings, str):
@@ -228,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --tasks {args.tasks}: not a directory; give a directory of task directories", file=sys.stderr)
         return 2
     try:
-        ep = SolutionEndpoint(args.tasks, reasoning=args.reasoning, record=args.record, **settings)
+        ep = SolutionEndpoint(args.tasks, reasoning=args.reasoning, record=args.record, flavor=args.flavor, **settings)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -70,7 +70,7 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
 
 
 async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0) -> TaskAudit:
-    from .benchmark import task_support
+    from .availability import task_support
 
     found = task_support(task, settings.kind, settings.network)
     base = dict(task_id=task.id, format=task.format)
@@ -95,7 +95,7 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0) -> Tas
 
 async def audit_tasks(tasks: list[Any], settings: SandboxSettings, concurrency: int = 4) -> list[TaskAudit]:
     """Audit every task, ``concurrency`` at a time; results in the tasks' order."""
-    from .benchmark import warn_local_once
+    from .availability import warn_local_once
 
     if settings.kind == "local":
         warn_local_once()

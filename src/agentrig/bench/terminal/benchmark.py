@@ -6,7 +6,7 @@
 Selection (``select``): the tasks of ``tasks`` (default: the built-in tasks), then every task the
 chosen sandbox cannot run is **excluded before the run**, with its reason, and never played:
 ``needs_container`` (a Dockerfile outside the subset bwrap replays, a compose file with several
-services, a prebuilt image; under ``local`` also any ``RUN`` step), ``needs_network`` (tests that
+services, a prebuilt image; under ``local`` without root also any ``RUN`` step), ``needs_network`` (tests that
 fetch from the network in a sandbox without it), ``invalid`` (a malformed task skipped with
 ``skip_invalid``), and ``broken_task`` — under ``bwrap`` the selected tasks' layers are built
 (once, cached by content hash: the trials reuse them) and a task whose own build fails is left
@@ -25,7 +25,6 @@ The failure taxonomy is ``FAILURE_CLASSES`` (the verifier's failure modes, plus 
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 from agentrig.bench.base import Benchmark, Limits, Selection, sha
 from agentrig.errors import ConfigError
 
+from .availability import bwrap_problem, build_check, task_support, warn_local_once
 from .sandbox.base import SandboxSettings
 from .settings import TerminalSettings
 
@@ -51,6 +51,19 @@ FAILURE_CLASSES: dict[str, str] = {
     "never_submitted": "Never submitted",
     "wrong_output": "Wrong output (tests failed)",
     "other": "Other",
+}
+# how the report's trajectory viewer shows a terminal trial (bench/base.py VIEWER_HINTS)
+VIEWER_HINTS: dict[str, Any] = {
+    "code_arguments": {"bash": "command"},
+    "events": {
+        "sandbox.command": {"label": "command ran", "fields": ["exit_code", "timed_out", "duration_s"]},
+        "verifier.result": {"label": "verifier", "fields": ["resolved", "reward", "failure_mode", "exit_code",
+                                                             "timed_out", "duration_s"],
+                            "table": "tests", "text": "output"},
+        "agent.submit": {"label": "submission", "text": "submission"},
+        "agent.stop": {"label": "agent stopped", "fields": ["termination", "detail"]},
+        "agent.format_error": {"label": "format error", "fields": ["problem"], "text": "reply"},
+    },
 }
 # [sandbox] fields that do not change what a trial sees (left out of comparability)
 _NOT_COMPARED = {"keep", "cache_dir", "bwrap_path", "build_timeout_s"}
@@ -102,61 +115,6 @@ def sandbox_settings(exp: Any, source: Path) -> SandboxSettings:
     return sb.model_copy(update=update) if update else sb
 
 
-def bwrap_problem(settings: SandboxSettings) -> str | None:
-    """Why the bwrap sandbox cannot work here at all (None: it may). Cheap: no sandbox is started."""
-    from .sandbox import SandboxError
-    from .sandbox.bwrap import bwrap_binary
-
-    try:
-        binary = bwrap_binary(settings.bwrap_path)
-    except SandboxError as exc:
-        return str(exc)
-    if not os.access(binary, os.X_OK):
-        return f"{binary} is not an executable file"
-    if os.geteuid() != 0:
-        return "not running as root: the bwrap sandbox enters its namespaces with setns, which needs root here"
-    return None
-
-
-def warn_local_once() -> None:
-    """The local sandbox warns at every start; a run or an audit shows the warning once, here."""
-    import warnings
-
-    from .sandbox.local import WARNING
-
-    warnings.warn(WARNING, UserWarning, stacklevel=3)
-    warnings.filterwarnings("ignore", message="sandbox kind 'local' runs task commands", category=UserWarning)
-
-
-def task_support(task: Any, kind: str, network: bool | None = None) -> Any:
-    """``taskmodel.support``, plus what the local sandbox cannot do: run a Dockerfile's RUN steps."""
-    from .sandbox import build_plan
-    from .taskmodel import TaskSupport, support
-
-    found = support(task, kind, network)
-    if found.ok and kind == "local":
-        plan = build_plan(task)
-        if any(s.op == "RUN" for s in plan.steps):
-            return TaskSupport(kind=kind, ok=False, reason="needs_container: the local sandbox does not run "
-                                                           "Dockerfile RUN steps on this machine")
-    return found
-
-
-async def build_check(tasks: list[Any], settings: SandboxSettings) -> dict[str, str]:
-    """Build (or find cached) each task's bwrap layer; task id → why its own build fails."""
-    from .sandbox import TaskBuildError, build_plan
-    from .sandbox.build import ensure_layer
-
-    broken: dict[str, str] = {}
-    for task in tasks:
-        try:
-            await ensure_layer(task, build_plan(task), settings)
-        except TaskBuildError as exc:
-            tag = exc.exclusion or "broken_task"
-            broken[task.id] = f"{tag}: {str(exc)[-600:]}"
-    return broken
-
-
 class TerminalBenchmark(Benchmark):
     kind = "terminal"
     settings_model = TerminalSettings
@@ -164,6 +122,9 @@ class TerminalBenchmark(Benchmark):
     agent_kinds = ("bash", "oracle", "flaky-oracle", "noop")
     failure_classes = FAILURE_CLASSES
     component_names = ()  # one component per test, as each verdict names them
+    viewer_hints = VIEWER_HINTS
+    export_formats = {"terminal-bench": "Terminal-Bench's results.json of one arm (n_resolved, accuracy, pass@k)",
+                      "mini-swe-agent": "per trial a mini-SWE-agent trajectory file (info, messages)"}
 
     # -- tasks ------------------------------------------------------------------------------
     def tasks_root(self, exp: Any, source: Path) -> Path:
@@ -245,8 +206,22 @@ class TerminalBenchmark(Benchmark):
                                 command_timeout_s=r.exp.benchmark.command_timeout_s, plugins=arm.plugins)
 
     def smoke_task(self, r: Any) -> tuple[str, Any]:
-        """The smallest built-in task when it is selected (write-marker), else the first."""
-        return next(((g, t) for g, t in r.tasks if t.id == "write-marker"), r.tasks[0])
+        """The smallest built-in task (write-marker), selected or not, when the sandbox can run it."""
+        from .smoke import smoke_task
+
+        sb = sandbox_settings(r.exp, r.source)
+        return smoke_task(r, GROUP, lambda task: task_support(task, sb.kind, sb.network).ok)
+
+    def smoke_transcript(self, record: Any) -> list[tuple[str, str]]:
+        """Thought, action, observation … of the smoke trial (``smoke.transcript``)."""
+        from .smoke import transcript
+
+        return transcript(record)
+
+    def smoke_problem(self, record: Any) -> str | None:
+        from .smoke import problem
+
+        return problem(record)
 
     # -- analysis ---------------------------------------------------------------------------
     def classify(self, record: Any, context: Any) -> Any:
@@ -284,7 +259,15 @@ class TerminalBenchmark(Benchmark):
                 out.append(("bash", sys.intern(" ".join(str(e.data.get("command", "")).split()))))
         return tuple(out)
 
-    # -- commands ---------------------------------------------------------------------------
+    # -- exports and commands ---------------------------------------------------------------
+    def export(self, fmt: str, store: Any, config: dict, run_dir: Path, *, arm: str | None = None,
+               domain: str | None = None, out_path: Path | None = None) -> tuple[int, Path, str]:
+        if fmt not in self.export_formats:
+            return super().export(fmt, store, config, run_dir, arm=arm, domain=domain, out_path=out_path)
+        from .export import export_run
+
+        return export_run(fmt, store, config, run_dir, arm=arm, out_path=out_path)
+
     def tasks_app(self) -> Any:
         from .commands import tasks_app
 

@@ -51,7 +51,7 @@ def _engines() -> dict[str, str | None]:
 
 
 def _support_rows(tasks: list[Any]) -> list[dict[str, Any]]:
-    from .benchmark import task_support
+    from .availability import task_support
 
     rows = []
     for t in tasks:

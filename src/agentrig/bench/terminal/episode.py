@@ -33,6 +33,7 @@ model call whose retries are exhausted → ``channel_error``. A ``FatalChannelEr
 
 Every command is recorded as a ``sandbox``/``command`` event (command, exit code, timed out,
 duration) whatever the agent's tool mode: the analysis reads the trial's command sequence there.
+A submission is recorded as an ``agent``/``submit`` event (its text, bounded).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ __all__ = ["AGENT_ENDS", "DEFAULT_COMMAND_TIMEOUT_S", "SessionSettings", "Termin
 DEFAULT_COMMAND_TIMEOUT_S = 180.0
 AGENT_ENDS = ("submitted", "agent_timeout", "format_errors", "limits_exceeded", "never_submitted")
 COMMAND_EVENT_CHARS = 2000  # characters of a command kept in its event
+SUBMISSION_EVENT_CHARS = 4000  # characters of a submission kept in its event
 
 
 @dataclass(frozen=True)
@@ -138,9 +140,11 @@ class TerminalSession:
         return out
 
     def submit(self, text: str = "") -> None:
-        """The agent phase ends: the agent says it is done (termination ``submitted``)."""
+        """The agent phase ends: the agent says it is done (termination ``submitted``). The
+        submission is kept as an ``agent``/``submit`` event (exports and ``--smoke`` show it)."""
         self.submitted = True
         self.submission = text
+        self.ctx.event("agent", "submit", submission=text[:SUBMISSION_EVENT_CHARS])
 
     async def upload(self, src: Path, dest: str) -> None:
         """Copy a host file or directory to ``dest`` (a task path such as ``/oracle/solution.sh``;

@@ -22,6 +22,17 @@ class MemoryFactory:
         """Validate an arm's memory settings (a ConfigError names the setting and the fix)."""
         return parse_settings(settings.options(), where)
 
+    def prompts_sha(self) -> str:
+        """A hash of every text the plug-in sends to the memory model or shows the agent: part of
+        the comparability snapshot, so a run is not resumed across a change of those texts."""
+        from agentrig.bench.base import json_sha
+
+        from . import prompts
+
+        texts = {name: value for name, value in vars(prompts).items()
+                 if isinstance(value, str) and not name.startswith("__")}
+        return json_sha(texts)
+
     def __call__(self, settings: PluginSettings, ctx: Any) -> MemoryPlugin:
         key = getattr(ctx, "key", None)
         where = f"arm {key.arm!r}" if key is not None else ""

@@ -47,8 +47,8 @@ TOOLS: list[dict] = [
           "a fact about the environment. Returns the new entry's id (K...).",
           "content", "The fact, short and self-contained."),
     _tool(SAVE_PROCEDURAL,
-          "Store one lesson from an attempt as a new procedural entry: a call that failed and why, a fix "
-          "that worked, an error pattern. Returns the new entry's id (P...).",
+          "Store one lesson from an attempt as a new procedural entry: a call or command that failed and "
+          "why, a fix that worked, an error pattern. Returns the new entry's id (P...).",
           "content", "The attempt and its outcome, short and self-contained."),
     _tool(DELETE,
           "Remove an entry that is wrong, outdated or superseded. To revise an entry, delete it and save "

@@ -19,26 +19,30 @@ from .window import View
 BANK_SHOWN_ABOVE = 50
 SHOWN_PER_KIND = 20
 
-_ROLE = ("You work beside an AI agent that is serving a customer with the help of tools. The agent's "
-         "conversation grows long, and what was said or learned early stops steering what it does next. ")
+# Benchmark-neutral wording: the same prompts serve an agent that talks with a user through tools
+# (τ²-bench) and one that runs shell commands for a task (terminal tasks).
+_ROLE = ("You work beside an AI agent that carries out a task with the help of tools: it may be serving "
+         "a user in a conversation, or working in a computer environment by running commands. Its run "
+         "grows long, and what was said or learned early stops steering what it does next. ")
 
 EDIT_SYSTEM = _ROLE + f"""\
 Your job in this step is to maintain a small memory bank for it. You do not speak to the agent or \
-the customer here; you only edit the bank, with the tools you are given.
+the user here; you only edit the bank, with the tools you are given.
 
 The bank has three parts:
 - status: your own private scratchpad on progress, open sub-goals and risks. Each update replaces \
 it entirely (at most {STATUS_MAX_CHARS} characters). The agent never sees it.
-- knowledge: stable facts, such as requirements and constraints that came up in the conversation, \
-identifiers, facts about the environment.
-- procedural: attempts and their outcomes, such as calls that failed and the reason, fixes that \
-worked, error patterns.
+- knowledge: stable facts, such as requirements and constraints from the task or the conversation, \
+identifiers, names and paths, facts about the environment.
+- procedural: attempts and their outcomes, such as tool calls or commands that failed and the \
+reason, fixes that worked, error patterns.
 Entries carry an id (K… knowledge, P… procedural) and the agent step at which they were saved.
 
 Read the latest window of the conversation against the bank, then make zero or more tool calls:
 - store only what could matter later and would be lost once this window scrolls away; never store \
 what the bank already says;
-- when a call failed, store the failure together with its cause;
+- when an action failed (a tool returned an error, a command exited with a non-zero code or timed \
+out), store the failure together with its cause, and later the fix that worked;
 - delete entries that turned out wrong or were superseded; to revise an entry, delete it and save \
 the new version;
 - one fact or one lesson per entry, in a sentence or two;
@@ -56,7 +60,7 @@ A reminder is an observation for the agent to verify against the conversation: a
 constraint that the next action could break, a failure that is about to be repeated in the same \
 way, an assumption that contradicts a stored fact or an earlier message. It never tells the agent \
 what to do, never lays out a plan and never gives orders. One to three sentences, saying what it rests on (what the \
-customer said, what a tool returned); the agent cannot see your bank or the turn numbers."""
+user or the task said, what a tool or a command returned); the agent cannot see your bank or the turn numbers."""
 
 DECIDE_SYSTEM = _ROLE + """\
 The agent is about to take its next action. You may hand it one short reminder, but silence is \
@@ -77,7 +81,7 @@ Answer with the reminder and nothing else, in this form (staying silent is not a
 <context_for_action>the reminder</context_for_action>"""
 
 ADVISOR_SYSTEM = _ROLE + """\
-You have no notes of your own: only the customer's requests and the latest window of the \
+You have no notes of your own: only the user's requests (the task) and the latest window of the \
 conversation. The agent is about to take its next action. You may hand it one short reminder, but \
 silence is the default: most steps need none, and a needless reminder distracts. Speak only when \
 something in the conversation bears on the very next action and the agent looks likely to \
@@ -130,7 +134,7 @@ def _bank_sections(bank: Bank, query_terms: Iterable[str] | None) -> list[str]:
 
 def _requests(view: View) -> str:
     body = "\n".join(f"[turn {t}] {text}" for t, text in view.requests)
-    return ("<requests>\nThe customer's messages before the window (later ones appear in the window):\n"
+    return ("<requests>\nThe user's messages before the window, oldest first (later ones appear in the window):\n"
             f"{body or '(none)'}\n</requests>")
 
 

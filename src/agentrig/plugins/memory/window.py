@@ -11,6 +11,12 @@ calls and their results (telecom's device actions) are left out.
   trajectory). The user's text messages inside that span are shown in place (they are not steps).
 - The **requests** are the user's text messages before the window's first step (so every user
   message so far is shown once: before the window or in it). User text is never cut.
+- **Command outputs as user messages** (a bash agent in text mode): a ``user`` message that comes
+  while a tool call of the agent's last message is still unanswered is that call's result — shown
+  as ``result of <tool>: …`` (cut like a tool result), never as a request. (τ²-bench never puts a
+  user message there: tool calls are answered by ``tool`` messages.) When the agent's text already
+  holds a call's arguments word for word (the action block of text mode), the call line does not
+  repeat them.
 - **Cutting**: an agent text, a tool call's arguments or a tool result longer than
   ``max_output_chars`` keeps its first ``max_output_chars`` characters followed by
   ``…[N more characters cut]``.
@@ -42,6 +48,14 @@ def _arguments(call: Any) -> str:
     return json.dumps(call.arguments if call.arguments is not None else {}, ensure_ascii=False)
 
 
+def _written_in(call: Any, text: str) -> bool:
+    """Whether every argument of ``call`` is a non-empty string found word for word in ``text``."""
+    args = call.arguments
+    if not isinstance(args, dict) or not args:
+        return False
+    return all(isinstance(v, str) and v.strip() and v in text for v in args.values())
+
+
 @dataclass(frozen=True)
 class View:
     requests: list[tuple[int, str]]  # (turn, text) of the user's messages before the window
@@ -57,13 +71,21 @@ class Conversation:
         self.limit = max_output_chars
         self._user: list[tuple[int, str]] = []  # every user text message so far
         self._seen = 0
+        self._pending = False  # a tool call of the latest agent message is unanswered
 
     def _catch_up(self) -> None:
         msgs = self.messages
         for i in range(self._seen, len(msgs)):
             m = msgs[i]
-            if m.role == "user" and m.content:
-                self._user.append((i, m.content))
+            if m.role == "assistant":
+                self._pending = bool(m.tool_calls)
+            elif m.role == "tool" and m.requestor != "user":
+                self._pending = False
+            elif m.role == "user" and m.content:
+                if self._pending:  # the output of the agent's command (text mode), not a request
+                    self._pending = False
+                else:
+                    self._user.append((i, m.content))
         self._seen = len(msgs)
 
     def window_start(self, k: int) -> tuple[int, int]:
@@ -93,16 +115,22 @@ class Conversation:
         names: dict[str, str] = {}
         lines: list[str] = []
         words: list[str] = []
+        pending: list[str] = []  # names of the latest agent message's unanswered calls
         for i in range(start, len(msgs)):
             m = msgs[i]
             role = m.role
             if role == "assistant":
+                text = ""
                 if m.content:
                     text = clip(m.content, limit)
                     lines.append(f"[turn {i}] agent: {text}")
                     words.append(text)
+                pending = [c.name for c in m.tool_calls]
                 for c in m.tool_calls:
                     names[c.id] = c.name
+                    if text and _written_in(c, text):
+                        lines.append(f"[turn {i}] agent calls {c.name} (arguments as in its text above)")
+                        continue
                     args = clip(_arguments(c), limit)
                     lines.append(f"[turn {i}] agent calls {c.name}({args})")
                     words += (c.name, args)
@@ -112,12 +140,19 @@ class Conversation:
                 if m.requestor == "user":
                     continue
                 name = names.get(m.tool_call_id or "", "a tool")
+                if name in pending:
+                    pending.remove(name)
                 head = "error from" if m.error else "result of"
                 text = clip(m.content or "", limit)
                 lines.append(f"[turn {i}] {head} {name}: {text}")
                 words.append(text)
             elif role == "user":
-                if m.content:  # the user's own tool calls are not the agent's to see
+                if m.content and pending:  # a command's output sent back as a user message (text mode)
+                    text = clip(m.content, limit)
+                    lines.append(f"[turn {i}] result of {pending[0]}: {text}")
+                    words.append(text)
+                    pending = []
+                elif m.content:  # the user's own tool calls are not the agent's to see
                     lines.append(f"[turn {i}] user: {m.content}")
                     words.append(m.content)
         return "\n".join(lines), "\n".join(words)

@@ -234,17 +234,36 @@
     return line;
   }
 
-  function messageBox(m, calls, history) {
-    const who = m.role === "tool" ? "tool result" + (m.requestor === "user" ? " (user's tool)" : "") : m.role === "assistant" ? "agent" : m.role;
-    const box = el("div", { class: "msg " + m.role + (m.error ? " error" : "") + (history ? " history" : "") });
+  // the benchmark's rendering hints (bench/base.py VIEWER_HINTS): data only, applied generically
+  const hints = meta.viewer || {};
+  const codeArgs = hints.code_arguments || {};
+  const eventHints = hints.events || {};
+
+  function callArgs(tc) {
+    // a call whose hinted argument is a string (a shell command) shows it as code, the rest as JSON
+    const key = codeArgs[tc.name];
+    const a = tc.arguments;
+    if (key && a && typeof a === "object" && !Array.isArray(a) && typeof a[key] === "string") {
+      const rest = Object.assign({}, a);
+      delete rest[key];
+      return [el("pre", { class: "code" }, a[key]), Object.keys(rest).length ? el("pre", null, pretty(rest)) : null];
+    }
+    return el("pre", null, tc.arguments !== undefined ? pretty(tc.arguments) : tc.arguments_raw);
+  }
+
+  function messageBox(m, calls, history, resultOf) {
+    // resultOf: the agent's unanswered call this user message answers (a text-mode observation)
+    const who = m.role === "tool" ? "tool result" + (m.requestor === "user" ? " (user's tool)" : "") : m.role === "assistant" ? "agent" :
+      resultOf ? "result of " + resultOf.name : m.role;
+    const box = el("div", { class: "msg " + m.role + (resultOf ? " result" : "") + (m.error ? " error" : "") + (history ? " history" : "") });
+    const forId = m.tool_call_id || (resultOf ? resultOf.id : null);
     box.appendChild(el("div", { class: "who" }, who, el("span", { class: "turn" }, " turn " + m.turn + (m.t !== undefined ? " · " + fmt(m.t, 2) + " s" : "") +
-      (m.tool_call_id ? " · for " + m.tool_call_id : "") + (history ? " · task history" : "") + (m.error ? " · ERROR" : ""))));
+      (forId ? " · for " + forId : "") + (history ? " · task history" : "") + (m.error ? " · ERROR" : ""))));
     if (m.reasoning) box.appendChild(el("details", { class: "reasoning" }, el("summary", null, "reasoning"), el("pre", null, m.reasoning)));
-    if (m.content) box.appendChild(m.role === "tool" ? longText(maybeJSON(m.content), "content") : el("pre", { class: "content" }, m.content));
+    if (m.content) box.appendChild(m.role === "tool" || resultOf ? longText(maybeJSON(m.content), "content") : el("pre", { class: "content" }, m.content));
     for (const tc of m.tool_calls || []) {
-      const args = tc.arguments !== undefined ? pretty(tc.arguments) : tc.arguments_raw;
       box.appendChild(el("div", { class: "toolcall" }, el("span", { class: "fn" }, tc.name), el("span", { class: "id" }, " " + (tc.id || "")),
-        el("pre", null, args), tc.arguments_error ? el("div", { class: "err" }, "arguments not a JSON object: " + tc.arguments_error) : null));
+        callArgs(tc), tc.arguments_error ? el("div", { class: "err" }, "arguments not a JSON object: " + tc.arguments_error) : null));
     }
     if (m.extra && Object.keys(m.extra).length) box.appendChild(el("details", null, el("summary", null, "provider fields"), el("pre", null, pretty(m.extra))));
     if (m.call !== undefined && calls[m.call]) box.appendChild(callLine(calls[m.call], m.call));
@@ -262,10 +281,38 @@
       d.injected ? el("pre", { class: "content" }, d.injected) : null, errors ? el("div", { class: "err" }, errors) : null);
   }
 
+  function hintedLine(e) {
+    // an event the benchmark gave a hint for: a line of its chosen values, a table, a folded text
+    const h = eventHints[e.plugin + "." + e.kind];
+    if (!h) return null;
+    const d = e.data || {};
+    const values = (h.fields || []).filter((k) => d[k] !== undefined && d[k] !== null && d[k] !== "" && d[k] !== false)
+      .map((k) => k.endsWith("_s") && typeof d[k] === "number" ? k.slice(0, -2).replace(/_/g, " ") + " " + fmt(d[k], 2) + " s"
+        : k.replace(/_/g, " ") + " " + (typeof d[k] === "number" ? fmt(d[k], 2) : typeof d[k] === "string" ? d[k] : pretty(d[k])));
+    const box = el("div", { class: "hinted" }, el("b", null, h.label || e.kind), values.length ? " · " + values.join(" · ") : "");
+    const rows = h.table ? d[h.table] : null;
+    if (Array.isArray(rows) && rows.length && typeof rows[0] === "object") {
+      const cols = Object.keys(rows[0]);
+      const table = el("table", { class: "checks" }, el("tr", null, cols.map((c) => el("th", null, c))));
+      // a row with a value that reads as a failure ("failed", "error") is marked
+      for (const r of rows) table.appendChild(el("tr", { class: Object.values(r).some((v) => /^(failed|error)$/i.test(String(v))) ? "bad" : "" },
+        cols.map((c) => el("td", null, typeof r[c] === "string" ? r[c] : pretty(r[c])))));
+      box.appendChild(table);
+    }
+    const text = h.text ? d[h.text] : null;
+    if (typeof text === "string" && text) {
+      const n = text.split("\n").length;
+      box.appendChild(n <= 6 ? el("pre", { class: "content" }, text)
+        : el("details", { class: "long" }, el("summary", null, h.text + " (" + n + " lines)"), el("pre", { class: "content" }, text)));
+    }
+    return box;
+  }
+
   function eventBox(e) {
-    const line = memoryLine(e);
+    const line = memoryLine(e) || hintedLine(e);
     const data = e.data && Object.keys(e.data).length ? el("pre", null, pretty(e.data)) : null;
-    return el("div", { class: "event" }, el("span", { class: "tag" }, "plug-in event"), " " + e.plugin + " · " + e.kind + " · turn " + e.turn,
+    return el("div", { class: "event" }, el("span", { class: "tag" }, eventHints[e.plugin + "." + e.kind] ? "event" : "plug-in event"),
+      " " + e.plugin + " · " + e.kind + " · turn " + e.turn,
       line, line && data ? el("details", null, el("summary", null, "event data"), data) : data);
   }
 
@@ -279,7 +326,15 @@
       for (const e of events) if (e.turn === turn) out.appendChild(eventBox(e));
       for (const [c, i] of loose) if (c.turn === turn) out.appendChild(callLine(c, i));
     };
-    a.messages.forEach((m, i) => { before(i); out.appendChild(messageBox(m, calls, i < (a.history_len || 0))); });
+    let pending = null;  // the latest agent message's first unanswered call
+    a.messages.forEach((m, i) => {
+      before(i);
+      let resultOf = null;
+      if (m.role === "assistant") pending = (m.tool_calls || [])[0] || null;
+      else if (m.role === "tool" && m.requestor !== "user") pending = null;
+      else if (m.role === "user" && m.content && pending) { resultOf = pending; pending = null; }
+      out.appendChild(messageBox(m, calls, i < (a.history_len || 0), resultOf));
+    });
     const end = a.messages.length;
     for (const e of events) if (e.turn >= end) out.appendChild(eventBox(e));
     for (const [c, i] of loose) if (c.turn >= end) out.appendChild(callLine(c, i));

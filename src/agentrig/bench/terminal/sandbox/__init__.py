@@ -74,7 +74,8 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
 
         context = getattr(task, "build_context", None)
         sandbox = LocalSandbox(plan=plan, context=Path(context) if context else None, workdir=workdir, env=plan.env,
-                               shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep)
+                               shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep,
+                               cache_dir=settings.resolved_cache_dir(), build_timeout_s=settings.build_timeout_s)
     else:
         from .docker import ContainerSandbox
 

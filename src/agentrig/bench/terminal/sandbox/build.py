@@ -75,8 +75,8 @@ def _skeleton(top: Path, workdir: str) -> None:
         (top / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
 
 
-def _copy_script(step: Any, context: Path) -> str:
-    """Shell commands doing a COPY/ADD inside the build sandbox (sources via the context mount)."""
+def _copy_script(step: Any, context: Path, mount: str = CONTEXT_MOUNT) -> str:
+    """Shell commands doing a COPY/ADD inside the build sandbox (sources via the context ``mount``)."""
     lines: list[str] = []
     sources: list[str] = []
     for source in step.sources:
@@ -93,7 +93,7 @@ def _copy_script(step: Any, context: Path) -> str:
             raise TaskBuildError(f"line {step.line}: {step.op} {source}: no file in the build context matches")
     dest = step.dest
     for rel in sources:
-        inside = shlex.quote(f"{CONTEXT_MOUNT}/{rel}")
+        inside = shlex.quote(f"{mount}/{rel}")
         host = context / rel
         if step.op == "ADD" and host.is_file() and _is_archive(host):
             lines.append(f"mkdir -p {shlex.quote(dest)} && tar -xf {inside} -C {shlex.quote(dest)}")

@@ -175,6 +175,11 @@ class BwrapSandbox:
             line = await asyncio.wait_for(self._proc.stdout.readline(), timeout=30)
         except asyncio.TimeoutError:
             line = b""
+        except asyncio.CancelledError:  # the run stops (fatal error, Ctrl-C): leave no bwrap behind
+            os.close(info_r)
+            with contextlib.suppress(Exception):
+                await self.close()
+            raise
         if line.strip() != b"ready":
             with contextlib.suppress(ProcessLookupError):
                 self._proc.kill()
@@ -190,8 +195,9 @@ class BwrapSandbox:
             raise SandboxError("bwrap did not report its child pid")
         try:
             await self.spawner.start(self.init_pid, self.cgroups.dirs if self.cgroups else None)
-        except SandboxError:
-            await self.close()
+        except (SandboxError, asyncio.CancelledError):
+            with contextlib.suppress(Exception):
+                await self.close()
             raise
 
     # -- commands ---------------------------------------------------------------------------

@@ -6,8 +6,11 @@ under the temporary root (``ROOT/app`` …): as root, every process runs in a pr
 namespace where they are bind-mounted at their absolute paths (``localns.py``), so tasks run
 unchanged; otherwise they are mapped under the root — ``sandbox_path("/app")`` is the directory
 commands should use — and ``AGENTRIG_ROOT`` in every command's environment names the root.
-Dockerfile ``RUN`` steps are never executed on the host (the task is refused with
-``needs_container``); ``WORKDIR``, ``ENV`` and ``COPY``/``ADD`` of local files are honoured.
+Dockerfile steps: as root, ``WORKDIR``/``COPY``/``ADD``/``RUN`` are played once per task in that
+private mount namespace, into a template cached by content hash, which each trial copies
+(``localbuild.py``) — the ``RUN`` steps run on this machine, unconfined like the agent's commands.
+Without root, ``RUN`` steps are never executed (the task is refused with ``needs_container``);
+``WORKDIR``, ``ENV`` and ``COPY``/``ADD`` of local files are honoured under the root.
 """
 
 from __future__ import annotations
@@ -21,20 +24,24 @@ from pathlib import Path
 
 from ..dockerfile import BuildPlan
 from ..shell import PersistentShell, close_drainers, run_process, subprocess_spawn
-from . import localns
+from . import localbuild, localns
 from .base import BASE_ENV, CommandResult, TaskBuildError
 
-WARNING = "sandbox kind 'local' runs task commands directly on this machine, without any isolation"
+WARNING = ("sandbox kind 'local' runs task commands directly on this machine, without any isolation "
+           "(Dockerfile RUN steps too)")
 
 
 class LocalSandbox:
     kind = "local"
 
     def __init__(self, *, plan: BuildPlan | None, context: Path | None, workdir: str, env: dict[str, str],
-                 shell: str = "stateless", output_limit: int = 10_000, keep: bool = False) -> None:
-        if plan is not None and any(s.op == "RUN" for s in plan.steps):
-            raise TaskBuildError("the local sandbox does not run Dockerfile RUN steps on the host", exclusion="needs_container")
+                 shell: str = "stateless", output_limit: int = 10_000, keep: bool = False,
+                 cache_dir: Path | None = None, build_timeout_s: float = 1800.0) -> None:
+        problem = localbuild.local_problem(plan, workdir)
+        if problem is not None:
+            raise TaskBuildError(problem.split(": ", 1)[-1], exclusion="needs_container")
         self.plan, self.context = plan, context
+        self.cache_dir, self.build_timeout_s = cache_dir, build_timeout_s
         self.root = Path(tempfile.mkdtemp(prefix="agentrig-local-"))
         # private mounts (root only): the task's absolute paths at the root's directories
         self.tops: list[str] | None = None
@@ -72,10 +79,25 @@ class LocalSandbox:
 
     async def start(self) -> None:
         warnings.warn(WARNING, stacklevel=2)
+        try:
+            await self._start()
+        except BaseException:  # a failed build or copy leaves no temporary root behind
+            await self.close()
+            raise
+
+    async def _start(self) -> None:
         if self.tops is not None:
             self.tops = localns.prepare(self.root, self.tops)
         Path(self._host(self.workdir)).mkdir(parents=True, exist_ok=True)
         (self.root / "root").mkdir(exist_ok=True)
+        if self.tops is not None and self.plan is not None and localbuild.needs_template(self.plan):
+            from .base import SandboxSettings
+
+            cache = self.cache_dir or SandboxSettings().resolved_cache_dir()
+            template = await localbuild.ensure_template(self.plan, self.context, self.workdir, self.tops, cache,
+                                                        timeout_s=self.build_timeout_s, output_limit=self.output_limit)
+            await localbuild.copy_template(template, self.root, self.tops, self.root / "root")
+            return
         for step in (self.plan.steps if self.plan else []):
             if step.op == "WORKDIR":
                 Path(self._host(step.dest)).mkdir(parents=True, exist_ok=True)

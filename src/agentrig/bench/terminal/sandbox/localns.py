@@ -60,9 +60,10 @@ def prepare(root: Path, tops: list[str]) -> list[str]:
 
 
 def wrap(argv: list[str], root: Path, tops: list[str], cwd: str,
-         binds: list[tuple[str, str, bool]] = ()) -> list[str]:
+         binds: list[tuple[str, str, bool]] = (), private_tmp: Path | None = None) -> list[str]:
     """``argv`` run in a private mount namespace with ``ROOT/top`` at ``/top`` for each top, then
-    ``binds`` (host path, path inside, read-only?) mounted, from ``cwd``."""
+    ``binds`` (host path, path inside, read-only?) mounted, then ``private_tmp`` (with what the binds
+    mounted inside it) at ``/tmp`` when given (Dockerfile builds: ``localbuild.py``), from ``cwd``."""
     lines = ["set -e"]
     for top in tops:
         lines.append(f"mount --bind {shlex.quote(str(root / top))} {shlex.quote('/' + top)}")
@@ -71,6 +72,8 @@ def wrap(argv: list[str], root: Path, tops: list[str], cwd: str,
         lines.append(f"mkdir -p {q} && mount --bind {shlex.quote(host)} {q}")
         if readonly:
             lines.append(f"mount -o remount,bind,ro {q}")
+    if private_tmp is not None:
+        lines.append(f"mount --rbind {shlex.quote(str(private_tmp))} /tmp")
     lines.append(f"cd {shlex.quote(cwd)} 2>/dev/null || cd {shlex.quote(str(root))}")
     lines.append('exec "$@"')
     return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\n".join(lines),

@@ -1,0 +1,347 @@
+"""agentrig's bash agent next to mini-SWE-agent, on the same built-in terminal tasks and endpoint.
+
+mini-SWE-agent is not an agentrig dependency; install it into the venv for this benchmark only:
+
+    .venv/bin/python -m pip install mini-swe-agent      # measured with 2.4.6
+    .venv/bin/python benchmarks/terminal_vs_mini.py [--concurrency 4] [--trials 2] [--mode native|text|both]
+
+Both sides play the same built-in tasks against the same scripted local endpoint, started as its
+own process (``python -m agentrig.testing.solution_endpoint``; ``--flavor mini`` for mini, which
+changes only the text-mode fence label and the submit sentinel to mini's), and every trial is
+checked by the task's tests (``tests/test_outputs.py``).
+
+- agentrig: an experiment of kind terminal with a ``bash`` arm, played by the runner's executor
+  exactly as ``agentrig run`` plays it: a bwrap sandbox per trial on the task's cached layer, the
+  agent phase through the channel, the verifier, one store transaction per trial;
+  ``concurrency = N`` in one process.
+- mini-SWE-agent: its Python API as its docs show — ``DefaultAgent(LitellmModel(...),
+  LocalEnvironment(...))`` with its own ``default.yaml`` templates (``LitellmTextbasedModel`` and
+  ``mini_textbased.yaml`` in text mode) — in N worker processes, each playing trials one after
+  the other (its batch mode runs N threads; the tasks write to ``/app``, so each worker is a
+  process with its own mount namespace where the trial's copy of the task's files is
+  bind-mounted at ``/app`` and the tests at ``/tests``: the one piece of isolation a local run of
+  these tasks cannot do without; commands otherwise run on the host, as LocalEnvironment runs
+  them). Then pytest on the task's tests with the same Python and flags as agentrig's verifier.
+  Needs root (mount namespaces).
+
+Reported side by side: trials per second at equal concurrency (after warm-up: layers built,
+imports done), trials solved, peak memory (RSS of the driving Python processes: agentrig's one
+runner, the sum of mini's workers), and the time per agent step at concurrency 1 on a task of
+``--steps`` trivial commands (model round trip + command + bookkeeping).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import json
+import multiprocessing as mp
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK_IDS = ["write-marker", "word-frequency", "log-error-summary", "merge-json-config", "fix-python-bug",
+            "csv-region-totals", "stale-lock", "harbor-dedupe-emails"]
+KEY = "sk-bench-terminal-vs-mini"
+CLONE_NEWNS = 0x00020000
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no download of its price table at import
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _cpu_s(who: int | None = None) -> float:
+    """CPU seconds of this process and of its waited-for children (bwrap, bash, pytest …), or of one."""
+    if who is not None:
+        u = resource.getrusage(who)
+        return u.ru_utime + u.ru_stime
+    return _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN)
+
+
+def start_endpoint(flavor: str, tasks: Path | None) -> tuple[subprocess.Popen, str]:
+    cmd = [sys.executable, "-m", "agentrig.testing.solution_endpoint", "--no-auth", "--flavor", flavor]
+    if tasks is not None:
+        cmd += ["--tasks", str(tasks)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def steps_task(root: Path, n: int) -> Path:
+    """A TB1 task whose solution is ``n`` trivial commands (for the time per step)."""
+    d = root / "many-steps"
+    (d / "tests").mkdir(parents=True, exist_ok=True)
+    (d / "task.yaml").write_text("instruction: |-\n  Run the steps, then write done to /app/done.txt.\n"
+                                 "parser_name: pytest\nmax_agent_timeout_sec: 300\n")
+    (d / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\n")
+    entries = "".join(f"- command: echo step {i}\n" for i in range(n - 1)) + "- command: echo done > /app/done.txt\n"
+    (d / "solution.yaml").write_text(entries)
+    (d / "tests" / "test_outputs.py").write_text("from pathlib import Path\n\ndef test_done():\n"
+                                                 "    assert Path('/app/done.txt').read_text().strip() == 'done'\n")
+    return d
+
+
+# ---------------------------------------------------------------- agentrig side (one process)
+
+async def _agentrig(work: Path, base_url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
+                    tasks: Path | None) -> dict:
+    from agentrig.run import experiment
+    from agentrig.run.executor import Executor
+    from agentrig.run.runner import close_channels, make_channels, open_run, plan
+
+    os.environ["BENCH_KEY"] = KEY
+    tasks_line = f'tasks = "{tasks}"\n' if tasks else ""
+    path = work / "exp.toml"
+    path.write_text(f'name = "vs-mini"\n[benchmark]\nkind = "terminal"\n{tasks_line}task_ids = {json.dumps(task_ids)}\n'
+                    f'[sandbox]\ncache_dir = "{work / "cache"}"\n'
+                    f'[run]\ntrials = {trials}\nconcurrency = {concurrency}\ndir = "{work / "run"}"\nmax_steps = 200\n'
+                    f'[channel]\nbase_url = "{base_url}"\napi_key_env = "BENCH_KEY"\nmodel = "solution"\n'
+                    f'[[arms]]\nname = "bash"\nagent = {{ kind = "bash", tool_mode = "{mode}", step_limit = 200 }}\n')
+    r = experiment.load(path)  # selects the tasks and builds their layers (cached): not timed
+    run = open_run(r)
+    specs = plan(r, run.store)
+    channels = make_channels(r, run.run_id)
+    try:
+        ex = Executor(r, run.store, run.run_id, channels)
+        cpu, own, started = _cpu_s(), _cpu_s(resource.RUSAGE_SELF), time.perf_counter()
+        await ex.run(specs)
+        elapsed, cpu, own = time.perf_counter() - started, _cpu_s() - cpu, _cpu_s(resource.RUSAGE_SELF) - own
+        recs = list(run.store.records(valid=True))
+        calls = sum(len(rec.trajectory.model_calls) for rec in recs)
+        n = max(1, len(recs))
+        events = [e for rec in recs for e in rec.trajectory.events]
+        parts = {"trial": sum(rec.duration_s for rec in recs) / n,
+                 "verifier": sum(e.data.get("duration_s", 0) for e in events if e.plugin == "verifier") / n,
+                 "commands": sum(e.data.get("duration_s", 0) for e in events if e.kind == "command") / n,
+                 "model": sum(c.latency_s or 0 for rec in recs for c in rec.trajectory.model_calls) / n}
+    finally:
+        await close_channels(channels)
+        run.close()
+    return {"trials": ex.stats.finished, "solved": ex.stats.successes, "seconds": elapsed, "model_calls": calls,
+            "rss_mb": _rss_mb(), "workers": 1, "cpu_s": cpu, "own_cpu_s": own, "parts": parts}
+
+
+# ---------------------------------------------------------------- mini-SWE-agent side (N processes)
+
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True)
+
+
+def _mini_worker(jobs, results, ready, go, base_url: str, mode: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)  # first, while the process has one thread
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed: run as root")
+    _mount("--make-rprivate", "/")
+    import logging
+
+    import yaml
+    from minisweagent.agents.default import DefaultAgent
+    from minisweagent.environments.local import LocalEnvironment
+    from minisweagent.models.litellm_model import LitellmModel
+    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
+
+    import litellm
+
+    logging.disable(logging.WARNING)
+    litellm.suppress_debug_info = True  # else a "Provider List" banner per call (no price for model "solution")
+    cfg_name = "default.yaml" if mode == "native" else "mini_textbased.yaml"
+    import minisweagent
+
+    cfg = yaml.safe_load((Path(minisweagent.__file__).parent / "config" / cfg_name).read_text())
+    agent_cfg = {**cfg["agent"], "step_limit": 200, "cost_limit": 0}
+    agent_cfg.pop("mode", None)  # the interactive agent's setting
+    model_cls = LitellmModel if mode == "native" else LitellmTextbasedModel
+    ready.put(os.getpid())
+    go.wait()
+    cpu, own = _cpu_s(), _cpu_s(resource.RUSAGE_SELF)
+    while True:
+        job = jobs.get()
+        if job is None:
+            break
+        task_id, instruction, app_src, tests_dir, scratch = job
+        started = time.perf_counter()
+        trial = Path(tempfile.mkdtemp(dir=scratch))
+        shutil.copytree(app_src, trial / "app", symlinks=True)
+        _mount("--bind", str(trial / "app"), "/app")
+        _mount("--bind", "-o", "ro", tests_dir, "/tests")
+        try:
+            model = model_cls(model_name="openai/solution", cost_tracking="ignore_errors",
+                              model_kwargs={**cfg["model"].get("model_kwargs", {}), "api_base": base_url, "api_key": KEY,
+                                            "extra_headers": {"X-Agentrig-Task": task_id, "X-Agentrig-Role": "agent"}},
+                              **{k: v for k, v in cfg["model"].items() if k != "model_kwargs"})
+            env = LocalEnvironment(cwd="/app", timeout=60, env=cfg["environment"]["env"])
+            agent = DefaultAgent(model, env, **agent_cfg)
+            info = agent.run(instruction)
+            agent_s = time.perf_counter() - started
+            verdict = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
+                                      "--confcutdir=/tests", "--rootdir=/tests", "/tests/test_outputs.py"],
+                                     cwd="/app", capture_output=True, text=True, timeout=60)
+            results.put({"task": task_id, "status": info.get("exit_status"), "solved": verdict.returncode == 0,
+                         "calls": agent.n_calls, "seconds": time.perf_counter() - started, "agent_s": agent_s})
+        finally:
+            subprocess.run(["umount", "/tests"], check=False)
+            subprocess.run(["umount", "/app"], check=False)
+            shutil.rmtree(trial, ignore_errors=True)
+    results.put({"rss_mb": _rss_mb(), "cpu_s": _cpu_s() - cpu, "own_cpu_s": _cpu_s(resource.RUSAGE_SELF) - own})
+
+
+def _mini(work: Path, base_url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
+          tasks: Path | None) -> dict:
+    from agentrig.bench.terminal.sandbox import SandboxSettings, build_plan
+    from agentrig.bench.terminal.sandbox.build import ensure_layer
+    from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
+
+    loaded, _ = load_tasks(tasks or builtin_tasks_dir(), task_ids=task_ids)
+    settings = SandboxSettings(cache_dir=work / "cache")
+    templates = {}
+    for t in loaded:  # the task's /app as its Dockerfile builds it (agentrig's build layer): not timed
+        layer = asyncio.run(ensure_layer(t, build_plan(t), settings))
+        templates[t.id] = (str(layer.path / "top" / "app"), str(t.tests_dir))
+    ctx = mp.get_context("spawn")
+    jobs, results, ready, go = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event()
+    workers = [ctx.Process(target=_mini_worker, args=(jobs, results, ready, go, base_url, mode)) for _ in range(concurrency)]
+    for w in workers:
+        w.start()
+    for _ in workers:
+        ready.get(timeout=120)  # imports (litellm) done in every worker
+    scratch = work / "mini"
+    scratch.mkdir(exist_ok=True)
+    for _k in range(trials):
+        for t in loaded:
+            jobs.put((t.id, t.instruction, templates[t.id][0], templates[t.id][1], str(scratch)))
+    for _ in workers:
+        jobs.put(None)
+    started = time.perf_counter()
+    go.set()
+    done: list[dict] = []
+    ends: list[dict] = []
+    while len(done) < trials * len(loaded):  # a worker's last message (peak RSS, CPU) may come first
+        msg = results.get()
+        (ends.append(msg) if "rss_mb" in msg else done.append(msg))
+    elapsed = time.perf_counter() - started
+    ends += [results.get() for _ in range(len(workers) - len(ends))]
+    rss = [e["rss_mb"] for e in ends]
+    n = max(1, len(done))
+    parts = {"trial": sum(d["seconds"] for d in done) / n, "agent": sum(d["agent_s"] for d in done) / n,
+             "verifier": sum(d["seconds"] - d["agent_s"] for d in done) / n}
+    for w in workers:
+        w.join()
+    return {"trials": len(done), "solved": sum(d["solved"] for d in done), "seconds": elapsed,
+            "model_calls": sum(d["calls"] for d in done), "rss_mb": sum(rss) + _rss_mb(), "workers": concurrency,
+            "statuses": sorted({str(d["status"]) for d in done}), "cpu_s": sum(e["cpu_s"] for e in ends),
+            "own_cpu_s": sum(e["own_cpu_s"] for e in ends),
+            "parts": parts}
+
+
+# ---------------------------------------------------------------- driver
+
+def side(args) -> None:
+    work = Path(tempfile.mkdtemp(prefix=f"agentrig-vs-mini-{args.side}-"))
+    try:
+        task_ids = args.task_ids.split(",")
+        tasks = Path(args.tasks) if args.tasks else None
+        if args.side == "agentrig":
+            out = asyncio.run(_agentrig(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks))
+        else:
+            out = _mini(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks)
+        print(json.dumps(out))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(which: str, url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
+            tasks: Path | None = None) -> dict:
+    cmd = [sys.executable, __file__, "--side", which, "--base-url", url, "--mode", mode, "--trials", str(trials),
+           "--concurrency", str(concurrency), "--task-ids", ",".join(task_ids)]
+    if tasks is not None:
+        cmd += ["--tasks", str(tasks)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(f"{which} side failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--trials", type=int, default=2, help="trials per task")
+    ap.add_argument("--mode", choices=["native", "text", "both"], default="both")
+    ap.add_argument("--steps", type=int, default=30, help="commands in the per-step task (concurrency 1)")
+    ap.add_argument("--side", choices=["agentrig", "mini"], help=argparse.SUPPRESS)
+    ap.add_argument("--base-url", help=argparse.SUPPRESS)
+    ap.add_argument("--task-ids", default=",".join(TASK_IDS), help=argparse.SUPPRESS)
+    ap.add_argument("--tasks", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.side:
+        return side(args)
+    try:
+        import minisweagent
+    except ImportError:
+        raise SystemExit("mini-SWE-agent is not installed: .venv/bin/python -m pip install mini-swe-agent") from None
+    if os.geteuid() != 0:
+        raise SystemExit("needs root: agentrig's bwrap sandbox and mini's per-worker mount namespaces")
+    print(f"machine: {platform.machine()} {os.cpu_count()} cores ({_cpu()}), Python {platform.python_version()}, "
+          f"{platform.system()} {platform.release()}; load average {os.getloadavg()[0]:.2f}; "
+          f"mini-swe-agent {minisweagent.__version__}")
+    scratch = Path(tempfile.mkdtemp(prefix="agentrig-vs-mini-"))
+    servers = {f: start_endpoint(f, None) for f in ("agentrig", "mini")}
+    step_servers = {f: start_endpoint(f, scratch) for f in ("agentrig", "mini")}
+    steps_task(scratch, args.steps)
+    try:
+        modes = ["native", "text"] if args.mode == "both" else [args.mode]
+        rows = []
+        for mode in modes:
+            for which in ("agentrig", "mini"):
+                r = measure(which, servers[which][1], mode, args.trials, args.concurrency, TASK_IDS)
+                steps = [measure(which, step_servers[which][1], mode, 1, 1, ["many-steps"], scratch) for _ in range(3)]
+                per_step = statistics.median(x["seconds"] / max(1, x["model_calls"]) * 1000 for x in steps)
+                rows.append((mode, which, r, per_step))
+        print(f"\n{len(TASK_IDS)} built-in tasks × {args.trials} trials, concurrency {args.concurrency}; "
+              f"per step: one trial of {args.steps} commands at concurrency 1 (median of 3)")
+        head = f"{'mode':<7}{'harness':<10}{'trials':>7}{'solved':>7}{'seconds':>9}{'trials/s':>10}{'CPU s/trial':>12}" \
+               f"{'peak RSS MB':>13}{'ms/step':>9}{'ratio':>7}"
+        print(head + "\n" + "-" * len(head))
+        for mode in modes:
+            pair = {w: (r, s) for m, w, r, s in rows if m == mode}
+            base_rate = pair["mini"][0]["trials"] / pair["mini"][0]["seconds"]
+            for which in ("agentrig", "mini"):
+                r, per_step = pair[which]
+                rate = r["trials"] / r["seconds"]
+                print(f"{mode:<7}{which:<10}{r['trials']:>7}{r['solved']:>7}{r['seconds']:>9.2f}{rate:>10.2f}"
+                      f"{r['cpu_s'] / r['trials']:>12.2f}{r['rss_mb']:>13.0f}{per_step:>9.1f}{rate / base_rate:>6.2f}×")
+        print("\nwhere a trial's wall time goes (mean seconds per trial at this concurrency):")
+        for mode, which, r, _ in rows:
+            print(f"  {mode:<7}{which:<10}" + "  ".join(f"{k} {v:.3f}" for k, v in r["parts"].items())
+                  + f"  | CPU s/trial: harness process(es) {r['own_cpu_s'] / r['trials']:.3f}, "
+                    f"subprocesses {(r['cpu_s'] - r['own_cpu_s']) / r['trials']:.3f}")
+        print("\nagentrig: bwrap sandbox per trial (own mount/pid/net namespaces, overlay layer), verifier in a "
+              "fresh process; mini: LocalEnvironment (commands on the host; /app and /tests bind-mounted per trial)")
+    finally:
+        for proc, _ in [*servers.values(), *step_servers.values()]:
+            proc.terminate()
+            proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+if __name__ == "__main__":
+    main()

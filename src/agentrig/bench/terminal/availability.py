@@ -1,0 +1,71 @@
+"""What this machine's sandboxes can do with a task, before anything is played: whether bwrap can
+work at all, which sandbox kind can run a task (``task_support``), the build check that finds a
+task whose own build fails, and the local sandbox's one warning per run. Used by the benchmark,
+``audit`` and ``tasks list`` alike (so none of them imports another)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .sandbox.base import SandboxSettings
+
+__all__ = ["bwrap_problem", "build_check", "task_support", "warn_local_once"]
+
+
+def bwrap_problem(settings: SandboxSettings) -> str | None:
+    """Why the bwrap sandbox cannot work here at all (None: it may). Cheap: no sandbox is started."""
+    from .sandbox import SandboxError
+    from .sandbox.bwrap import bwrap_binary
+
+    try:
+        binary = bwrap_binary(settings.bwrap_path)
+    except SandboxError as exc:
+        return str(exc)
+    if not os.access(binary, os.X_OK):
+        return f"{binary} is not an executable file"
+    if os.geteuid() != 0:
+        return "not running as root: the bwrap sandbox enters its namespaces with setns, which needs root here"
+    return None
+
+
+def warn_local_once() -> None:
+    """The local sandbox warns at every start; a run or an audit shows the warning once, here."""
+    import warnings
+
+    from .sandbox.local import WARNING
+
+    warnings.warn(WARNING, UserWarning, stacklevel=3)
+    warnings.filterwarnings("ignore", message="sandbox kind 'local' runs task commands", category=UserWarning)
+
+
+def task_support(task: Any, kind: str, network: bool | None = None) -> Any:
+    """``taskmodel.support``, plus what the local sandbox cannot do here: without root, run a
+    Dockerfile's RUN steps; as root, place files outside the task's own top-level dirs and /tmp."""
+    from .sandbox import build_plan
+    from .sandbox.localbuild import local_problem
+    from .taskmodel import TaskSupport, support
+
+    found = support(task, kind, network)
+    if found.ok and kind == "local":
+        plan = build_plan(task)
+        workdir = plan.workdir if plan.has_workdir else getattr(task, "workdir", "/app")
+        reason = local_problem(plan, workdir)
+        if reason:
+            return TaskSupport(kind=kind, ok=False, reason=reason)
+    return found
+
+
+async def build_check(tasks: list[Any], settings: SandboxSettings) -> dict[str, str]:
+    """Build (or find cached) each task's bwrap layer; task id → why its own build fails."""
+    from .sandbox import TaskBuildError, build_plan
+    from .sandbox.build import ensure_layer
+
+    broken: dict[str, str] = {}
+    for task in tasks:
+        try:
+            await ensure_layer(task, build_plan(task), settings)
+        except TaskBuildError as exc:
+            tag = exc.exclusion or "broken_task"
+            broken[task.id] = f"{tag}: {str(exc)[-600:]}"
+    return broken
