@@ -247,17 +247,6 @@ def _print_transcript(out: Console, lines: list[tuple[str, str]]) -> None:
 # --------------------------------------------------------------------------------------- export
 
 
-def _pick(what: str, given: str | None, options: list[str], flag: str) -> str:
-    if given is not None:
-        if given not in options:
-            raise ConfigError(f"no {what} {given!r} in this run; {what}s: {', '.join(options)}")
-        return given
-    if len(options) == 1:
-        return options[0]
-    raise ConfigError(f"the run has {len(options)} {what}s ({', '.join(options)}); the tau2 format holds one: "
-                      f"choose it with {flag} NAME")
-
-
 def export_command(run_dir: Path, fmt: str, *, arm: str | None = None, domain: str | None = None,
                    out_path: Path | None = None) -> tuple[int, Path, str]:
     """Write the export; returns (how many, the file or directory written, what they are: "record(s)",
@@ -271,8 +260,8 @@ def export_command(run_dir: Path, fmt: str, *, arm: str | None = None, domain: s
     try:
         arms = [a["name"] for a in config["experiment"]["arms"]]
         if fmt == "jsonl":
-            if arm is not None:
-                _pick("arm", arm, arms, "--arm")
+            if arm is not None and arm not in arms:
+                raise ConfigError(f"no arm {arm!r} in this run; arms: {', '.join(arms)}")
             target = out_path or Path(run_dir) / "exports" / (f"{arm}.jsonl" if arm else "trials.jsonl")
             target.parent.mkdir(parents=True, exist_ok=True)
             return export_jsonl(store, target, arm), target, "record(s)"
