@@ -16,3 +16,31 @@ def make_channel(base_url: str, roles: tuple[str, ...] = ("agent",), *, key: str
     channel.update(settings)
     cfg = ChannelConfig(channel=ChannelSettings(**channel), roles={r: RoleConfig() for r in roles})
     return Channel(cfg, env={KEY_ENV: key})
+
+
+class EndpointProcess:
+    """A local endpoint's command line (``python -m agentrig.testing.<module> …``) as its own
+    process: it prints its base URL on the first line; ``stop`` ends it with SIGTERM (then KILL)."""
+
+    def __init__(self, module: str, *args: str, env: dict[str, str]):
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen([sys.executable, "-m", f"agentrig.testing.{module}", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        self.base_url = self.proc.stdout.readline().strip()
+        if not self.base_url.startswith("http://"):
+            self.stop()
+            raise RuntimeError(f"{module} did not start: {self.proc.stderr.read()}")
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

@@ -32,6 +32,8 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.replay import replay_gold
 from agentrig.run.store import Store
 
+from tests.support import EndpointProcess
+
 KEY_ENV = "AGENTRIG_GOLD_RUN_KEY"
 KEY = "sk-goldrun-Zq7Vw3Kp9TnX4bLm8RsY2cJd"
 DOMAINS = ("airline", "retail", "telecom", "mock")
@@ -82,26 +84,11 @@ def _agentrig() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-c", "from agentrig.cli import main; main()"]
 
 
-class GoldServer:
+class GoldServer(EndpointProcess):
     """The gold endpoint as its own process (CLI), with a key read from KEY_ENV."""
 
     def __init__(self, root: Path, *extra: str):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentrig.testing.gold_endpoint", "--data", str(root), "--api-key-env", KEY_ENV,
-             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), text=True)
-        self.base_url = self.proc.stdout.readline().strip()
-        if not self.base_url.startswith("http://"):
-            self.stop()
-            raise RuntimeError(f"gold endpoint did not start: {self.proc.stderr.read()}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().__init__("gold_endpoint", "--data", str(root), "--api-key-env", KEY_ENV, *extra, env=_env())
 
 
 def write_experiment(path: Path, base_url: str, root: Path, *, domains=DOMAINS, trials=1, concurrency=12,

@@ -6,6 +6,7 @@ Public names are re-exported by ``agentrig.testing.fake_endpoint``; import them 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 import random
@@ -21,6 +22,11 @@ from ._fake_bodies import (
     JSON_CT, TOOLS_REJECTED, Fault, ReplyError, build_completion, default_reply, fault_response,
     invalid_request_body, model_not_found_body, stream_events, unauthorized_body,
 )
+
+# The headers of the chat request being answered, for a responder that reads them (the gold and
+# solution endpoints find the task in X-Agentrig-Task): set by the chat handler, read in the
+# responder's call, which runs in the handler's own task.
+REQUEST_HEADERS: contextvars.ContextVar[Any] = contextvars.ContextVar("fake_request_headers", default=None)
 
 __all__ = ["DEFAULT_KEY", "TOOL_SUPPORT", "FakeEndpoint", "RecordedRequest"]
 
@@ -252,6 +258,7 @@ class FakeEndpoint:
             except ValueError:
                 body = _UNPARSEABLE
             sent, auth_ok = self._sent_key(request)
+            REQUEST_HEADERS.set(request.headers)
             resp = await self._chat_inner(request, body, sent, auth_ok)
             return web.Response() if resp is _DISCONNECTED else resp
         finally:

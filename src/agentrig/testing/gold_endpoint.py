@@ -42,7 +42,6 @@ is ``FakeEndpoint``'s.
 
 from __future__ import annotations
 
-import contextvars
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,14 +51,13 @@ from ..errors import AgentrigError
 from ._fake_bodies import Fault
 from ._gold_texts import (MEMORY_NOTE, GoldRequestError, _call_text, _info_text, _is_text, _opening,
                           header_form, judge_reply, memory_reply)
-from ._fake_server import FakeEndpoint
+from ._fake_server import REQUEST_HEADERS, FakeEndpoint
 
 __all__ = ["GOLD_MODELS", "MEMORY_NOTE", "GoldEndpoint", "GoldResponder", "GoldScript", "Step", "main"]
 
 GOLD_MODELS = ("gold", "gold-agent", "gold-user", "gold-judge", "gold-memory")
 TRANSFER = "transfer_to_human_agents"
 STOP = "###STOP###"
-_headers_var: contextvars.ContextVar[Any] = contextvars.ContextVar("gold_request_headers", default=None)
 _AMBIGUOUS = object()
 
 
@@ -257,7 +255,7 @@ class GoldResponder:
             return scripts
 
     def __call__(self, body: dict, headers: Any = None) -> dict | Fault:
-        headers = headers if headers is not None else _headers_var.get()
+        headers = headers if headers is not None else REQUEST_HEADERS.get()
         try:
             return self.reply(body, headers or {})
         except GoldRequestError as exc:
@@ -288,10 +286,6 @@ class GoldEndpoint(FakeEndpoint):
                  record: bool = False, **kwargs: Any):
         self.gold = GoldResponder(data_root)
         super().__init__(models=models, responder=self.gold, record=record, **kwargs)
-
-    async def _chat_inner(self, request, body, sent, auth_ok):
-        _headers_var.set(request.headers)
-        return await super()._chat_inner(request, body, sent, auth_ok)
 
 
 # ---------------------------------------------------------------------------------------- CLI

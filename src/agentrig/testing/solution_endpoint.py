@@ -37,7 +37,6 @@ seeded generator, delay, usage figures, the control routes) is ``FakeEndpoint``'
 
 from __future__ import annotations
 
-import contextvars
 import re
 import shlex
 import threading
@@ -49,7 +48,7 @@ from ..agents.bash import parse_action
 from ..agents.bash_prompts import ACTION_LABEL, SUBMIT_SENTINEL, TOOL_NAME
 from ..errors import AgentrigError
 from ._fake_bodies import Fault
-from ._fake_server import FakeEndpoint
+from ._fake_server import REQUEST_HEADERS, FakeEndpoint
 from ._gold_texts import GoldRequestError, header_form
 from ._terminal_memory import memory_reply
 
@@ -62,7 +61,6 @@ MINI_ACTION_LABEL = "mswea_bash_command"  # mini-SWE-agent 2.x's text-mode fence
 MINI_SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 _MINI_ACTION = re.compile(r"```" + MINI_ACTION_LABEL + r"\s*\n(.*?)\n```", re.DOTALL)
 SUBMIT_NOTE = "solution played"
-_headers_var: contextvars.ContextVar[Any] = contextvars.ContextVar("solution_request_headers", default=None)
 
 
 def _heredoc(script: str) -> str:
@@ -198,7 +196,7 @@ class SolutionResponder:
         return found
 
     def __call__(self, body: dict, headers: Any = None) -> dict | Fault:
-        headers = headers if headers is not None else _headers_var.get()
+        headers = headers if headers is not None else REQUEST_HEADERS.get()
         try:
             return self.reply(body, headers or {})
         except GoldRequestError as exc:
@@ -226,10 +224,6 @@ class SolutionEndpoint(FakeEndpoint):
                  reasoning: bool = False, record: bool = False, flavor: str = "agentrig", **kwargs: Any):
         self.solutions = SolutionResponder(tasks_dir, reasoning=reasoning, flavor=flavor)
         super().__init__(models=models, responder=self.solutions, record=record, **kwargs)
-
-    async def _chat_inner(self, request, body, sent, auth_ok):
-        _headers_var.set(request.headers)
-        return await super()._chat_inner(request, body, sent, auth_ok)
 
 
 def main(argv: list[str] | None = None) -> int:

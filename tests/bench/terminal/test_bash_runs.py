@@ -33,6 +33,8 @@ import pytest
 
 from agentrig.run.store import Store
 
+from tests.support import EndpointProcess
+
 from .run_support import BUILTIN_TASKS, experiment, records
 from .sandbox_support import needs_root_bwrap
 
@@ -65,26 +67,11 @@ def _run(toml: Path, *extra: str) -> dict:
     return json.loads(done.stdout)
 
 
-class SolutionServer:
+class SolutionServer(EndpointProcess):
     """The solution endpoint as its own process (its CLI), accepting the key held in KEY_ENV."""
 
     def __init__(self, *extra: str):
-        self.proc = subprocess.Popen([sys.executable, "-m", "agentrig.testing.solution_endpoint", "--api-key-env",
-                                      KEY_ENV, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
-                                     text=True)
-        self.base_url = self.proc.stdout.readline().strip()
-        if not self.base_url.startswith("http://"):
-            self.stop()
-            raise RuntimeError(f"the solution endpoint did not start: {self.proc.stderr.read()}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().__init__("solution_endpoint", "--api-key-env", KEY_ENV, *extra, env=_env())
 
 
 def bash_experiment(tmp: Path, name: str, base_url: str, cache: Path, *, modes=MODES, task_ids=None,

@@ -22,9 +22,7 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
 import textwrap
 import urllib.request
 from pathlib import Path
@@ -33,6 +31,8 @@ import pytest
 
 from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
 from agentrig.report import write_report
+
+from tests.support import EndpointProcess
 
 from ...report.cdp import Browser, find_chromium
 from .run_support import AGENTRIG, records, write_task
@@ -66,21 +66,12 @@ def agentrig(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 def serve(tasks: Path | None = None, record: bool = False):
     """The solution endpoint as its own process (its CLI); yields its base URL."""
     extra = (["--tasks", str(tasks)] if tasks is not None else []) + (["--record"] if record else [])
-    proc = subprocess.Popen([sys.executable, "-m", "agentrig.testing.solution_endpoint", "--api-key-env", KEY_ENV,
-                             "--models", "gpt-4.1,solution", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env())
+    server = EndpointProcess("solution_endpoint", "--api-key-env", KEY_ENV, "--models", "gpt-4.1,solution",
+                             *extra, env=_env())
     try:
-        base_url = proc.stdout.readline().strip()
-        if not base_url.startswith("http://"):
-            raise RuntimeError(f"the solution endpoint did not start: {proc.stderr.read()}")
-        yield base_url
+        yield server.base_url
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        server.stop()
 
 
 @pytest.fixture(scope="module")
