@@ -21,13 +21,18 @@ checked by the task's tests (``tests/test_outputs.py``).
   process with its own mount namespace where the trial's copy of the task's files is
   bind-mounted at ``/app`` and the tests at ``/tests``: the one piece of isolation a local run of
   these tasks cannot do without; commands otherwise run on the host, as LocalEnvironment runs
-  them). Then pytest on the task's tests with the same Python and flags as agentrig's verifier.
-  Needs root (mount namespaces).
+  them). Then pytest on the task's tests as agentrig's *cold* verifier command runs it: a fresh
+  ``python -s -P -m pytest -p no:cacheprovider --confcutdir=/tests -c /dev/null --rootdir=.
+  /tests/test_outputs.py -rA`` from ``/app`` with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` (agentrig
+  itself plays plain-pytest verifiers with its warm verifier). Needs root (mount namespaces).
 
 Reported side by side: trials per second at equal concurrency (after warm-up: layers built,
 imports done), trials solved, peak memory (RSS of the driving Python processes: agentrig's one
-runner, the sum of mini's workers), and the time per agent step at concurrency 1 on a task of
-``--steps`` trivial commands (model round trip + command + bookkeeping).
+runner, the sum of mini's workers), CPU seconds per trial, and the time per agent step at
+concurrency 1 on a task of ``--steps`` trivial commands (model round trip + command +
+bookkeeping). CPU is read from a cgroup of each side's own in the ``cpuacct`` hierarchy (root,
+cgroup v1), which counts every process a side starts — also those its long-lived helpers fork
+and reap themselves (agentrig's spawner factory and warm verifier); without it, from rusage.
 """
 
 from __future__ import annotations
@@ -60,11 +65,43 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+_CPUACCT: Path | None = None
+
+
+def _own_cpuacct() -> None:
+    """Move this process (and so all it starts) into a cpuacct cgroup of its own, when possible."""
+    global _CPUACCT
+    root = Path("/sys/fs/cgroup/cpuacct")
+    if os.geteuid() != 0 or not (root / "cpuacct.usage").exists():
+        return
+    d = root / f"agentrig-vs-mini-{os.getpid()}"
+    try:
+        d.mkdir(exist_ok=True)
+        (d / "cgroup.procs").write_text(str(os.getpid()))
+        _CPUACCT = d
+    except OSError:
+        _CPUACCT = None
+
+
+def _leave_cpuacct() -> None:
+    if _CPUACCT is not None:
+        (_CPUACCT.parent / "cgroup.procs").write_text(str(os.getpid()))
+        for _ in range(50):
+            try:
+                _CPUACCT.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
 def _cpu_s(who: int | None = None) -> float:
-    """CPU seconds of this process and of its waited-for children (bwrap, bash, pytest …), or of one."""
+    """CPU seconds of everything this side started (its cpuacct cgroup; else this process and its
+    waited-for children), or of one rusage target."""
     if who is not None:
         u = resource.getrusage(who)
         return u.ru_utime + u.ru_stime
+    if _CPUACCT is not None:
+        return int((_CPUACCT / "cpuacct.usage").read_text()) / 1e9
     return _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN)
 
 
@@ -93,6 +130,23 @@ def steps_task(root: Path, n: int) -> Path:
 
 # ---------------------------------------------------------------- agentrig side (one process)
 
+def _helpers_rss_mb() -> float:
+    """Peak RSS of agentrig's long-lived helper processes (the spawner factory, the warm verifier)."""
+    from agentrig.bench.terminal.sandbox import spawner, warm
+
+    pids = [p.pid for p in (spawner._FACTORY[0] if spawner._FACTORY else None,
+                            warm._SERVER.proc if warm._SERVER else None) if p is not None]
+    total = 0.0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1]) / 1024
+        except OSError:
+            continue
+    return total
+
+
 async def _agentrig(work: Path, base_url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
                     tasks: Path | None) -> dict:
     from agentrig.run import experiment
@@ -120,6 +174,8 @@ async def _agentrig(work: Path, base_url: str, mode: str, trials: int, concurren
         calls = sum(len(rec.trajectory.model_calls) for rec in recs)
         n = max(1, len(recs))
         events = [e for rec in recs for e in rec.trajectory.events]
+        warm_trials = sum(1 for e in events if e.plugin == "verifier" and e.data.get("warm"))
+        helpers_mb = _helpers_rss_mb()
         parts = {"trial": sum(rec.duration_s for rec in recs) / n,
                  "verifier": sum(e.data.get("duration_s", 0) for e in events if e.plugin == "verifier") / n,
                  "commands": sum(e.data.get("duration_s", 0) for e in events if e.kind == "command") / n,
@@ -128,7 +184,8 @@ async def _agentrig(work: Path, base_url: str, mode: str, trials: int, concurren
         await close_channels(channels)
         run.close()
     return {"trials": ex.stats.finished, "solved": ex.stats.successes, "seconds": elapsed, "model_calls": calls,
-            "rss_mb": _rss_mb(), "workers": 1, "cpu_s": cpu, "own_cpu_s": own, "parts": parts}
+            "rss_mb": _rss_mb() + helpers_mb, "workers": 1, "cpu_s": cpu, "own_cpu_s": own, "parts": parts,
+            "warm_trials": warm_trials, "helpers_rss_mb": helpers_mb}
 
 
 # ---------------------------------------------------------------- mini-SWE-agent side (N processes)
@@ -183,9 +240,10 @@ def _mini_worker(jobs, results, ready, go, base_url: str, mode: str) -> None:
             agent = DefaultAgent(model, env, **agent_cfg)
             info = agent.run(instruction)
             agent_s = time.perf_counter() - started
-            verdict = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
-                                      "--confcutdir=/tests", "--rootdir=/tests", "/tests/test_outputs.py"],
-                                     cwd="/app", capture_output=True, text=True, timeout=60)
+            verdict = subprocess.run([sys.executable, "-s", "-P", "-m", "pytest", "-p", "no:cacheprovider",
+                                      "--confcutdir=/tests", "-c", "/dev/null", "--rootdir=.", "/tests/test_outputs.py",
+                                      "-rA"], cwd="/app", capture_output=True, text=True, timeout=60,
+                                     env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
             results.put({"task": task_id, "status": info.get("exit_status"), "solved": verdict.returncode == 0,
                          "calls": agent.n_calls, "seconds": time.perf_counter() - started, "agent_s": agent_s})
         finally:
@@ -221,6 +279,7 @@ def _mini(work: Path, base_url: str, mode: str, trials: int, concurrency: int, t
             jobs.put((t.id, t.instruction, templates[t.id][0], templates[t.id][1], str(scratch)))
     for _ in workers:
         jobs.put(None)
+    cpu_all = _cpu_s()
     started = time.perf_counter()
     go.set()
     done: list[dict] = []
@@ -229,6 +288,7 @@ def _mini(work: Path, base_url: str, mode: str, trials: int, concurrency: int, t
         msg = results.get()
         (ends.append(msg) if "rss_mb" in msg else done.append(msg))
     elapsed = time.perf_counter() - started
+    cpu_all = _cpu_s() - cpu_all
     ends += [results.get() for _ in range(len(workers) - len(ends))]
     rss = [e["rss_mb"] for e in ends]
     n = max(1, len(done))
@@ -238,7 +298,8 @@ def _mini(work: Path, base_url: str, mode: str, trials: int, concurrency: int, t
         w.join()
     return {"trials": len(done), "solved": sum(d["solved"] for d in done), "seconds": elapsed,
             "model_calls": sum(d["calls"] for d in done), "rss_mb": sum(rss) + _rss_mb(), "workers": concurrency,
-            "statuses": sorted({str(d["status"]) for d in done}), "cpu_s": sum(e["cpu_s"] for e in ends),
+            "statuses": sorted({str(d["status"]) for d in done}),
+            "cpu_s": cpu_all if _CPUACCT is not None else sum(e["cpu_s"] for e in ends),
             "own_cpu_s": sum(e["own_cpu_s"] for e in ends),
             "parts": parts}
 
@@ -247,6 +308,7 @@ def _mini(work: Path, base_url: str, mode: str, trials: int, concurrency: int, t
 
 def side(args) -> None:
     work = Path(tempfile.mkdtemp(prefix=f"agentrig-vs-mini-{args.side}-"))
+    _own_cpuacct()
     try:
         task_ids = args.task_ids.split(",")
         tasks = Path(args.tasks) if args.tasks else None
@@ -254,8 +316,10 @@ def side(args) -> None:
             out = asyncio.run(_agentrig(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks))
         else:
             out = _mini(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks)
+        out["cpu_method"] = "cpuacct cgroup" if _CPUACCT is not None else "rusage"
         print(json.dumps(out))
     finally:
+        _leave_cpuacct()
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -324,8 +388,14 @@ def main() -> None:
             print(f"  {mode:<7}{which:<10}" + "  ".join(f"{k} {v:.3f}" for k, v in r["parts"].items())
                   + f"  | CPU s/trial: harness process(es) {r['own_cpu_s'] / r['trials']:.3f}, "
                     f"subprocesses {(r['cpu_s'] - r['own_cpu_s']) / r['trials']:.3f}")
-        print("\nagentrig: bwrap sandbox per trial (own mount/pid/net namespaces, overlay layer), verifier in a "
-              "fresh process; mini: LocalEnvironment (commands on the host; /app and /tests bind-mounted per trial)")
+        print(f"\nCPU measured with: {rows[0][2].get('cpu_method', 'rusage')}")
+        print("agentrig: bwrap sandbox per trial (own mount/pid/net namespaces, overlay layer); verifier: the warm "
+              "verifier (pytest forked into the sandbox) for plain-pytest tasks, else a fresh process; peak RSS includes "
+              "its long-lived helpers (spawner factory, warm verifier); mini: LocalEnvironment (commands on the host; "
+              "/app and /tests bind-mounted per trial), cold pytest")
+        for mode, which, r, _ in rows:
+            if which == "agentrig":
+                print(f"  {mode}: {r.get('warm_trials', 0)} of {r['trials']} trials verified warm")
     finally:
         for proc, _ in [*servers.values(), *step_servers.values()]:
             proc.terminate()

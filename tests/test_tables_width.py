@@ -263,3 +263,24 @@ def test_wrapped_columns_never_break_a_word():
     text = _print(t, 60)
     assert all(f"task_number_{i}#0" in text for i in range(12))
     assert max(len(ln) for ln in text.splitlines()) <= 60
+
+
+@pytest.mark.parametrize("columns", (60, 80))
+def test_task_ids_are_whole_through_a_pipe_at_narrow_widths(tau2_root, columns):
+    """`agentrig tasks list | …` with COLUMNS=60/80: every id on one line, never wrapped or cut —
+    τ²'s telecom ids (longer than the line: printed whole) and the terminal built-ins."""
+    env = {**_env(), "COLUMNS": str(columns)}
+    data = ("--domain", "telecom", "--data", str(tau2_root))
+    tasks = json.loads(piped("tasks", "list", *data, "--json", env=env))["tasks"]
+    assert max(len(t["id"]) for t in tasks) > columns
+    text = piped("tasks", "list", *data, env=env)
+    cut_summaries = sum(t["summary"].endswith("…") for t in tasks)
+    assert_whole(text, columns, ids=tuple(t["id"] for t in tasks), allowed_ellipses=cut_summaries)
+    terminal = json.loads(piped("tasks", "list", "--bench", "terminal", "--json", env=env))["tasks"]
+    ids = tuple(t["id"] for t in terminal)
+    assert len(ids) >= 10
+    text = piped("tasks", "list", "--bench", "terminal", env=env)
+    assert_whole(text, columns, ids=ids)
+    rows = [ln for ln in text.splitlines() if ln.startswith("│ ")]
+    for i in ids:  # in the table (or its split tables), the id cell holds the whole id
+        assert any(ln.split("│")[1].strip() == i for ln in rows), i

@@ -40,11 +40,15 @@ def doctor(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Model id to check on that endpoint."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="NAME of the variable holding the key."),
     timeout_s: Optional[float] = typer.Option(None, "--timeout", help="Seconds per request (default: the role's timeout_s, 60)."),
+    wire: Optional[str] = typer.Option(None, "--wire", help="With --base-url: the API to speak: chat (default), responses or anthropic."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    from_file: Optional[str] = typer.Option(None, "--from", help="Check another client's file: codex:PATH, claude-code:PATH, "
+                                                                 "mini-swe-agent:PATH or env:PATH (docs/clients.md)."),
     sandbox: bool = typer.Option(False, "--sandbox", help="Check the terminal-task sandboxes instead (bwrap, local, docker, podman; or the KIND named)."),
     kind: Optional[str] = typer.Argument(None, help="With --sandbox: the one sandbox kind to check.", show_default=False),
 ) -> None:
-    """Diagnose the endpoints before a run: key, URL, network, model list, model, chat, tools.
+    """Diagnose the endpoints before a run: key, URL, network, model list, model, chat, the server,
+    the agent's own tool request, a forced tool call, silent prompt truncation, the context window.
     With --sandbox [KIND]: what the terminal sandboxes can do on this machine."""
     if sandbox or kind is not None:
         if not sandbox:
@@ -52,6 +56,12 @@ def doctor(
         from .bench.terminal.commands import sandbox_doctor
 
         raise typer.Exit(sandbox_doctor(kind, as_json))
+    if from_file is not None:
+        if config is not None or base_url:
+            raise AgentrigError("give either --from or --config/--base-url, not both")
+        from .channel.clientdoctor import doctor_from_command
+
+        raise typer.Exit(doctor_from_command(from_file, model=model, timeout_s=timeout_s, as_json=as_json, console=out))
     from .channel.diagnose import run_doctor
     from .config import ChannelConfig, ChannelSettings, load_channel_config
     from .report_console import print_doctor
@@ -62,12 +72,19 @@ def doctor(
         cfg = load_channel_config(config)
         if timeout_s:
             cfg.channel.timeout_s = timeout_s
+        from .run.request_shape import first_request_shapes
+
+        shapes, note = first_request_shapes(config)  # the doctor sends what the experiment's agent sends
+        if note and not as_json:
+            out.print(f"[dim]note: {note}[/]", highlight=False)
     else:
+        if wire not in (None, "chat", "responses", "anthropic"):
+            raise AgentrigError(f"--wire {wire!r}: expected chat, responses or anthropic (docs/channel.md, Wire formats)")
         cfg = ChannelConfig(channel=ChannelSettings(base_url=base_url, model=model, api_key_env=api_key_env,
-                                                    timeout_s=timeout_s))
+                                                    timeout_s=timeout_s, wire=wire))
     import asyncio
 
-    report = asyncio.run(run_doctor(cfg))
+    report = asyncio.run(run_doctor(cfg, shapes=shapes if config is not None else None))
     if as_json:
         sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
     else:
@@ -83,11 +100,13 @@ def run(
     smoke: bool = typer.Option(False, "--smoke", help="Play one task once per arm, exercising every role; report what works."),
     force: bool = typer.Option(False, "--force", help="Start a new run directory when the config changed incomparably."),
     run_dir: Optional[Path] = typer.Option(None, "--dir", help="Run directory (default: [run] dir, else runs/<name> beside the TOML)."),
+    estimate: bool = typer.Option(False, "--estimate", help="Estimate the whole plan's model calls, tokens and cost per arm and role (from the run's stored trials, else a smoke play); play nothing else."),
 ) -> None:
     """Play an experiment: every arm × task × trial not yet stored; rerun the same command to resume."""
     from .run.commands import run_command
 
-    raise typer.Exit(run_command(experiment, as_json=as_json, smoke=smoke, force=force, run_dir=run_dir))
+    raise typer.Exit(run_command(experiment, as_json=as_json, smoke=smoke, force=force, run_dir=run_dir,
+                                 estimate=estimate))
 
 
 @app.command("export")
@@ -129,6 +148,22 @@ def analyze(
 
 @app.command()
 @user_errors
+def usage(
+    run_dir: Path = typer.Argument(..., help="A run directory (as `agentrig run` printed it)."),
+    by: str = typer.Option("model,hour", "--by", help="Group by any of model, hour, day, role, arm, purpose (comma-separated)."),
+    role: Optional[str] = typer.Option(None, "--role", help="Only this role's calls."),
+    arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm."),
+    as_csv: bool = typer.Option(False, "--csv", help="Print CSV (one row per group, no total)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Requests, tokens and cost per model per hour (UTC), as a gateway's console shows them: to reconcile the two."""
+    from .analysis.usage_table import usage_command
+
+    raise typer.Exit(usage_command(run_dir, by=by, role=role, arm=arm, as_csv=as_csv, as_json=as_json, out=_wide(as_json or as_csv)))
+
+
+@app.command()
+@user_errors
 def compare(
     side_a: str = typer.Argument(..., help="RUN_DIR[:ARM] — the baseline side."),
     side_b: str = typer.Argument(..., help="RUN_DIR[:ARM] — the side under test (Δ = B − A)."),
@@ -159,6 +194,28 @@ def report(
 
 @app.command()
 @user_errors
+def instability(
+    run_dir: Path = typer.Argument(..., help="A run directory (as `agentrig run` printed it)."),
+    arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm (default: every arm with a model agent)."),
+    tasks: Optional[str] = typer.Option(None, "--tasks", help="Only these tasks: comma-separated ids (or domain/id)."),
+    samples: int = typer.Option(5, "--samples", help="Samples per decision step."),
+    temperature: float = typer.Option(0.5, "--temperature", help="Sampling temperature of the samples (> 0)."),
+    max_steps: int = typer.Option(15, "--max-steps", help="Resample the first N decision steps of each trial."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Calls in flight (default: the agent endpoint's max_concurrency)."),
+    only_estimate: bool = typer.Option(False, "--estimate", help="Print the calls, tokens and money it would take, and stop."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (estimate, totals, reports)."),
+) -> None:
+    """Decision instability: re-ask the agent model at each step of stored trials (exact prefix, nothing executed);
+    per step, how much the samples disagree with each other and with the action taken; validated against the reruns."""
+    from .run.instability_cmd import instability_command
+
+    raise typer.Exit(instability_command(run_dir, arm=arm, tasks=tasks, samples=samples, temperature=temperature,
+                                         max_steps=max_steps, concurrency=concurrency, only_estimate=only_estimate,
+                                         as_json=as_json, out=None if as_json else _wide(False)))
+
+
+@app.command()
+@user_errors
 def demo(
     base_dir: Path = typer.Option(Path("runs"), "--dir", help="where the demo's experiment files and runs go"),
 ) -> None:
@@ -173,6 +230,12 @@ from .bench.tau.commands import data_app  # noqa: E402
 
 app.add_typer(tasks_app, name="tasks", help="List, show and replay a benchmark's tasks (--bench KIND; default tau2).")
 app.add_typer(data_app, name="data", help="Fetch benchmark data.")
+from .analysis.guidelines_cmd import guidelines_app  # noqa: E402
+
+app.add_typer(guidelines_app, name="guidelines", help="Derive consistency guidelines from a run; show a guidelines file for review.")
+from .channel.commands import channel_app  # noqa: E402
+
+app.add_typer(channel_app, name="channel", help="Write the channel as another client's file (Codex, Claude Code, mini-swe-agent, .env).")
 app.command("audit", context_settings=AUDIT_SETTINGS, add_help_option=False)(audit_command)
 
 

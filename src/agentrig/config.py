@@ -11,7 +11,7 @@ The channel part of an experiment file:
     headers = { "X-Team" = "evals" }
     extra_body = { "provider" = { "sort" = "throughput" } }
 
-    [roles.agent]                  # agent, user, memory, judge: inherit [channel], may override it
+    [roles.agent]                  # agent, user, memory, judge, analyst: inherit [channel], may override it
     model = "openai/gpt-4.1"
     temperature = 0.0
 
@@ -34,8 +34,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ConfigError
 
-Role = Literal["agent", "user", "memory", "judge"]
-ROLES: tuple[Role, ...] = ("agent", "user", "memory", "judge")
+# analyst: writes consistency guidelines (`agentrig guidelines derive`), never called in a trial
+Role = Literal["agent", "user", "memory", "judge", "analyst"]
+ROLES: tuple[Role, ...] = ("agent", "user", "memory", "judge", "analyst")
+ToolChoice = Literal["auto", "required", "omit"]
+# the API a role's requests speak: chat completions, OpenAI Responses, Anthropic Messages (docs/channel.md)
+Wire = Literal["chat", "responses", "anthropic"]
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -63,6 +67,9 @@ class EndpointSettings(_Strict):
     temperature: float | None = None
     max_tokens: int | None = Field(None, ge=1)
     seed: int | None = None
+    # what a request with tools says about calling them: "auto" (sent), "required" (sent), "omit" (not sent)
+    tool_choice: ToolChoice | None = None
+    wire: Wire | None = None
 
     @field_validator("api_key_env")
     @classmethod
@@ -75,7 +82,16 @@ class EndpointSettings(_Strict):
 
 
 class ChannelSettings(EndpointSettings):
-    pass
+    """[channel] only: how the channel rides out an endpoint's outage and cuts hung requests
+    short (channel/breaker.py, channel/adaptive.py; docs/channel.md)."""
+
+    # how long calls wait for an endpoint that answered before and went down; 0 = no waiting
+    outage_wait_s: float = Field(600.0, ge=0)
+    # per (endpoint, model): after a warm-up, an attempt's timeout follows the observed latency
+    adaptive_timeout: bool = True
+    # "replay": answered responses kept per trial in the run directory and replayed when the same
+    # trial sends the same request again (run/replay_cache.py); never shared between trials
+    cache: Literal["off", "replay"] = "off"
 
 
 class RoleConfig(EndpointSettings):
@@ -111,6 +127,8 @@ class ResolvedRole(BaseModel):
     temperature: float | None = None
     max_tokens: int | None = None
     seed: int | None = None
+    tool_choice: ToolChoice = "auto"
+    wire: Wire = "chat"
 
 
 class ChannelConfig(_Strict):

@@ -114,6 +114,9 @@ def run_demo(console: Console, base_dir: Path | None = None) -> int:
     base = Path(base_dir or "runs").resolve()
     base.mkdir(parents=True, exist_ok=True)
     console.rule("[bold]agentrig demo[/]")
+    from .demo_terminal import start_probe
+
+    probe = start_probe()  # the terminal section's sandbox check, while sections 1 and 2 play
     console.print("[bold]1. An offline run[/]: the built-in bikeshop domain (16 tasks), three reference agents "
                   "and a scripted user, 4 trials per task.\n"
                   "   gold never fails; flaky-gold drops a state-changing action with probability 0.3; "
@@ -155,7 +158,7 @@ def run_demo(console: Console, base_dir: Path | None = None) -> int:
 
     from .demo_terminal import run_terminal_section
 
-    code, terminal_dirs = run_terminal_section(console, base, _fresh, KEY_ENV, key)
+    code, terminal_dirs = run_terminal_section(console, base, _fresh, KEY_ENV, key, probe=probe)
     if code:
         return code
     if terminal_dirs:

@@ -11,8 +11,13 @@
             ├── EndpointNotFound      404 on the path: the base URL is wrong
             ├── ModelNotFound         the endpoint does not serve the model id
             ├── QuotaExhausted        429 whose error says the quota or credit is used up
-            ├── ContextOverflow       the request is longer than the model's context
+            ├── ContextOverflow       the request is longer than the model's context (``prompt_tokens``
+            │                         and ``window`` when the server named them); inside a trial the
+            │                         episode turns one that is not the role's first request into the
+            │                         ending ``context_overflow`` (a valid trial, reward 0)
             └── BadRequest            400/422 with the server's message
+        PromptTruncated           the server answered, but its usage shows it cut the request (a
+                                  window smaller than the prompt): the trial is invalid
 
 Every ChannelError carries a ``Diagnosis`` (code, message, fix) shared with ``agentrig doctor``.
 Messages never contain a key: server text is passed through ``agentrig.redact`` first.
@@ -46,7 +51,11 @@ class DataError(AgentrigError):
 
 
 class ChannelError(AgentrigError):
-    """A model call that produced no completion."""
+    """A model call that produced no completion. ``attempts``: the failed attempts;
+    ``elapsed_s``: the call's wall time from its first attempt to the failure, waits included
+    (set by the channel)."""
+
+    elapsed_s: float = 0.0
 
     def __init__(self, diagnosis: Diagnosis, *, status: int | None = None, attempts: list | None = None):
         super().__init__(str(diagnosis))
@@ -84,7 +93,20 @@ class QuotaExhausted(FatalChannelError):
 
 
 class ContextOverflow(FatalChannelError):
-    pass
+    """The request does not fit the model's context window. ``prompt_tokens`` / ``window``: the
+    sizes the server named (None when it named none). ``first``: set by the trial's context when
+    the role had made no successful call in this trial before (the window is too small for the
+    task: the run stops); otherwise the conversation outgrew the window mid-trial."""
+
+    prompt_tokens: int | None = None
+    window: int | None = None
+    first: bool = True
+    request_chars: int | None = None  # the refused request's characters, messages + tools (set in a trial)
+
+
+class PromptTruncated(ChannelError):
+    """The server answered 200, but the ``usage.prompt_tokens`` it reported shows that it cut the
+    request to fit a window smaller than the prompt (Ollama's default window does this silently)."""
 
 
 class BadRequest(FatalChannelError):

@@ -55,6 +55,7 @@ class Usage(_Model):
     completion_tokens: int = 0
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None  # Anthropic's cache_creation_input_tokens (in prompt_tokens)
     reported: bool = True  # False when the endpoint sent no usage
 
     @property
@@ -72,6 +73,14 @@ class Attempt(_Model):
     detail: str | None = None
 
 
+def retries_of(attempts: list[Attempt]) -> int:
+    """THE definition of a call's retries, read by every view (the run's summary, the store's
+    trials and model_calls tables, ``analyze``, the report, the progress line): the attempts that
+    were followed by another one, i.e. attempts − 1 — for a call that succeeded and for one that
+    failed alike (a call that gave up after ``max_attempts`` = 6 made 5 retries)."""
+    return max(0, len(attempts) - 1)
+
+
 class Completion(_Model):
     role: str
     model: str
@@ -84,7 +93,7 @@ class Completion(_Model):
 
     @property
     def retries(self) -> int:
-        return len(self.attempts) - 1
+        return retries_of(self.attempts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,7 +142,8 @@ class ModelCall(_Model):
 
     ``purpose`` says what the call was for: ``agent``, ``user``, ``judge.nl``, ``memory.edit``,
     ``memory.decide`` … ``error`` is the failure code when the call failed (retries exhausted or a
-    fatal error): ``attempts`` then holds the failed attempts and ``usage`` is empty."""
+    fatal error): ``attempts`` then holds the failed attempts, ``usage`` is empty and
+    ``latency_s`` is the call's wall time over all its attempts and waits, as for an answered call."""
 
     role: str
     purpose: str
@@ -145,10 +155,11 @@ class ModelCall(_Model):
     finish_reason: str | None = None
     request_id: str | None = None
     error: str | None = None
+    sent_at: float | None = None  # Unix time (s) the call was sent: `agentrig usage --by hour` bins by it
 
     @property
     def retries(self) -> int:
-        return max(0, len(self.attempts) - 1) if self.error is None else len(self.attempts)
+        return retries_of(self.attempts)
 
 
 class PluginEvent(_Model):
@@ -171,6 +182,20 @@ class Transient(_Model):
     source: str = ""
 
 
+class AgentRequest(_Model):
+    """One ``agent``-role request of a trial, stored as a change of the trial's previous one, so
+    that the exact request of every agent step can be rebuilt (``agentrig instability``):
+    ``messages = previous[:keep] + tail``; ``tools`` is the previous request's when ``same_tools``.
+    ``params`` are the call's other arguments (``parallel_tool_calls`` …; the seed is not kept)."""
+
+    call: int  # index in Trajectory.model_calls
+    keep: int = 0
+    tail: list[dict[str, Any]] = []
+    same_tools: bool = False
+    tools: list[dict[str, Any]] | None = None
+    params: dict[str, Any] = {}
+
+
 class Trajectory(_Model):
     # the first ``history_len`` messages are the task's own ``message_history`` (already in the
     # initial state: the judge does not replay their tool calls)
@@ -178,6 +203,9 @@ class Trajectory(_Model):
     messages: list[Message] = []
     model_calls: list[ModelCall] = []
     events: list[PluginEvent] = []
+    # every agent-role request as a delta of the previous one (run/context.py records them; empty
+    # in trials stored before they were recorded: such trials cannot be resampled)
+    agent_requests: list[AgentRequest] = []
     # running counts: tool_errors (τ²-bench's num_errors), invalid_tool_args, unknown_tools,
     # format_errors (text mode), agent_steps, env_calls
     counters: dict[str, int] = {}
@@ -222,8 +250,11 @@ class RewardInfo(_Model):
     """Every reward component of τ²-bench, computed whether or not it is in ``reward_basis``.
 
     ``components[c]`` is 1.0/0.0 (or a product for ENV_ASSERTION), or None when it could not be
-    computed (NL_ASSERTION with no judge configured; ``notes[c]`` says why). ``reward`` is the
-    product over ``reward_basis`` (1.0 for an empty basis)."""
+    computed (NL_ASSERTION with no judge configured; ``notes[c]`` says why). ``unchecked`` names
+    the components that had nothing to check (no gold actions, no env_assertions, no
+    communicate_info, no nl_assertions …): their value is τ²-bench's 1.0, kept for the reward and
+    the exports, but they were not computed — figures show "—" for them and count them in no rate
+    (``computed``). ``reward`` is the product over ``reward_basis`` (1.0 for an empty basis)."""
 
     reward: float
     reward_basis: list[str] = []
@@ -236,6 +267,11 @@ class RewardInfo(_Model):
     communicate_checks: list[TextCheck] = []
     nl_assertions: list[TextCheck] = []
     notes: dict[str, str] = {}
+    unchecked: list[str] = []
+
+    def computed(self, name: str) -> float | None:
+        """The component's value when it was computed; None when it was not (None, or unchecked)."""
+        return None if name in self.unchecked else self.components.get(name)
 
 
 # termination reasons (τ²-bench's names where it has one)
@@ -249,6 +285,7 @@ TERMINATIONS = (
     "timeout",          # the trial's wall-clock limit
     "agent_error",      # the agent sent an empty message / could not produce one
     "user_error",       # the user simulator sent an empty message
+    "context_overflow",  # the conversation outgrew the model's context window mid-trial (valid, reward 0)
     "channel_error",    # a model call failed after retries: the trial is invalid
 )
 SCORED_TERMINATIONS = ("user_stop", "agent_transfer", "agent_stop")

@@ -14,7 +14,9 @@ from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
 from agentrig.bench.terminal.taskmodel import support
 from agentrig.channel.client import Channel
 from agentrig.config import ChannelConfig, ChannelSettings, Price, RoleConfig
+from agentrig.errors import ContextOverflow
 from agentrig.testing.fake_endpoint import FakeEndpoint
+from agentrig.testing.personalities import make_personality
 from agentrig.testing.solution_endpoint import SolutionEndpoint
 from agentrig.types import Transient
 
@@ -212,9 +214,11 @@ async def test_cost_limit_stops_the_trial_and_unparseable_replies_count(priced, 
     prices = {"fake-model": Price(input=1000.0, output=0.0)} if priced else {}
     channel = _priced_channel(fake.base_url, prices)
     s = await open_session(builtin_task("write-marker"), channel, tmp_path)
-    usage = {"usage": {"prompt_tokens": 1000, "completion_tokens": 0}}  # 1 USD a reply when priced
-    fake.push_reply({**block("echo a"), **usage}, {"content": "no action", **usage}, {**block("echo b"), **usage},
-                    {**block("echo c"), **usage}, {**block(SUBMIT), **usage})
+    # about 1 USD a reply when priced; the counts grow with the conversation, as a server's do (a
+    # count that stays put while the conversation grows is a cut prompt: PROMPT_TRUNCATED)
+    usage = [{"usage": {"prompt_tokens": 1000 + 100 * i, "completion_tokens": 0}} for i in range(5)]
+    fake.push_reply({**block("echo a"), **usage[0]}, {"content": "no action", **usage[1]},
+                    {**block("echo b"), **usage[2]}, {**block("echo c"), **usage[3]}, {**block(SUBMIT), **usage[4]})
     settings = AgentSettings(tool_mode="text", cost_limit=2.5, token_limit=None if priced else 2500)
     try:
         assert await play(s, settings) == "limits_exceeded"
@@ -279,9 +283,42 @@ async def test_the_window_is_learned_from_the_endpoints_overflow_error(tmp_path)
     assert [c.error for c in s.ctx.trajectory.model_calls if c.error] == ["CONTEXT_OVERFLOW"]
 
 
-async def test_a_window_too_small_for_the_prompt_stops_the_trial(fake, session):
-    assert await play(session, AgentSettings(context_tokens=256)) == "limits_exceeded"
-    assert chat_bodies(fake) == []
+async def test_a_window_too_small_for_the_first_request_raises_the_overflow(fake, session):
+    """Before any answered call eliding cannot help: the overflow propagates (the run stops)."""
+    with pytest.raises(ContextOverflow) as caught:
+        await play(session, AgentSettings(context_tokens=256))
+    assert chat_bodies(fake) == [] and caught.value.window == 256 and caught.value.first
+    assert "first request" in caught.value.diagnosis.message
+
+
+async def test_a_first_request_the_endpoint_refuses_raises_its_overflow(tmp_path):
+    async with FakeEndpoint(api_key=KEY, personality=make_personality("llama-cpp-overflow", window=300)) as fake:
+        channel = make_channel(fake.base_url)
+        s = await open_session(builtin_task("write-marker"), channel, tmp_path)
+        try:
+            with pytest.raises(ContextOverflow) as caught:
+                await play(s, TEXT)
+        finally:
+            await s.sandbox.close()
+            await channel.aclose()
+    assert caught.value.first and caught.value.window == 300 and len(chat_bodies(fake)) == 1
+
+
+async def test_outgrowing_the_window_mid_trial_ends_it_context_overflow(tmp_path):
+    """The model's own long replies (never elided) outgrow the window after a few answered
+    steps: old outputs are elided first, then the trial ends context_overflow."""
+    async with FakeEndpoint(api_key=KEY, responder=lambda body: block("seq 1 3000", before="x" * 3000)) as fake:
+        channel = make_channel(fake.base_url)
+        s = await open_session(builtin_task("write-marker"), channel, tmp_path)
+        try:
+            settings = AgentSettings(tool_mode="text", context_tokens=4000, elided_keep_chars=200)
+            assert await play(s, settings) == "context_overflow"
+        finally:
+            await s.sandbox.close()
+            await channel.aclose()
+    assert len(s.commands) >= 2 and not s.submitted  # it played some steps before the window was full
+    assert any(e.kind == "context_elided" for e in s.ctx.trajectory.events)
+    assert not [c for c in s.ctx.trajectory.model_calls if c.error]  # never sent a request that could not fit
 
 
 # ---------------------------------------------------------------------------------- prompt, reasoning, plug-ins

@@ -43,8 +43,11 @@ async def test_good_replies_become_calls_and_messages(fake, channel):
     system = b1["messages"][0]["content"]
     assert ctx.policy.strip() in system
     for spec in ctx.spec.agent_toolkit.tool_specs():
-        assert f"## {spec.name}" in system
-        assert json.dumps(spec.parameters, ensure_ascii=False) in system
+        head = f"## {spec.name}\n{spec.description}\nArguments: "
+        assert head in system
+        shown = system.split(head, 1)[1].split("\n", 1)[0]
+        assert "title" not in shown or "title" in json.dumps(spec.parameters.get("properties", {}))
+        assert json.loads(shown) == _without_titles(spec.parameters)  # τ²'s schema, less pydantic's titles
     assert '{"action": "respond", "content": "<your message>"}' in system
     assert b1["messages"][1] == {"role": "assistant",
                                  "content": json.dumps({"action": "respond", "content": GREETING})}
@@ -128,3 +131,34 @@ def test_parse_action_accepts(reply, expected):
 def test_parse_action_rejects(reply, problem):
     action, why = parse_action(reply)
     assert action is None and problem in why
+
+
+def _without_titles(schema):
+    """The schema with every ``title`` keyword removed (property names are kept)."""
+    if isinstance(schema, list):
+        return [_without_titles(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "properties":
+            out[key] = {name: _without_titles(sub) for name, sub in value.items()}
+        elif key != "title":
+            out[key] = _without_titles(value)
+    return out
+
+
+def test_the_tool_list_drops_title_keywords_but_not_a_property_called_title():
+    from types import SimpleNamespace
+
+    from agentrig.agents.prompts import tools_section
+
+    schema = {"title": "parameters", "type": "object", "required": ["title"],
+              "properties": {"title": {"title": "Title", "type": "string", "description": "The book's title."},
+                             "tags": {"title": "Tags", "type": "array", "items": {"type": "string", "title": "Tag"}}}}
+    text = tools_section([SimpleNamespace(name="add_book", description="Add a book.", parameters=schema)])
+    shown = json.loads(text.split("Arguments: ", 1)[1])
+    assert shown == {"type": "object", "required": ["title"],
+                     "properties": {"title": {"type": "string", "description": "The book's title."},
+                                    "tags": {"type": "array", "items": {"type": "string"}}}}
+    assert text.startswith("# Tools\n\n## add_book\nAdd a book.\nArguments: ")

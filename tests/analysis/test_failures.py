@@ -87,11 +87,24 @@ def test_success_and_invalid_are_not_failures():
 
 
 def test_ran_out_outranks_missing_and_is_not_an_early_stop():
-    for term in ("max_steps", "too_many_errors", "timeout", "too_many_format_errors"):
+    for term in ("max_steps", "too_many_errors", "timeout"):
         lab = label(trial([FIND], termination=term, comps={"DB": 0.0}, last_user=None))
         assert lab.primary == "ran_out" and lab.secondary == ["missing_action"]
         assert lab.evidence["ran_out"] == [term] and lab.termination == term
         assert lab.components == ["DB"]
+
+
+def test_format_errors_have_their_own_class_not_ran_out():
+    rec = trial([FIND], termination="too_many_format_errors", comps={"DB": 0.0}, last_user=None)
+    rec.trajectory.counters["format_errors"] = 3
+    lab = label(rec)
+    assert lab.primary == "format_errors" and lab.secondary == ["missing_action"]
+    assert "ran_out" not in lab.classes and "early_stop" not in lab.classes
+    assert lab.evidence["format_errors"] == ["too_many_format_errors (3 unusable replies)"]
+    assert CLASSES["format_errors"] == "Format errors"
+    counted = taxonomy([(rec.key, lab)])
+    by_id = {c.id: c for c in counted.classes}
+    assert by_id["format_errors"].primary == 1 and by_id["ran_out"].any == 0
 
 
 def test_missing_action():

@@ -25,7 +25,7 @@ def agentrig(*args: str, env_extra: dict | None = None, timeout: float = 60) -> 
 
 @pytest.fixture(scope="module")
 def server():
-    with ThreadedFakeEndpoint(api_key=KEY) as srv:
+    with ThreadedFakeEndpoint(api_key=KEY, personality="openai-style") as srv:  # its model calls tools on "auto"
         yield srv
 
 

@@ -32,12 +32,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-async def test_healthy_endpoint_passes_every_check(fake):
-    report = await run(fake.base_url)
-    assert [c.name for c in report.checks] == ["key", "base_url", "network", "models", "model", "chat", "tools"]
+async def test_healthy_endpoint_passes_every_check():
+    async with FakeEndpoint(api_key=KEY, personality="openai-style") as fake:  # its model calls tools on "auto"
+        report = await run(fake.base_url)
+    assert [c.name for c in report.checks] == ["key", "base_url", "network", "models", "model", "chat", "server",
+                                               "tools", "forced", "prompt", "window"]
     assert all(c.status == "pass" for c in report.checks), report.checks
     assert report.ok and report.skipped == []
-    assert all(c.latency_ms is not None for c in report.checks if c.name in ("network", "models", "chat", "tools"))
+    assert all(c.latency_ms is not None for c in report.checks
+               if c.name in ("network", "models", "chat", "tools", "forced", "prompt"))
     key = by_name(report)["key"]
     assert f"{len(KEY)} characters" in key.message and KEY_ENV in key.message
 
@@ -139,5 +142,7 @@ async def test_chat_faults(fake, fault, code):
 async def test_no_tool_support_is_a_warning(support):
     async with FakeEndpoint(api_key=KEY, tool_support=support) as fake:
         report = await run(fake.base_url)
-    c = by_name(report)["tools"]
+    c = by_name(report)["forced"]
     assert (c.status, c.code) == ("warn", "NO_TOOL_SUPPORT") and report.ok
+    agent = by_name(report)["tools"]  # the agent's own request: text back (ignore) or refused (reject)
+    assert (agent.status, agent.code) == ("warn", "NO_TOOL_CALLS" if support == "ignore" else "NO_TOOL_SUPPORT")

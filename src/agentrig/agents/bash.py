@@ -29,8 +29,11 @@ A small loop in the spirit of mini-SWE-agent, written for agentrig. One trial:
 Limits raise ``AgentStop("limits_exceeded", detail)``: ``step_limit`` model calls (the session
 bounds the commands: the run's ``max_steps``), ``cost_limit`` USD from the channel's price table (a model without a
 price turns the cost limit off, once noted as an event; ``token_limit`` still applies),
-``token_limit`` tokens, and a conversation that does not fit the context window even with every
-old observation elided. Every completion counts, unusable ones too (they were billed). The wall
+``token_limit`` tokens. A conversation that does not fit the context window even with every
+old observation elided raises ``AgentStop("context_overflow")``; when that happens before any
+model call of the trial was answered (the task's first request alone is too long), the endpoint's
+``ContextOverflow`` propagates instead: the window is too small for the task and the run stops.
+Every completion counts, unusable ones too (they were billed). The wall
 clock is the session's (``execute`` raises ``AgentStop("agent_timeout")``).
 
 Reasoning the endpoint returns stays in the trajectory's messages and, with ``send_reasoning``,
@@ -44,7 +47,9 @@ import re
 from typing import Any
 
 from agentrig.channel.usage import cost_of
-from agentrig.errors import ContextOverflow
+from agentrig.channel.faults import WINDOW_FIX
+from agentrig.channel.truncation import request_chars
+from agentrig.errors import ContextOverflow, Diagnosis
 from agentrig.types import Message, ToolCall
 
 from . import bash_prompts as texts
@@ -201,6 +206,7 @@ class BashAgent:
         return None
 
     async def _complete(self, transient: list) -> tuple[Any, int]:
+        refused: ContextOverflow | None = None
         for _ in range(MAX_OVERFLOWS):
             before = self.window.estimate(self.messages)
             fits, elided = self.window.fit(self.messages, self.observations)
@@ -208,21 +214,37 @@ class BashAgent:
                 self.ctx.event("agent", "context_elided", observations=elided, window=self.window.tokens,
                                tokens_before=before, tokens_after=self.window.estimate(self.messages))
             if not fits:
-                raise AgentStop("limits_exceeded", f"context: the conversation does not fit the model's context window "
-                                                   f"({self.window.tokens} tokens) even with old outputs elided")
+                self._too_small(refused, before)
+                raise AgentStop("context_overflow", f"the conversation does not fit the model's context window "
+                                                    f"({self.window.tokens} tokens) even with old outputs elided")
             request = with_transients(self.messages, self._anchor(), transient)
             try:
                 done, call = await self.ctx.complete("agent", request, self.tools, purpose="agent",
                                                      **({} if self.text_mode else
                                                         {"parallel_tool_calls": self.settings.parallel_tool_calls}))
             except ContextOverflow as exc:
-                window = self.window.learn(exc.diagnosis.message, request)
+                refused = exc
+                window = self.window.learn(exc.diagnosis.message, request, exc.window)
                 self.ctx.event("agent", "context_overflow", window=window, estimate=self.window.estimate(request))
                 continue
             self.window.calibrate(request, done.usage.prompt_tokens, done.usage.reported)
             return done, call
-        raise AgentStop("limits_exceeded", f"context: the endpoint refused {MAX_OVERFLOWS} requests in a row as longer "
-                                           "than the model's context")
+        self._too_small(refused, self.window.estimate(self.messages))
+        raise AgentStop("context_overflow", f"the endpoint refused {MAX_OVERFLOWS} requests in a row as longer "
+                                            "than the model's context")
+
+    def _too_small(self, refused: ContextOverflow | None, estimate: int) -> None:
+        """Before any answered call, eliding cannot help: the task's first request alone is too
+        long. Raise the overflow (the run stops: the window is too small for the task)."""
+        if self.steps:
+            return
+        if refused is None:  # the configured context_tokens refused it before it was sent
+            refused = ContextOverflow(Diagnosis(
+                "CONTEXT_OVERFLOW", f"the first request (about {estimate:,} tokens) does not fit the agent's "
+                                    f"context_tokens = {self.window.tokens:,}", WINDOW_FIX))
+            refused.window = self.window.tokens
+            refused.request_chars = request_chars(self.messages) + (len(json.dumps(self.tools)) if self.tools else 0)
+        raise refused
 
     # ------------------------------------------------------------------ the two modes
 

@@ -10,7 +10,8 @@ reported (the first estimate assumes 4 characters a token).
 Eliding changes only the agent's own request history, never the stored trajectory: the oldest
 observations first, each cut to its first and last ``keep`` characters with a note saying how
 much was left out; the newest observation last. When even that does not fit, nothing more can
-be done (``fit`` returns False) and the agent stops with ``limits_exceeded``.
+be done (``fit`` returns False) and the agent stops with ``context_overflow`` (or, before any
+answered call, lets the overflow stop the run: the window is too small for the task).
 """
 
 from __future__ import annotations
@@ -63,9 +64,10 @@ class ContextWindow:
         reserve = min(self.max_tokens or REPLY_RESERVE, self.tokens // 4)
         return self.tokens - reserve
 
-    def learn(self, error_message: str, request: list[dict]) -> int:
-        """Set the window after an overflow; returns it."""
-        named = window_from_error(error_message)
+    def learn(self, error_message: str, request: list[dict], named: int | None = None) -> int:
+        """Set the window after an overflow (``named``: the window the error carries, when the
+        channel read one); returns it."""
+        named = named or window_from_error(error_message)
         size = self.estimate(request)
         if named is not None:
             self.tokens = min(named, self.tokens or named)

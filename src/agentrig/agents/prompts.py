@@ -30,21 +30,17 @@ _TEXT_PREAMBLE = """\
 You are a customer-service agent. Help the customer you are talking with, and always act within
 the policy below."""
 
+# Text mode's additions are kept short (the first request must fit small windows: see
+# benchmarks/first_request_size.py and docs/tau2.md): the reply format, and a tool list that
+# carries τ²'s names, descriptions and argument schemas without pydantic's restated titles.
 TEXT_FORMAT = """\
-# How to reply
+# Reply format
 
-Every reply you write is exactly ONE JSON object and nothing else. It is one of two kinds:
-
-To use a tool:
-{"action": "<tool name>", "arguments": {<the tool's arguments>}}
-
-To send a message to the customer:
-{"action": "respond", "content": "<your message>"}
-
-One action per reply: after a tool action, wait for its result before doing anything else.
-Messages you receive that start with "Result of" are the outputs of your tools; messages that
-start with "Format error" mean your previous reply could not be read; every other message comes
-from the customer."""
+Each reply is exactly ONE JSON object and nothing else, either
+{"action": "<tool name>", "arguments": {<the tool's arguments>}} to use a tool, or
+{"action": "respond", "content": "<your message>"} to write to the customer.
+After a tool action, wait for its result. Messages starting with "Result of" are your tools'
+outputs, "Format error" means your last reply could not be read; all others are the customer's."""
 
 EXPECTED_SHAPE = ('{"action": "<tool name>", "arguments": {...}} or '
                   '{"action": "respond", "content": "<your message to the customer>"}')
@@ -100,12 +96,30 @@ def system_prompt(preamble_text: str, policy: str) -> str:
     return f"{preamble_text}\n\n# Policy\n\n{policy.strip()}\n"
 
 
+def _untitled(schema: object) -> object:
+    """A JSON schema without its ``title`` keywords (pydantic's restatement of each name); a
+    property that is itself called ``title`` is kept."""
+    if isinstance(schema, list):
+        return [_untitled(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _untitled(sub) for name, sub in value.items()}
+        else:
+            out[key] = _untitled(value)
+    return out
+
+
 def tools_section(specs: list) -> str:
-    """The tools as text: name, description and the JSON schema of the arguments."""
-    parts = ["# Tools", "", "These are the tools you can use:"]
+    """The tools as text: name, description and the JSON schema of the arguments (compact)."""
+    parts = ["# Tools"]
     for s in specs:
         parts += ["", f"## {s.name}", s.description or "(no description)",
-                  "Arguments (JSON schema): " + json.dumps(s.parameters, ensure_ascii=False)]
+                  "Arguments: " + json.dumps(_untitled(s.parameters), ensure_ascii=False, separators=(",", ":"))]
     return "\n".join(parts)
 
 

@@ -20,6 +20,8 @@ from rich.text import Text
 from agentrig.run.rundir import open_run_dir
 from agentrig.tables import FitTable, Stack
 
+from .instability_report import instability_report
+from .instability_view import print_reports
 from .memory import decisions_text, injected_text
 from .build import analyze_run
 from .summary import Analysis, ArmAnalysis, Estimate, Figures
@@ -33,12 +35,17 @@ def analyze_command(run_dir: Path, *, arm: str | None, as_json: bool, out: Conso
     store, config = open_run_dir(run_dir)
     try:
         analysis = analyze_run(store, config, run_dir=str(run_dir), arm=arm, resamples=resamples, seed=seed)
+        unstable = instability_report(store, arm)  # decision instability, when the run was resampled
     finally:
         store.close()
     if as_json:
-        (out.file if out is not None else sys.stdout).write(analysis.model_dump_json(indent=2) + "\n")
+        analysis.instability = unstable or []
+        text = analysis.model_dump_json(indent=2)
+        (out.file if out is not None else sys.stdout).write(text + "\n")
         return 0
     print_analysis(out, analysis)
+    if unstable:
+        print_reports(unstable, out)
     return 0
 
 
@@ -155,12 +162,13 @@ def _components(out: Console, arms: list[ArmAnalysis]) -> None:
     cols = [("component", "left")]
     for a in arms:
         cols += [(f"{escape(a.arm)} passed", "right", a.arm), ("in basis", "right", a.arm)]
-    t = _table("reward components (valid trials where computed; in basis = trials whose reward uses it)", *cols)
+    t = _table("reward components (valid trials where computed; —: in none; in basis = trials whose reward "
+               "uses it)", *cols)
     for c in dict.fromkeys(c for a in arms for c in a.overall.components):  # the benchmark's components
         cells = [c]
         for a in arms:
             r = a.overall.components[c]
-            cells += ["-" if r.rate is None else f"{_pct(r.rate)} ({r.passed}/{r.trials})", str(r.in_basis)]
+            cells += ["—" if r.rate is None else f"{_pct(r.rate)} ({r.passed}/{r.trials})", str(r.in_basis)]
         t.add_row(*cells)
     t.print(out)
 

@@ -259,7 +259,7 @@ def _read_records(store: Any, plan: Plan, arm: str, planned: set, tables: _TaskT
             basis = set(info.reward_basis)
             for c in plan.components or info.components:  # () : the components each verdict names
                 acc = comps.setdefault(c, [0, 0, 0])
-                value = info.components.get(c)
+                value = info.computed(c)  # None: not computed (or nothing to check): in no rate
                 if value is not None:
                     acc[0] += 1
                     acc[1] += int(is_success(value))

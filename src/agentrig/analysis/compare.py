@@ -15,6 +15,8 @@ Figures (per side, over the paired tasks):
   replacement, the same draw for both sides (so Δ of a resample is the mean of the per-task
   differences of the drawn tasks), stratified by domain (each domain keeps its task count),
   ``RESAMPLES`` draws from ``np.random.default_rng(seed)``, percentile interval;
+- the consistency gap, pass^1 − pass^k per task (k > 1), over the same tasks as pass^k, with
+  its paired-bootstrap CI; lower is better, so B is called better when the CI is below 0;
 - McNemar (exact, two-sided) on per-task pass/fail. A task passes on a side when MORE than half of
   its valid trials succeed (a tie, e.g. 2 of 4, is a fail). With b = tasks passing on A only and
   c = tasks passing on B only, p = min(1, 2 · Σ_{i ≤ min(b,c)} C(b+c, i) / 2^(b+c)); p = 1 when
@@ -63,8 +65,10 @@ JSON shape of ``agentrig compare --json`` (``Comparison.model_dump(mode="json")`
       "gate": {"enabled": true, "metric": "pass^1", "alpha": 0.05,
                "rule": "fail when the upper end of the 95% CI of Δpass^1 (B − A) is below 0 (…)",
                "tripped": true, "reason": "..."},   # reason null when not tripped
-      "exit_code": 1
+      "exit_code": 1,
+      "warnings": []     # e.g. guidelines derived from tasks a side is evaluated on
     }
+    (``metrics`` also holds "gap" — "gap (pass^1 − pass^k)" — when k > 1.)
 """
 
 from __future__ import annotations
@@ -177,6 +181,8 @@ class Comparison(BaseModel):
     verdict: str
     gate: Gate
     exit_code: int
+    # e.g. guidelines derived from tasks this side is evaluated on (see ``guideline_leakage``)
+    warnings: list[str] = []
 
 
 # ------------------------------------------------------------------------------------ figures
@@ -235,19 +241,28 @@ def significance(ci: tuple[float, float]) -> Significance:
     return "none"
 
 
+def task_gap(n: int, c: int, k: int) -> float:
+    """One task's consistency gap: pass^1 − pass^k (mean success minus every-time success)."""
+    return c / n - pass_hat_k_task(n, c, k)
+
+
 def _metric(name: str, k: int, tasks: list[TaskId], ca: Counts, cb: Counts, *, level: float,
-            resamples: int, rng: np.random.Generator) -> Metric:
+            resamples: int, rng: np.random.Generator, gap: bool = False) -> Metric:
+    """Δ of pass^k per task (``gap``: of pass^1 − pass^k, where lower is better: a CI above 0
+    is called worse)."""
     if not tasks:
         return Metric(name=name, k=k, tasks=0, note=f"no task has {k} valid trials on both sides")
-    va = np.array([pass_hat_k_task(*ca[t], k) for t in tasks])
-    vb = np.array([pass_hat_k_task(*cb[t], k) for t in tasks])
+    figure = (lambda n, c: task_gap(n, c, k)) if gap else (lambda n, c: pass_hat_k_task(n, c, k))
+    va = np.array([figure(*ca[t]) for t in tasks])
+    vb = np.array([figure(*cb[t]) for t in tasks])
     diffs = vb - va
     _, strata = np.unique([d for d, _ in tasks], return_inverse=True)
     ci = paired_bootstrap(diffs, strata, level=level, resamples=resamples, rng=rng)
     a, b = float(va.mean()), float(vb.mean())
     few = len(tasks) < MIN_TASKS
+    called = significance((-ci[1], -ci[0])) if gap else significance(ci)
     return Metric(name=name, k=k, tasks=len(tasks), a=a, b=b, delta=float(diffs.mean()), ci=ci,
-                  significance="none" if few else significance(ci),
+                  significance="none" if few else called,
                   note=f"only {len(tasks)} paired task(s); significance needs at least {MIN_TASKS}" if few else None)
 
 
@@ -274,6 +289,9 @@ def paired_stats(ca: Counts, cb: Counts, *, k: int, alpha: float = 0.05, resampl
         "pass^1": _metric("pass^1", 1, tasks, ca, cb, level=level, resamples=resamples, rng=rng),
         "pass^k": _metric(f"pass^{k}", k, tasks_k, ca, cb, level=level, resamples=resamples, rng=rng),
     }
+    if k > 1:  # the consistency gap: pass^1 − pass^k over the tasks with k valid trials on both sides
+        metrics["gap"] = _metric(f"gap (pass^1 − pass^{k})", k, tasks_k, ca, cb, level=level,
+                                 resamples=resamples, rng=rng, gap=True)
     cells = {"both": 0, "a_only": 0, "b_only": 0, "neither": 0}
     worse, better = [], []
     for t in tasks:
@@ -349,7 +367,8 @@ def decide(stats: Stats, diffs: list[Difference], *, metric: str, alpha: float, 
 
 def build(a: Side, b: Side, counts_a: Counts, counts_b: Counts, diffs: list[Difference], *,
           k: int, metric: str = "pass^1", alpha: float = 0.05, fail_if_worse: bool = False,
-          allow_mismatch: bool = False, resamples: int = RESAMPLES, seed: int = SEED) -> Comparison:
+          allow_mismatch: bool = False, resamples: int = RESAMPLES, seed: int = SEED,
+          warnings: list[str] | None = None) -> Comparison:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1 (got {alpha})")
     stats = paired_stats(counts_a, counts_b, k=k, alpha=alpha, resamples=resamples, seed=seed)
@@ -360,4 +379,23 @@ def build(a: Side, b: Side, counts_a: Counts, counts_b: Counts, diffs: list[Diff
         bootstrap=Bootstrap(resamples=resamples, seed=seed), metrics=metrics, mcnemar=stats.mcnemar,
         flips=stats.flips, config=ConfigCheck(differences=diffs), comparable=not mismatch,
         allow_mismatch=allow_mismatch, mismatch=mismatch, verdict=verdict, gate=gate,
-        exit_code=1 if gate.tripped else 0)
+        exit_code=1 if gate.tripped else 0, warnings=list(warnings or []))
+
+
+def guideline_leakage(label: str, comparability: dict | None, arm: str, tasks: Iterable[TaskId]) -> list[str]:
+    """A warning per guidelines plug-in of the arm whose guidelines were derived from tasks the
+    side is evaluated on (its source tasks, as the run's comparability snapshot recorded them,
+    against the side's played tasks)."""
+    plugins = (((comparability or {}).get("arms") or {}).get(arm) or {}).get("plugins") or []
+    played = {f"{d}/{t}" for d, t in tasks}
+    out = []
+    for p in plugins:
+        if not isinstance(p, dict) or p.get("kind") != "guidelines":
+            continue
+        overlap = sorted(played & set(p.get("source_tasks") or []))
+        if overlap:
+            shown = ", ".join(overlap[:5]) + (f", … {len(overlap) - 5} more" if len(overlap) > 5 else "")
+            out.append(f"{label}: its guidelines (file {p.get('file_sha')}, from run {p.get('source_run')} arm "
+                       f"{p.get('source_arm')}) were derived from {len(overlap)} of the {len(played)} task(s) it is "
+                       f"evaluated on ({shown}): not a held-out evaluation; derive on another split")
+    return out

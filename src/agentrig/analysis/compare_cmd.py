@@ -73,6 +73,14 @@ def load_side(spec: str, which: str) -> _Loaded:
     return _Loaded(side, counts, SideConfig(label, arm, config, comparability))
 
 
+def leakage(*sides: _Loaded) -> list[str]:
+    """Warnings for sides whose guidelines were derived from tasks they are evaluated on."""
+    out: list[str] = []
+    for s in sides:
+        out += cmp.guideline_leakage(s.side.label, s.config.comparability, s.side.arm, s.counts)
+    return out
+
+
 def _k(a: _Loaded, b: _Loaded) -> int:
     if a.side.trials and b.side.trials:
         return min(a.side.trials, b.side.trials)
@@ -94,7 +102,7 @@ def compare_command(side_a: str, side_b: str, *, as_json: bool, fail_if_worse: b
                           "nothing to pair (check the run directories, or play the runs first)")
     diffs = differences(a.config, b.config)
     result = cmp.build(a.side, b.side, a.counts, b.counts, diffs, k=_k(a, b), metric=metric, alpha=alpha,
-                       fail_if_worse=fail_if_worse, allow_mismatch=allow_mismatch)
+                       fail_if_worse=fail_if_worse, allow_mismatch=allow_mismatch, warnings=leakage(a, b))
     if as_json:
         out.file.write(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
         out.file.flush()
@@ -153,6 +161,8 @@ def render(out: Console, r: cmp.Comparison) -> None:
             if len(flips) > SHOWN_FLIPS:
                 out.print(Text(f"  … {len(flips) - SHOWN_FLIPS} more (see --json)", style="dim"))
     _render_config(out, r)
+    for w in r.warnings:
+        out.print(Text("WARNING: ", style="bold yellow") + Text(w), soft_wrap=True)
     refused = bool(r.mismatch) and not r.allow_mismatch
     out.print(Text("verdict: ", style="bold") + Text(r.verdict, style="bold red" if refused else "bold"))
     if r.gate.enabled:

@@ -37,7 +37,8 @@ from pydantic import BaseModel
 Kind = Literal["intended", "mismatch", "info"]
 
 # the role settings that change what a model is asked (snapshot.COMPARED_ROLE_FIELDS + header names)
-BEHAVIOUR_FIELDS = ("model", "temperature", "max_tokens", "seed", "extra_body", "base_url", "headers")
+BEHAVIOUR_FIELDS = ("model", "temperature", "max_tokens", "seed", "extra_body", "base_url", "tool_choice",
+                    "headers")
 EXECUTION_FIELDS = ("api_key_env", "timeout_s", "deadline_s", "max_attempts", "max_concurrency",
                     "backoff_base_s", "backoff_max_s")
 INFO_PATHS = {"run.seed", "run.concurrency", "run.max_invalid_retries", "agentrig"}

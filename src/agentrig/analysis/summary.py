@@ -51,7 +51,8 @@ Shape (``Analysis.model_dump()`` is what ``agentrig analyze --json`` prints)::
                                       tasks with at least 2 valid trials
       curve: list[PassK]              k = 1..n: {k, pass_hat: Estimate, pass_at, tasks, excluded}
       components: dict[str, ComponentRate]   DB, ENV_ASSERTION, ACTION, COMMUNICATE,
-                                      NL_ASSERTION: {trials (component not None), passed, rate,
+                                      NL_ASSERTION: {trials (computed: not None, not in
+                                      RewardInfo.unchecked), passed, rate (None: "—"),
                                       in_basis (valid trials whose basis holds it)}
       terminations: dict[str, int]    over valid trials
       resources: Spread               per valid trial: tokens and duration mean, coefficient of
@@ -86,6 +87,7 @@ from agentrig.channel.usage import RoleUsage
 
 from .consistency import TaskConsistency
 from .failures import Taxonomy
+from .instability_report import InstabilityReport
 from .memory import MemoryFigures
 
 
@@ -108,7 +110,7 @@ class PassK(_M):
 
 
 class ComponentRate(_M):
-    trials: int = 0  # valid trials where the component was computed (not None)
+    trials: int = 0  # valid trials where the component was computed (``RewardInfo.computed``)
     passed: int = 0
     rate: float | None = None
     in_basis: int = 0  # valid trials whose reward basis holds the component
@@ -229,6 +231,7 @@ class Analysis(_M):
     bootstrap: BootstrapInfo
     sections: dict[str, str] = {}
     arms: dict[str, ArmAnalysis] = {}
+    instability: list[InstabilityReport] = []  # per arm and temperature, when the run was resampled
 
 
 COMPONENT_NAMES = ("DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE", "NL_ASSERTION")

@@ -3,8 +3,9 @@
 Inputs are light: the store's ``model_call_rows()`` (one dict per model call) and
 ``verdict_rows()`` — no trajectory is decoded here.
 
-Retries follow the channel's ledger (``agentrig.channel.usage``): a retry is an attempt that was
-followed by another attempt, so a failed call's last attempt is not counted as one.
+Retries are the store's ``retries`` column (``types.retries_of``: attempts − 1 per call, a failed
+call's last attempt is not one), the same figure the run's summary and the report read; the
+causes break that number down.
 """
 
 from __future__ import annotations
@@ -42,22 +43,20 @@ def role_usage(calls: Iterable[Mapping[str, Any]], prices: Mapping[str, Any] | N
     acc: dict[str, list[Any]] = {}
     unpriced: set[str] = set()
     # per role: requests, failed, attempts, prompt, completion, reasoning, cached, cost, cost known,
-    # latencies, causes, models
+    # latencies, causes, models, retries
     for row in calls:
         role = row["role"]
         a = acc.get(role)
         if a is None:
-            a = acc[role] = [0, 0, 0, 0, 0, 0, 0, 0.0, True, [], Counter(), set()]
+            a = acc[role] = [0, 0, 0, 0, 0, 0, 0, 0.0, True, [], Counter(), set(), 0]
         a[0] += 1
-        attempts = row["attempts"]
-        a[2] += attempts
+        a[2] += row["attempts"]
+        retries = row["retries"]
+        a[12] += retries
         raw = row["retry_causes"]
         failed = row["error"] is not None
         if raw:
-            causes = [x for x in raw.split(",") if x]
-            if failed and len(causes) >= attempts:
-                causes = causes[:-1]  # the last attempt of a failed call was not retried
-            for cause in causes:
+            for cause in [x for x in raw.split(",") if x][:retries]:  # one cause per retry
                 a[10][cause] += 1
         if failed:
             a[1] += 1
@@ -79,13 +78,14 @@ def role_usage(calls: Iterable[Mapping[str, Any]], prices: Mapping[str, Any] | N
             a[7] += ((prompt - cached) * price[0] + cached * price[2] + completion * price[1]) / 1e6
     roles = []
     for role in sorted(acc):
-        requests, failed, attempts, prompt, completion, reasoning, cached, cost, known, lat, causes, models = acc[role]
+        requests, failed, attempts, prompt, completion, reasoning, cached, cost, known, lat, causes, models, \
+            retries = acc[role]
         lat_arr = np.asarray(lat, dtype=float)
         p50, p90, p99 = (np.percentile(lat_arr, [50, 90, 99]).tolist() if lat_arr.size else (None, None, None))
         by_cause = dict(causes.most_common())
         roles.append(RoleUsage(
             role=role, requests=requests, succeeded=requests - failed, failed=failed, attempts=attempts,
-            retries=sum(by_cause.values()), retries_by_cause=by_cause, prompt_tokens=prompt,
+            retries=retries, retries_by_cause=by_cause, prompt_tokens=prompt,
             completion_tokens=completion, reasoning_tokens=reasoning, cached_tokens=cached,
             latency_p50_s=p50, latency_p90_s=p90, latency_p99_s=p99, cost_usd=cost if known else None,
             models=sorted(models)))

@@ -33,6 +33,8 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
         failure_context(config) -> Any               # what classify needs (AgentrigError: none)
         classify(record, context) -> FailureLabel | None
         action_sequence(record) -> tuple[token, …]   # for divergence; default: the tool calls
+        task_values(config) -> {"group/id": [str, …]}  # each task's literal values (ids, names,
+                                                     # amounts…) a derived guideline must not repeat
         export(fmt, store, config, run_dir, arm=, domain=, out_path=) -> (n, path, noun)
         tasks_app() -> typer.Typer | None            # `agentrig tasks … --bench KIND`
         audit_command() -> callable | None           # `agentrig audit --bench KIND`
@@ -64,8 +66,10 @@ from pydantic import BaseModel
 
 from agentrig.errors import ConfigError
 
+from .values import literal_values
+
 __all__ = ["Benchmark", "Limits", "Selection", "register", "get_benchmark", "settings_model",
-           "tables", "known_kinds", "playable_kinds", "DEFAULT_KIND", "sha", "json_sha"]
+           "tables", "known_kinds", "playable_kinds", "DEFAULT_KIND", "sha", "json_sha", "literal_values"]
 
 DEFAULT_KIND = "tau2"
 
@@ -197,6 +201,13 @@ class Benchmark:
         from agentrig.analysis.consistency import chain_of
 
         return chain_of(record)
+
+    def task_values(self, config: dict) -> dict[str, list[str]]:
+        """Each task of the run (``"group/task id"``, from its config snapshot) → the literal values
+        of its data that a guideline written from it must not repeat (``literal_values``). The
+        default knows only the task ids; a benchmark adds its tasks' ids, names, amounts, paths."""
+        return {f"{g}/{t}": [t] if len(t) >= 3 else [] for g, ids in (config.get("tasks") or {}).items()
+                for t in ids}
 
     # -- exports and commands ---------------------------------------------------------------
     def export(self, fmt: str, store: Any, config: dict, run_dir: Path, *, arm: str | None = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import random
 import time
@@ -22,13 +23,16 @@ import openai._response as _sdk_response
 
 from ..config import ROLES, ChannelConfig, ResolvedRole
 from ..errors import AuthError, ConfigError, Diagnosis, RetriesExhausted
-from ..redact import get_logger, read_secret, redact
+from ..redact import get_logger, read_secret
 from ..types import Attempt, CallContext, Completion
-from .faults import Fault, classify_status, exhausted
+from .adaptive import LatencyWindow
+from .breaker import Breaker, EndpointDown, is_outage_fault
+from .faults import Fault, classify_status, connection_detail, exhausted, refused
 from .parse import Malformed, parse_completion
 from .usage import UsageLedger
 
 log = get_logger("agentrig.channel")
+_CALLS = itertools.count(1)  # a token per call, for the breaker
 
 
 def normalize_base_url(url: str) -> str:
@@ -79,9 +83,19 @@ class Endpoint:
     limit: int
     semaphore: asyncio.Semaphore = field(init=False)
     in_flight: int = 0
+    breaker: Breaker = field(init=False)  # rides out an outage (channel/breaker.py)
+    outage_wait_s: float = 600.0
+    latencies: dict[str, LatencyWindow] = field(default_factory=dict)  # per model (channel/adaptive.py)
 
     def __post_init__(self) -> None:
         self.semaphore = asyncio.Semaphore(self.limit)
+        self.breaker = Breaker(self.base_url, self.outage_wait_s)
+
+    def window(self, model: str) -> LatencyWindow:
+        w = self.latencies.get(model)
+        if w is None:
+            w = self.latencies[model] = LatencyWindow()
+        return w
 
 
 @dataclass(frozen=True)
@@ -97,6 +111,9 @@ class Outcome:
 async def send_once(client: openai.AsyncOpenAI, rr: ResolvedRole, params: dict[str, Any],
                     headers: dict[str, str], timeout_s: float) -> Outcome:
     """One attempt, classified. Never raises for HTTP or body trouble."""
+    if rr.wire != "chat":  # the Responses and Anthropic Messages wires (wires.py)
+        from .wires import send_wire
+        return Outcome(*await send_wire(client, rr, params, headers, timeout_s))
     t0 = time.perf_counter()
     try:
         # The body is serialized here and posted as is: the SDK's request-building walks every
@@ -117,13 +134,12 @@ async def send_once(client: openai.AsyncOpenAI, rr: ResolvedRole, params: dict[s
         return Outcome(None, fault, time.perf_counter() - t0)
     except (openai.APITimeoutError, TimeoutError) as exc:
         elapsed = time.perf_counter() - t0
-        if elapsed < 0.9 * timeout_s:  # the aiohttp transport reports a dropped connection as a timeout
-            cause = exc.__cause__ or exc
-            return Outcome(None, Fault("connection", None, redact(f"{type(cause).__name__}: {cause}")[:300]), elapsed)
+        # the aiohttp transport reports a refused or dropped connection as a timeout
+        if refused(exc) or elapsed < 0.9 * timeout_s:
+            return Outcome(None, Fault("connection", None, connection_detail(exc, rr.base_url)[:300]), elapsed)
         return Outcome(None, Fault("timeout", None, f"no answer within {timeout_s:g}s"), elapsed)
     except openai.APIConnectionError as exc:
-        cause = exc.__cause__ or exc
-        detail = redact(f"{type(cause).__name__}: {cause}")[:300]
+        detail = connection_detail(exc, rr.base_url)[:300]
         return Outcome(None, Fault("connection", None, detail), time.perf_counter() - t0)
     latency = time.perf_counter() - t0
     try:
@@ -135,11 +151,31 @@ async def send_once(client: openai.AsyncOpenAI, rr: ResolvedRole, params: dict[s
     return Outcome(completion, None, latency, request_id)
 
 
+async def _send_watched(window: LatencyWindow, token: int, timeouts: int, ep: Endpoint, rr: ResolvedRole,
+                        params: dict[str, Any], headers: dict[str, str], limit_s: float,
+                        cap_s: float) -> tuple[Outcome, bool]:
+    """``send_once`` under a deadline the latency window may bring forward while the attempt is in
+    flight (channel/adaptive.py). Returns the outcome and whether the window cut it."""
+    loop = asyncio.get_running_loop()
+    sent = loop.time()
+    try:
+        async with asyncio.timeout(None) as cm:
+            window.watch(token, sent, timeouts, cap_s, cm)
+            return await send_once(ep.client, rr, params, headers, limit_s), False
+    except TimeoutError:
+        cut = loop.time() - sent
+        return Outcome(None, Fault("timeout", None, f"no answer within {cut:.2g}s"), cut), True
+    finally:
+        window.unwatch(token)
+
+
 def build_params(rr: ResolvedRole, messages: list[dict], tools: list[dict] | None,
                  tool_choice: Any = None, parallel_tool_calls: bool | None = None) -> dict[str, Any]:
     params: dict[str, Any] = {"model": rr.model, "messages": messages}
     if tools:
         params["tools"] = tools
+        if tool_choice is None and rr.tool_choice != "omit":
+            tool_choice = rr.tool_choice  # the role's setting, sent explicitly (servers differ on the default)
         if tool_choice is not None:
             params["tool_choice"] = tool_choice
         if parallel_tool_calls is not None:
@@ -156,9 +192,11 @@ class Channel:
 
     def __init__(self, config: ChannelConfig | None = None, *, run_id: str | None = None,
                  env: Mapping[str, str] | None = None, rng: random.Random | None = None,
-                 endpoints: dict | None = None):
+                 endpoints: dict | None = None, slots: Any = None):
         """``endpoints``: pass the same (initially empty) dict to several channels (one per arm of
-        a run) so that they share each endpoint's connection pool and concurrency bound."""
+        a run) so that they share each endpoint's connection pool and concurrency bound.
+        ``slots``: ``(Endpoint) -> async context manager`` that bounds an endpoint's requests in
+        place of its own semaphore (the Ray executor's cluster-wide slots, run/ray_slots.py)."""
         self.config = config or ChannelConfig()
         self.run_id = run_id
         self._env = env
@@ -166,12 +204,19 @@ class Channel:
         self._roles: dict[str, ResolvedRole] = {}
         self._endpoints: dict[tuple[str, str], Endpoint] = {} if endpoints is None else endpoints
         self.usage = UsageLedger(self.config.prices)
+        self._slots = slots
 
     def role(self, role: str) -> ResolvedRole:
         rr = self._roles.get(role)
         if rr is None:
             rr = self._roles[role] = self.config.resolve(role, self._env)
         return rr
+
+    def outage_seconds(self, within_s: float) -> float:
+        """Seconds, within the last ``within_s``, that an endpoint of this channel was out (its
+        breaker open): a trial whose clock ran out then was stopped by the outage, not by its agent."""
+        t0 = time.monotonic() - within_s
+        return max((ep.breaker.down_seconds_since(t0) for ep in self._endpoints.values()), default=0.0)
 
     def _key(self, rr: ResolvedRole) -> str:
         key = read_secret(rr.api_key_env, self._env)
@@ -191,7 +236,10 @@ class Channel:
                     okey = read_secret(o.api_key_env, self._env)
                     if okey and key_fingerprint(okey) == ident[1]:
                         limits.append(o.max_concurrency)
-            ep = Endpoint(ident[0], ident[1], make_client(ident[0], key, rr.timeout_s), min(limits))
+            ep = Endpoint(ident[0], ident[1], make_client(ident[0], key, rr.timeout_s), min(limits),
+                          outage_wait_s=self.config.channel.outage_wait_s)
+            if self._slots is not None:
+                ep.semaphore = self._slots(ep)
             self._endpoints[ident] = ep
         return ep
 
@@ -228,52 +276,92 @@ class Channel:
         deadline: float | None = None
         reason = f"max_attempts={rr.max_attempts}"
         last: Fault | None = None
-        for n in range(1, rr.max_attempts + 1):
-            async with ep.semaphore:
-                now = time.perf_counter()
-                if deadline is None:
-                    deadline = now + rr.deadline_s
-                remaining = deadline - now
-                if remaining <= 0:
-                    reason = f"deadline_s={rr.deadline_s:g}"
+        breaker, token = ep.breaker, next(_CALLS)
+        window = ep.window(rr.model or "") if self.config.channel.adaptive_timeout else None
+        n = timeouts = 0  # attempts counted against max_attempts (not those failed in an outage); timeouts met
+        try:
+            while n < rr.max_attempts:
+                held = await breaker.admit(token)  # waits while the endpoint is down (breaker.py)
+                if held:
+                    if attempts:
+                        attempts[-1].wait_s = round(attempts[-1].wait_s + held, 3)
+                    if deadline is not None:
+                        deadline += held  # waiting for the endpoint costs no deadline
+                async with ep.semaphore:
+                    now = time.perf_counter()
+                    if deadline is None:
+                        deadline = now + rr.deadline_s
+                    remaining = deadline - now
+                    if remaining <= 0:
+                        reason = f"deadline_s={rr.deadline_s:g}"
+                        break
+                    limit, adaptive = window.timeout_for(rr.timeout_s, timeouts) if window else (rr.timeout_s, False)
+                    ep.in_flight += 1
+                    try:
+                        if window is None:
+                            out = await send_once(ep.client, rr, params, headers, min(limit, remaining))
+                        else:
+                            out, cut = await _send_watched(window, token, timeouts, ep, rr, params, headers,
+                                                           min(limit, remaining), min(rr.timeout_s, remaining))
+                            adaptive = adaptive or cut
+                    finally:
+                        ep.in_flight -= 1
+                if out.completion is not None:
+                    breaker.answered(token)
+                    if window is not None:
+                        window.observe(out.latency_s)
+                    attempts.append(Attempt(latency_s=out.latency_s))
+                    done = out.completion.model_copy(update={"attempts": attempts, "latency_s": time.perf_counter() - start})
+                    self.usage.record(done)
+                    return done
+                last = out.fault
+                assert last is not None
+                detail = last.detail
+                if adaptive and last.cause == "timeout":
+                    detail += f" (the adaptive limit; timeout_s={rr.timeout_s:g})"
+                attempt = Attempt(cause=last.cause, status=last.status, latency_s=out.latency_s, detail=detail[:300] or None)
+                attempts.append(attempt)
+                if last.fatal is not None:
+                    breaker.answered(token)
+                    self.usage.record_failure(rr.role, attempts)
+                    last.fatal.attempts = attempts
+                    last.fatal.elapsed_s = time.perf_counter() - start
+                    raise last.fatal
+                n += 1
+                timeouts += last.cause == "timeout"
+                if not is_outage_fault(last):
+                    breaker.answered(token)
+                elif breaker.failed(token, last, last_try=n >= rr.max_attempts or time.perf_counter() >= deadline):
+                    n -= 1  # the endpoint is down: this attempt is not counted; wait in admit
+                    continue
+                if n == rr.max_attempts:
                     break
-                ep.in_flight += 1
-                try:
-                    out = await send_once(ep.client, rr, params, headers, min(rr.timeout_s, remaining))
-                finally:
-                    ep.in_flight -= 1
-            if out.completion is not None:
-                attempts.append(Attempt(latency_s=out.latency_s))
-                done = out.completion.model_copy(update={"attempts": attempts, "latency_s": time.perf_counter() - start})
-                self.usage.record(done)
-                return done
-            last = out.fault
-            assert last is not None
-            attempt = Attempt(cause=last.cause, status=last.status, latency_s=out.latency_s, detail=last.detail[:300] or None)
-            attempts.append(attempt)
-            if last.fatal is not None:
-                self.usage.record_failure(rr.role, attempts)
-                last.fatal.attempts = attempts
-                raise last.fatal
-            if n == rr.max_attempts:
-                break
-            wait = last.retry_after_s
-            if wait is None:
-                wait = self._rng.uniform(0, min(rr.backoff_max_s, rr.backoff_base_s * 2 ** (n - 1)))
-            if time.perf_counter() + wait >= deadline:
-                reason = (f"the server asked to wait {wait:.1f}s, past deadline_s={rr.deadline_s:g}"
-                          if last.retry_after_s is not None else f"deadline_s={rr.deadline_s:g}")
-                break
-            attempt.wait_s = wait
-            log.info("role=%s attempt %d/%d failed (%s%s); retrying in %.2fs", rr.role, n, rr.max_attempts,
-                     last.cause, f" {last.status}" if last.status else "", wait)
-            await asyncio.sleep(wait)
+                wait = last.retry_after_s
+                if wait is None:
+                    wait = self._rng.uniform(0, min(rr.backoff_max_s, rr.backoff_base_s * 2 ** (n - 1)))
+                if time.perf_counter() + wait >= deadline:
+                    reason = (f"the server asked to wait {wait:.1f}s, past deadline_s={rr.deadline_s:g}"
+                              if last.retry_after_s is not None else f"deadline_s={rr.deadline_s:g}")
+                    break
+                attempt.wait_s = wait
+                log.info("role=%s attempt %d/%d failed (%s%s); retrying in %.2fs", rr.role, n, rr.max_attempts,
+                         last.cause, f" {last.status}" if last.status else "", wait)
+                await asyncio.sleep(wait)
+        except EndpointDown as down:  # the outage outlasted outage_wait_s: a fatal error, with the attempts
+            self.usage.record_failure(rr.role, attempts)
+            failure = EndpointDown(down.diagnosis, attempts=list(attempts))
+            failure.elapsed_s = time.perf_counter() - start
+            raise failure from None
+        finally:
+            breaker.release(token)
         self.usage.record_failure(rr.role, attempts)
         if last is None:
             last = Fault("timeout", None, "the deadline passed before the first attempt")
         diag = exhausted(last, len(attempts), reason)
         log.warning("role=%s gave up: %s", rr.role, diag.message)
-        raise RetriesExhausted(diag, status=last.status, attempts=attempts)
+        failure = RetriesExhausted(diag, status=last.status, attempts=attempts)
+        failure.elapsed_s = time.perf_counter() - start
+        raise failure
 
     async def aclose(self) -> None:
         for ep in self._endpoints.values():

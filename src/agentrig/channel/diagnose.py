@@ -7,7 +7,12 @@ Checks, in order (a check whose prerequisite failed is skipped):
   models    AUTH_REJECTED, BASE_URL_PATH (probes the usual mistakes and names the URL that works)
   model     MODEL_NOT_FOUND (with the closest ids served)
   chat      RATE_LIMITED, QUOTA_EXHAUSTED, TIMEOUT, BAD_RESPONSE, SERVER_ERROR, BAD_REQUEST
-  tools     NO_TOOL_SUPPORT (a warning), TOOL_ARGS_INVALID (a warning)
+  server    which server answers (vLLM, llama.cpp, llama-cpp-python, Ollama, SGLang) and its window
+  tools     the agent's own request: AUTO_TOOL_CHOICE_OFF, NO_TOOL_SUPPORT, NO_TOOL_CALLS (a warning)
+  forced    a forced tool call: NO_TOOL_SUPPORT (a warning), TOOL_ARGS_INVALID (a warning)
+  prompt    PROMPT_TRUNCATED (prompt_tokens does not grow with the prompt)
+  window    CONTEXT_TOO_SMALL (a warning: the experiment's first request does not fit)
+(server, tools, prompt, window: ``doctor_checks.py`` and ``servers.py``.)
 The key is never shown, not even in part: only its variable's name and its length.
 """
 
@@ -30,9 +35,11 @@ from ..errors import Diagnosis
 from ..redact import redact, redact_url
 from .client import build_params, make_client, normalize_base_url, send_once
 from .preflight import Check, _bad, _ms, _ok, _proxy_note, check_base_url, check_key, check_network
-from .faults import EXHAUSTED_CODES, auth_rejected, model_not_found, server_message
+from .faults import EXHAUSTED_CODES, auth_rejected, connection_detail, model_not_found, refused, server_message
+from .doctor_checks import RequestShape, check_agent_tools, check_prompt_growth, check_window, server_check
+from .servers import identify
 
-ORDER = ("key", "base_url", "network", "models", "model", "chat", "tools")
+ORDER = ("key", "base_url", "network", "models", "model", "chat", "server", "tools", "forced", "prompt", "window")
 
 
 class EndpointReport(BaseModel):
@@ -66,10 +73,13 @@ async def _get_models(base: str, key: str, timeout_s: float) -> tuple[int | None
             return raw.http_response.status_code, None, content[:200].decode("utf-8", "replace"), time.perf_counter() - t0
     except openai.APIStatusError as exc:
         return exc.status_code, exc.body, exc.response.text, time.perf_counter() - t0
-    except openai.APITimeoutError:
-        return None, None, f"no answer within {timeout_s:g}s", time.perf_counter() - t0
+    except openai.APITimeoutError as exc:
+        elapsed = time.perf_counter() - t0
+        if refused(exc) or elapsed < 0.9 * timeout_s:  # aiohttp's label for a refused or dropped connection
+            return None, None, redact(connection_detail(exc, base)), elapsed
+        return None, None, f"no answer within {timeout_s:g}s", elapsed
     except openai.APIConnectionError as exc:
-        return None, None, redact(str(exc.__cause__ or exc)), time.perf_counter() - t0
+        return None, None, redact(connection_detail(exc, base)), time.perf_counter() - t0
     finally:
         await client.close()
 
@@ -204,6 +214,7 @@ async def check_chat(client: openai.AsyncOpenAI, rr: ResolvedRole, headers: dict
 
 
 async def check_tools(client: openai.AsyncOpenAI, rr: ResolvedRole, headers: dict[str, str]) -> Check:
+    """The second line: can the model call a tool at all when the request forces it?"""
     messages = [{"role": "user", "content": "Call record_answer with the answer 'OK'."}]
     forced = {"type": "function", "function": {"name": "record_answer"}}
     params = build_params(rr, messages, [_PROBE_TOOL], forced)
@@ -212,22 +223,24 @@ async def check_tools(client: openai.AsyncOpenAI, rr: ResolvedRole, headers: dic
     if out.completion is None:
         f = out.fault
         if f.fatal is not None and f.fatal.diagnosis.code == "BAD_REQUEST":
-            return Check(name="tools", status="warn", code="NO_TOOL_SUPPORT", latency_ms=_ms(out.latency_s),
+            return Check(name="forced", status="warn", code="NO_TOOL_SUPPORT", latency_ms=_ms(out.latency_s),
                          message=f"the endpoint rejected a request with tools ({f.status}): {f.detail}", fix=fix)
-        return _fault_check("tools", out, rr)
+        return _fault_check("forced", out, rr)
     calls = out.completion.message.tool_calls
     if not calls:
-        return Check(name="tools", status="warn", code="NO_TOOL_SUPPORT", latency_ms=_ms(out.latency_s),
+        return Check(name="forced", status="warn", code="NO_TOOL_SUPPORT", latency_ms=_ms(out.latency_s),
                      message="the model ignored a forced tool call and answered with text", fix=fix)
     if calls[0].arguments_error:
-        return Check(name="tools", status="warn", code="TOOL_ARGS_INVALID", latency_ms=_ms(out.latency_s),
+        return Check(name="forced", status="warn", code="TOOL_ARGS_INVALID", latency_ms=_ms(out.latency_s),
                      message=f"the model called the tool but {calls[0].arguments_error}",
                      fix="expect format errors with this model; the agent shows them to the model and counts them")
-    return _ok("tools", f"the model made the forced tool call ({calls[0].name})", _ms(out.latency_s))
+    return _ok("forced", f"the model made the forced tool call ({calls[0].name})", _ms(out.latency_s))
 
 
 # ------------------------------------------------------------------------------------- driver
-async def diagnose(rr: ResolvedRole, roles: list[str], env: Mapping[str, str] | None = None) -> EndpointReport:
+async def diagnose(rr: ResolvedRole, roles: list[str], env: Mapping[str, str] | None = None,
+                   shape: RequestShape | None = None) -> EndpointReport:
+    """``shape``: what the experiment's agent sends first (``--config``); None = a representative request."""
     env = os.environ if env is None else env
     report = EndpointReport(base_url=redact_url(normalize_base_url(rr.base_url)), model=rr.model, roles=roles)
     checks = report.checks
@@ -249,7 +262,11 @@ async def diagnose(rr: ResolvedRole, roles: list[str], env: Mapping[str, str] | 
     if checks[0].status == "fail":
         return skip_rest("network", "needs a key")
     key = env[rr.api_key_env]
-    models_check, ids = await check_models(base, key, rr.api_key_env, timeout)
+    if rr.wire == "anthropic":  # GET /v1/models the Anthropic way; the later checks speak the wire (send_once)
+        from .wire_doctor import check_models_anthropic
+        models_check, ids = await check_models_anthropic(base, key, rr.api_key_env, timeout)
+    else:
+        models_check, ids = await check_models(base, key, rr.api_key_env, timeout)
     checks.append(models_check)
     if models_check.status == "fail":
         return skip_rest("models", "needs GET /models to work")
@@ -276,7 +293,12 @@ async def diagnose(rr: ResolvedRole, roles: list[str], env: Mapping[str, str] | 
         checks.append(chat)
         if chat.status == "fail":
             return skip_rest("chat", "needs a working chat completion")
+        info = await identify(base, key, rr.model, timeout)
+        checks.append(server_check(info))
+        checks.append(await check_agent_tools(client, rr, headers, shape, info))
         checks.append(await check_tools(client, rr, headers))
+        checks.append(await check_prompt_growth(client, rr, headers, shape, info))
+        checks.append(check_window(rr, shape, info))
     finally:
         await client.close()
     return report
@@ -287,7 +309,7 @@ def endpoint_groups(config: ChannelConfig, env: Mapping[str, str] | None = None)
     groups: dict[tuple, tuple[ResolvedRole, list[str]]] = {}
     for role in config.configured_roles():
         rr = config.resolve(role, env)
-        ident = (normalize_base_url(rr.base_url), rr.api_key_env, rr.model)
+        ident = (normalize_base_url(rr.base_url), rr.api_key_env, rr.model, rr.tool_choice, rr.wire)
         if ident in groups:
             groups[ident][1].append(role)
         else:
@@ -295,7 +317,14 @@ def endpoint_groups(config: ChannelConfig, env: Mapping[str, str] | None = None)
     return list(groups.values())
 
 
-async def run_doctor(config: ChannelConfig, env: Mapping[str, str] | None = None) -> DoctorReport:
+async def run_doctor(config: ChannelConfig, env: Mapping[str, str] | None = None,
+                     shapes: Mapping[str, RequestShape] | None = None) -> DoctorReport:
+    """``shapes``: role → what the experiment sends first on it (the agent's request, …)."""
     groups = endpoint_groups(config, env)
-    reports = await asyncio.gather(*(diagnose(rr, roles, env) for rr, roles in groups))
+    shapes = shapes or {}
+
+    def shape_of(roles: list[str]) -> RequestShape | None:
+        return next((shapes[r] for r in roles if r in shapes), None)
+
+    reports = await asyncio.gather(*(diagnose(rr, roles, env, shape_of(roles)) for rr, roles in groups))
     return DoctorReport(ok=all(r.ok for r in reports), endpoints=list(reports))

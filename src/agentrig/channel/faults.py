@@ -6,11 +6,14 @@ Shared by the channel's retry loop and the doctor, so both speak the same codes.
 from __future__ import annotations
 
 import email.utils
+import errno
 import json
 import re
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 from ..errors import (
     AuthError,
@@ -31,9 +34,28 @@ _QUOTA = re.compile(
 )
 _CONTEXT = re.compile(
     r"context[_ ]length[_ ]exceeded|maximum context length|context window|prompt is too long|"
-    r"too many tokens|input is too long|exceeds the (?:model'?s? )?(?:maximum )?context",
+    r"too many tokens|input is too long|exceeds the (?:model'?s? )?(?:maximum )?context|"
+    # llama.cpp (400 exceed_context_size_error; older builds: 500 "Context size has been exceeded.")
+    r"exceed_context_size|exceeds the available context size|context size has been exceeded|"
+    # llama-cpp-python's own text; vLLM V1's decoder check; SGLang; Gemini; Mistral
+    r"exceed context window|longer than the maximum model length|longer than the model'?s context length|"
+    r"input token count .{0,40}exceeds|too large for model with \d+ maximum context length|"
+    r"exceeds (?:the )?(?:maximum )?context length",
     re.I,
 )
+# the sizes an overflow message names: (pattern, which group is the prompt, which the window)
+_SIZES = [
+    (re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)", re.I), 1, 2),
+    (re.compile(r"requested tokens \((\d+)\) exceed context window of (\d+)", re.I), 1, 2),
+    (re.compile(r"decoder prompt \(length (\d+)\) is longer than the maximum model length of (\d+)", re.I), 1, 2),
+    (re.compile(r"input \((\d+) tokens\) is longer than the model'?s context length \((\d+) tokens\)", re.I), 1, 2),
+    (re.compile(r"prompt is too long: (\d+) tokens > (\d+)", re.I), 1, 2),
+    (re.compile(r"input token count \((\d+)\) exceeds the maximum number of tokens allowed \((\d+)\)", re.I), 1, 2),
+    # vLLM / OpenAI / llama-cpp-python's server: the window first, then what was asked
+    (re.compile(r"maximum context length is (\d+) tokens.{0,40}?(?:you requested|request has|resulted in) (\d+)",
+                re.I), 2, 1),
+]
+_WINDOW_ONLY = re.compile(r"(?:maximum context length is|context (?:length|window|size)(?: of)?) \(?(\d{3,9})", re.I)
 _MODEL = re.compile(
     r"model_not_found|model .{0,80}(?:does not exist|not found|not available|is not a valid|unknown|"
     r"not supported)|(?:unknown|invalid|no such) model|no endpoints found",
@@ -54,6 +76,43 @@ class Fault:
     @property
     def retryable(self) -> bool:
         return self.fatal is None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it wraps (``__cause__``, else ``__context__``), outermost first."""
+    out: list[BaseException] = []
+    x: BaseException | None = exc
+    while x is not None and all(x is not y for y in out):
+        out.append(x)
+        x = x.__cause__ or x.__context__
+    return out
+
+
+def refused(exc: BaseException) -> bool:
+    """The connection was refused (nothing listens at the host and port), however the HTTP
+    library wrapped it: the SDK's aiohttp transport reports it as a ``ConnectTimeout``."""
+    return any(isinstance(x, ConnectionRefusedError)
+               or (isinstance(x, OSError) and x.errno == errno.ECONNREFUSED) for x in _chain(exc))
+
+
+def connection_detail(exc: BaseException, base_url: str) -> str:
+    """A failed connection named by its root cause, not by the wrapper the HTTP library chose
+    (the SDK's aiohttp transport labels a refused connection ``ConnectTimeout``): the same words
+    as the doctor's for a refused connection, an unknown host, a reset or closed connection."""
+    where = urlsplit(base_url)
+    host, port = where.hostname or "?", where.port or (443 if where.scheme == "https" else 80)
+    chain = _chain(exc)
+    if refused(exc):
+        return f"connection refused at {host}:{port}: nothing listens there"
+    for x in chain:
+        if isinstance(x, socket.gaierror):
+            return f"the host name {host} could not be resolved ({x.strerror or x})"
+        if isinstance(x, ConnectionResetError):
+            return f"the connection to {host}:{port} was reset by the server"
+        if type(x).__name__ in ("ServerDisconnectedError", "RemoteProtocolError"):
+            return f"the server at {host}:{port} closed the connection without answering ({x})"
+    root = chain[-1]
+    return redact(f"{type(root).__name__}: {root}" if str(root) else type(root).__name__)
 
 
 def server_message(body: Any, text: str = "") -> str:
@@ -145,17 +204,14 @@ def classify_status(
         return Fault("request_timeout", status, message, parse_retry_after(headers))
     if status == 409:
         return Fault("conflict", status, message, parse_retry_after(headers))
+    # before the 5xx branch: an old llama.cpp answers an overflow with 500, and retrying cannot help
+    if _CONTEXT.search(codes) or _CONTEXT.search(message) or status == 413:
+        return Fault("fatal", status, message, fatal=context_overflow(status, body, message))
     if status >= 500:
         return Fault("server_error", status, message, parse_retry_after(headers))
     if status == 402:
         return Fault("fatal", status, message, fatal=QuotaExhausted(Diagnosis(
             "QUOTA_EXHAUSTED", f"402 Payment Required.{said}", "add credit with the provider, or use another key",
-        ), status=status))
-    if _CONTEXT.search(codes) or _CONTEXT.search(message) or status == 413:
-        return Fault("fatal", status, message, fatal=ContextOverflow(Diagnosis(
-            "CONTEXT_OVERFLOW",
-            f"the request is longer than the model's context.{said}",
-            "use a model with a longer context, lower max_tokens, or lower the trial's max_steps",
         ), status=status))
     if _MODEL.search(codes) or (model and model in message and _MODEL.search(message)):
         return Fault("fatal", status, message, fatal=ModelNotFound(model_not_found(model, base_url, message), status=status))
@@ -165,6 +221,69 @@ def classify_status(
         "check the role's settings named in the message (e.g. temperature, max_tokens, extra_body, tools) "
         "against what this model accepts",
     ), status=status))
+
+
+WINDOW_FIX = ("serve the model with a larger context window (llama.cpp: -c / --ctx-size; vLLM: --max-model-len; "
+              "Ollama: num_ctx or OLLAMA_CONTEXT_LENGTH), use a model with a longer context, or lower max_tokens")
+
+
+def overflow_sizes(body: Any, message: str) -> tuple[int | None, int | None]:
+    """(prompt tokens, window) as an overflow error names them; None where it names none.
+    llama.cpp gives both as fields (``n_prompt_tokens``, ``n_ctx``); the others in their text."""
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(err, dict) and isinstance(err.get("n_ctx"), int):
+        prompt = err.get("n_prompt_tokens")
+        return (prompt if isinstance(prompt, int) else None), err["n_ctx"]
+    for pattern, p, w in _SIZES:
+        found = pattern.search(message)
+        if found:
+            return int(found.group(p)), int(found.group(w))
+    found = _WINDOW_ONLY.search(message)
+    return None, (int(found.group(1)) if found else None)
+
+
+def context_overflow(status: int, body: Any, message: str) -> ContextOverflow:
+    if isinstance(body, (bytes, str)):
+        try:
+            body = json.loads(body)
+        except (ValueError, TypeError):
+            body = None
+    prompt, window = overflow_sizes(body, message)
+    sizes = ""
+    if prompt is not None or window is not None:
+        sizes = (f" ({'a request of ' + format(prompt, ',') + ' tokens' if prompt is not None else 'the request'}"
+                 f"{', a window of ' + format(window, ',') + ' tokens' if window is not None else ''})")
+    said = f" The server said ({status}): {message}" if message else f" The server answered {status}."
+    exc = ContextOverflow(Diagnosis(
+        "CONTEXT_OVERFLOW", f"the request is longer than the model's context window{sizes}.{said}", WINDOW_FIX,
+    ), status=status)
+    exc.prompt_tokens, exc.window = prompt, window
+    return exc
+
+
+def window_too_small(exc: ContextOverflow, role: str | None, trial: str) -> ContextOverflow:
+    """The run-stopping form of an overflow on a role's first request of a trial: the window is
+    too small for the experiment, whatever the agent does. Both sizes, as far as they are known
+    (the request's own estimate: about 4 characters a token, when the server named no count)."""
+    if exc.prompt_tokens is not None:
+        need = f"{exc.prompt_tokens:,} tokens (the server's count)"
+    elif exc.request_chars:
+        need = (f"about {exc.request_chars // 4:,} tokens ({exc.request_chars:,} characters of messages and "
+                "tools, at about 4 a token)")
+    else:
+        need = "more than the window"
+    if exc.prompt_tokens is not None and exc.window is not None and exc.prompt_tokens < exc.window:
+        need += " plus room for the reply (max_tokens)"
+    window = f"{exc.window:,} tokens" if exc.window is not None else "not named by the server"
+    who = f"role '{role}'" if role else "a role"
+    out = ContextOverflow(Diagnosis(
+        "CONTEXT_TOO_SMALL",
+        f"the model's context window is too small for this experiment: the first request of {who} in trial "
+        f"{trial} needs {need}; the window is {window}. ({exc.diagnosis.message})",
+        WINDOW_FIX,
+    ), status=exc.status, attempts=exc.attempts)
+    out.prompt_tokens, out.window, out.request_chars, out.first = exc.prompt_tokens, exc.window, exc.request_chars, True
+    return out
 
 
 def auth_rejected(status: int, key_env: str, message: str) -> Diagnosis:

@@ -7,7 +7,7 @@ from collections import Counter
 from pydantic import BaseModel
 
 from ..config import Price
-from ..types import Completion
+from ..types import Completion, retries_of
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:
@@ -26,7 +26,7 @@ class RoleUsage(BaseModel):
     succeeded: int = 0
     failed: int = 0
     attempts: int = 0
-    retries: int = 0  # attempts that were followed by another attempt
+    retries: int = 0  # attempts − 1 per call, summed (``types.retries_of``)
     retries_by_cause: dict[str, int] = {}
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -60,7 +60,7 @@ class UsageLedger:
         acc = self._roles.get(role)
         if acc is None:
             acc = self._roles[role] = {
-                "requests": 0, "succeeded": 0, "failed": 0, "attempts": 0, "causes": Counter(),
+                "requests": 0, "succeeded": 0, "failed": 0, "attempts": 0, "retries": 0, "causes": Counter(),
                 "prompt": 0, "completion": 0, "reasoning": 0, "cached": 0, "latency": [],
                 "cost": 0.0, "cost_known": True, "models": set(),
             }
@@ -71,9 +71,9 @@ class UsageLedger:
         acc["requests"] += 1
         acc["succeeded"] += 1
         acc["attempts"] += len(c.attempts)
-        for a in c.attempts:
-            if a.cause:
-                acc["causes"][a.cause] += 1
+        acc["retries"] += retries_of(c.attempts)
+        for a in c.attempts[:-1]:  # the attempts that were retried
+            acc["causes"][a.cause or "unknown"] += 1
         acc["prompt"] += c.usage.prompt_tokens
         acc["completion"] += c.usage.completion_tokens
         acc["reasoning"] += c.usage.reasoning_tokens or 0
@@ -91,9 +91,9 @@ class UsageLedger:
         acc["requests"] += 1
         acc["failed"] += 1
         acc["attempts"] += len(attempts)
+        acc["retries"] += retries_of(attempts)
         for a in attempts[:-1]:  # the last attempt was not retried
-            if a.cause:
-                acc["causes"][a.cause] += 1
+            acc["causes"][a.cause or "unknown"] += 1
 
     def summary(self) -> dict[str, RoleUsage]:
         out = {}
@@ -102,7 +102,7 @@ class UsageLedger:
             causes = dict(acc["causes"])
             out[role] = RoleUsage(
                 role=role, requests=acc["requests"], succeeded=acc["succeeded"], failed=acc["failed"],
-                attempts=acc["attempts"], retries=sum(causes.values()), retries_by_cause=causes,
+                attempts=acc["attempts"], retries=acc["retries"], retries_by_cause=causes,
                 prompt_tokens=acc["prompt"], completion_tokens=acc["completion"],
                 reasoning_tokens=acc["reasoning"], cached_tokens=acc["cached"],
                 latency_p50_s=percentile(lat, 50), latency_p90_s=percentile(lat, 90),

@@ -17,7 +17,8 @@ def register(kind: str, factory: Callable[[PluginSettings, Any], Plugin]) -> Non
 
 
 def _load_builtin() -> None:
-    import agentrig.plugins.memory  # noqa: F401 - the built-in plug-ins register themselves on import
+    import agentrig.plugins.guidelines  # noqa: F401 - the built-in plug-ins register themselves on import
+    import agentrig.plugins.memory  # noqa: F401
 
 
 def available() -> list[str]:

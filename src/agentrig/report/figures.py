@@ -161,7 +161,9 @@ def usage(arms: list[ArmView]) -> dict[str, Any]:
             "retry": {"retried": ret.retried, "retried_failed": ret.retried_failed, "clean": ret.clean,
                       "clean_failed": ret.clean_failed, "rate_retried": pct(ret.rate_retried),
                       "rate_clean": pct(ret.rate_clean), "p": _num(ret.p_value, 3)},
-            "components": [{"name": c, "rate": pct(v.rate), "trials": v.trials, "passed": v.passed,
+            # a component computed in no trial (not computed, or nothing to check) shows "—"
+            "components": [{"name": c, "rate": "—" if v.rate is None else pct(v.rate), "trials": v.trials,
+                            "passed": v.passed,
                             "in_basis": v.in_basis} for c, v in a.analysis.overall.components.items()],
             "terminations": sorted(a.analysis.overall.terminations.items(), key=lambda x: -x[1]),
         })

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.analysis import compare as cmp
-from agentrig.analysis.compare_cmd import load_side
+from agentrig.analysis.compare_cmd import leakage, load_side
 from agentrig.analysis.config_diff import differences
 
 from . import svg
@@ -16,7 +16,8 @@ from .figures import ArmView, pct
 CONSISTENCY_ROWS = 12
 MAX_COMPARISONS = 12
 CLASS_COLORS = {
-    "ran_out": "#7f7f7f", "extra_write": "#c23b5a", "early_stop": "#8a55c9", "wrong_arguments": "#e07b28",
+    "ran_out": "#7f7f7f", "format_errors": "#a0522d", "context_overflow": "#5a5a8c", "extra_write": "#c23b5a", "early_stop": "#8a55c9",
+    "wrong_arguments": "#e07b28",
     "partial_compound": "#d4a72c", "missing_action": "#3b6fd4", "communication_miss": "#1f9bb0",
     "judged_behaviour": "#2c9a5a", "other": "#b5b5b5",
 }
@@ -128,7 +129,8 @@ def comparisons(sides: list[tuple[str, Path, str]], labels: list[str]) -> list[c
             continue
         planned = [x for x in (a.side.trials, b.side.trials) if x]
         k = min(planned) if planned else 1
-        out.append(cmp.build(a.side, b.side, a.counts, b.counts, differences(a.config, b.config), k=k))
+        out.append(cmp.build(a.side, b.side, a.counts, b.counts, differences(a.config, b.config), k=k,
+                             warnings=leakage(a, b)))
     return out
 
 
@@ -141,7 +143,7 @@ def ab(comps: list[cmp.Comparison]) -> dict[str, Any]:
         return {"svg": None, "rows": []}
     bars, rows = [], []
     for c in comps:
-        for name in cmp.METRICS:
+        for name in (*cmp.METRICS, "gap"):
             m = c.metrics.get(name)
             if m is None or m.delta is None:
                 continue
@@ -163,6 +165,7 @@ def ab(comps: list[cmp.Comparison]) -> dict[str, Any]:
             "better": [f"{f.domain}/{f.task_id} ({f.a[0]}/{f.a[1]} → {f.b[0]}/{f.b[1]})" for f in c.flips.better[:10]],
             "n_worse": len(c.flips.worse), "n_better": len(c.flips.better),
             "differences": [d.line() for d in c.config.differences if d.kind != "info"][:15],
+            "warnings": list(c.warnings),
         })
     chart = svg.hbars(bars, unit=" pp", label="A/B differences with paired-bootstrap 95% CIs", width=760) if bars else None
     return {"svg": chart, "rows": rows, "level": comps[0].ci_level}

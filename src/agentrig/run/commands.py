@@ -2,7 +2,9 @@
 
 Output: people get a progress line (on a terminal) and a summary per arm; ``--json`` prints one
 JSON object on stdout and nothing else (messages go to stderr). Exit codes: 0 done, 1 a user
-error or a fatal channel error (the run stops, finished trials kept), 130 Ctrl-C.
+error or a fatal channel error (the run stops, finished trials kept), 130 Ctrl-C; a run stopped by
+its budget (``[run] max_cost``/``max_tokens``, run/budget.py) exits 0 with status "budget".
+``--estimate`` prints what the whole plan will take (run/estimate.py) and plays nothing else.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from agentrig.tables import FitTable, output_console
 from . import experiment
 from .progress import progress_for
 from .executor import Executor, Outcome, Stats, stall_limit
+from .outages import as_json as outage_json
+from .outages import describe
+from .budget import Budget, check_prices
+from .replay_cache import ReplayCache
 from .rundir import open_run_dir
 from .runner import Run, close_channels, make_channels, open_run, plan, summarize
 
@@ -41,9 +47,20 @@ def _fmt(x: float | None) -> str:
 # ------------------------------------------------------------------------------------------ run
 
 
-async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, progress) -> Outcome:
-    channels = make_channels(r, run.run_id)
-    ex = Executor(r, run.store, run.run_id, channels, stats)
+async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, progress,
+                   budget: Budget | None = None, cache: ReplayCache | None = None) -> Outcome:
+    if r.exp.run.executor == "ray":  # the trials on a Ray cluster; the store and the rest as here
+        from .ray_executor import RayExecutor
+
+        channels: dict = {}
+        ex: Executor = RayExecutor(r, run.store, run.run_id, channels, stats)
+    else:
+        channels = make_channels(r, run.run_id)
+        if cache is not None:  # [channel] cache = "replay" (run/replay_cache.py)
+            cache.attach(channels)
+        ex = Executor(r, run.store, run.run_id, channels, stats)
+    if budget is not None:  # [run] max_cost / max_tokens: stop as Ctrl-C does once spent (run/budget.py)
+        ex.on_record = budget.hook(ex, ex.on_record)
     loop = asyncio.get_running_loop()
     installed = False
 
@@ -58,7 +75,11 @@ async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, 
         pass
     try:
         with progress:
-            return await ex.run(specs)
+            outcome = await ex.run(specs)
+        outcome.outages = ex.outages
+        if budget is not None and budget.reached is not None and outcome.status == "interrupted":
+            outcome.status = "budget"
+        return outcome
     finally:
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
@@ -85,6 +106,8 @@ def _print_summary(out: Console, r: experiment.Resolved, run: Run, summary: dict
     for name, s in summary.items():
         for cause, n in list(s["invalid_causes"].items())[:5]:
             out.print(Text(f"  {name}: {n} invalid attempt(s): {cause}", style="yellow"))
+    for o in outcome.outages:
+        out.print(Text(f"  outage: {describe(o)}", style="yellow"))
     out.print(Text(f"run directory: {run.dir}"))
     if outcome.status == "done":
         missing = sum(s["invalid"] + s["missing"] for s in summary.values())
@@ -112,6 +135,11 @@ def _stalled_message(outcome: Outcome, run: Run, r: experiment.Resolved) -> str:
         return (f"the run stopped: the last {n} trial attempts were all spoiled by the sandbox, the last one by\n"
                 f"  {outcome.stalled_cause}\n"
                 f"  fix: check the sandbox with `agentrig doctor --sandbox`\n"
+                f"Every finished trial is kept in {run.dir}; rerun the same command to resume.")
+    if (outcome.stalled_cause or "").startswith("worker_lost"):  # the Ray executor's workers kept dying
+        return (f"the run stopped: the last {n} trial attempts all lost their Ray worker, the last one by\n"
+                f"  {outcome.stalled_cause}\n"
+                f"  fix: check the cluster (`ray status`; the workers' logs under the head's session directory)\n"
                 f"Every finished trial is kept in {run.dir}; rerun the same command to resume.")
     return (f"the run stopped: the last {n} trial attempts were all spoiled by the channel, the last one by\n"
             f"  {outcome.stalled_cause}\n"
@@ -147,7 +175,8 @@ def _write_report(run: Run, err: Console) -> Path | None:
 
 
 def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force: bool = False,
-                run_dir: Path | None = None, out: Console | None = None, err: Console | None = None) -> int:
+                run_dir: Path | None = None, out: Console | None = None, err: Console | None = None,
+                estimate: bool = False) -> int:
     out = out or output_console(soft_wrap=True)
     err = err or Console(stderr=True, highlight=False, soft_wrap=True)
     # the channel's retry warnings are in the store and the summary; not a flood on the terminal
@@ -155,6 +184,10 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
     if not logger.handlers:
         logger.addHandler(logging.NullHandler())
     r = experiment.load(path, run_dir)
+    if estimate:  # tokens and cost of the whole plan, from a smoke play or the run's stored trials
+        from .estimate import estimate_command
+
+        return estimate_command(r, as_json=as_json, out=out, err=err)
     if smoke:
         from .smoke import run_smoke
 
@@ -164,7 +197,14 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
         else:
             print_smoke(out, report)
         return 0 if report.ok else 1
+    if r.exp.run.executor == "ray":  # before the run directory: a missing extra is a setup error
+        from .ray_executor import require_ray
+
+        require_ray(r.source)
+    check_prices(r)
+    ReplayCache.check(r)
     run = open_run(r, force=force)
+    cache: ReplayCache | None = None
     try:
         if run.note:
             err.print(Text(run.note, style="yellow"))
@@ -176,10 +216,17 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
             err.print(Text(f"{r.name}: {len(r.arms)} arm(s) × {len(r.tasks)} task(s) × {r.exp.run.trials} trial(s) "
                            f"= {total}; {total - len(specs)} already stored, {len(specs)} to play → {run.dir}"))
         stats = Stats()
-        progress = progress_for(stats, out, r.name, enabled=not as_json and bool(specs))
+        budget = Budget.of_run(r, run.store)  # None without [run] max_cost / max_tokens
+        if budget is not None and budget.at_start:
+            specs_to_play: list = []  # the run's budget is spent already: nothing is played
+        else:
+            specs_to_play = specs
+            cache = ReplayCache.for_run(r, run.dir)  # None unless [channel] cache = "replay"
+        progress = progress_for(stats, out, r.name, enabled=not as_json and bool(specs_to_play))
         try:
             # nothing to play (a resume of a finished run): no channel, no SDK, no event loop
-            outcome = asyncio.run(_execute(r, run, specs, stats, progress)) if specs else Outcome("done")
+            outcome = asyncio.run(_execute(r, run, specs_to_play, stats, progress, budget, cache)) \
+                if specs_to_play else Outcome("budget" if specs else "done")
         except KeyboardInterrupt:  # a second Ctrl-C
             outcome = Outcome("interrupted", stored=stats.valid + stats.invalid_attempts)
         summary = summarize(r, run.store)
@@ -188,10 +235,17 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
             doc = _json(summary, run, outcome, len(specs))
             if r.excluded:  # tasks the benchmark left out (a key only when there are some)
                 doc["excluded"] = dict(r.excluded)
+            if outcome.outages:  # endpoint outages of this session (a key only when there were some)
+                doc["outages"] = outage_json(outcome.outages)
+            if budget is not None:  # [run] max_cost / max_tokens: the spend and whether it stopped the run
+                doc["budget"] = budget.state().model_dump()
             doc["report"] = str(report_path) if report_path is not None else None
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:
             _print_summary(out, r, run, summary, outcome)
+            if budget is not None:
+                out.print(Text(budget.describe(stopped=outcome.status == "budget"),
+                               style="yellow" if budget.reached else "dim"))
             if report_path is not None:
                 out.print(Text(f"report: {report_path}", style="dim"))
         if outcome.status == "fatal":
@@ -204,8 +258,12 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
             err.print(Text(f"interrupted: {outcome.stored} trial(s) stored in this session, every finished trial "
                            f"is kept in {run.dir}; rerun the same command to resume."))
             return EXIT_INTERRUPTED
+        if outcome.status == "budget" and budget is not None:  # a clean stop: exit 0, the summary says why
+            err.print(Text("budget: ", style="bold yellow") + Text(budget.stop_message(run.dir)))
         return 0
     finally:
+        if cache is not None:
+            cache.close()
         run.close()
 
 
@@ -228,7 +286,8 @@ def print_smoke(out: Console, report: SmokeReport) -> None:
     verdict = Text("smoke check passed: the full run can start", style="green") if report.ok else \
         Text("smoke check failed: fix the problems above before a full run", style="red")
     out.print(verdict)
-    out.print(Text(f"smoke trials: {report.store}", style="dim"))
+    out.print(Text(f"smoke trials: {report.store} (a run directory of its own: agentrig export "
+                   f"{report.store.parent} --format jsonl)", style="dim"))
 
 
 _LABEL_STYLE = {"thought": "cyan", "reply": "cyan", "action": "bold", "observation": "dim", "submission": "green",

@@ -5,6 +5,12 @@ A trial spoiled by the channel (an invalid verdict) is stored as an attempt and 
 back of the queue, up to ``max_invalid_retries`` times per session; a long row of spoiled
 attempts stops the run (``stalled``). A ``FatalChannelError`` stops the run: in-flight trials are
 cancelled (not stored), every finished one is kept. ``request_stop`` (Ctrl-C) does the same.
+So does a server that silently cuts prompts: when most of the session's first trial attempts
+(``TRUNCATION_SAMPLE``) come back invalid with ``PROMPT_TRUNCATED``, the run stops as for a fatal
+error (code ``PROMPT_TRUNCATED``, with the fix: the server's window), since every further trial
+would be cut the same way. An endpoint that goes down mid-run holds its calls in the channel
+(channel/breaker.py): its trials wait rather than come back invalid; the session's outages are
+recorded in the store at the end (run/outages.py).
 """
 
 from __future__ import annotations
@@ -12,13 +18,15 @@ from __future__ import annotations
 import asyncio
 import gc
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from agentrig.analysis.reliability import is_success
 from agentrig.bench.base import Limits
-from agentrig.errors import FatalChannelError
+from agentrig.channel.truncation import TRUNCATION_FIX
+from agentrig.errors import Diagnosis, FatalChannelError
 from agentrig.types import TrialRecord
 
+from . import outages
 from .context import TrialContext
 from .experiment import Resolved
 from .runner import TrialSpec
@@ -43,6 +51,8 @@ class Stats:
     tokens: int = 0
     call_retries: int = 0
     in_flight: int = 0
+    # the endpoint outage going on now, if any (run/outages.py; set by the executor)
+    outage_now: Callable[[], Any] | None = None
 
     @property
     def mean_reward(self) -> float | None:
@@ -76,6 +86,17 @@ class Outcome:
     fatal_role: str | None = None
     fatal_trial: str | None = None
     stalled_cause: str | None = None  # "stalled": the cause of the last invalid attempts
+    outages: list = field(default_factory=list)  # this session's endpoint outages (run/outages.py)
+
+
+TRUNCATION_SAMPLE = 5  # the first trial attempts of a session looked at for silent truncation
+
+
+def truncation_stop(truncated: int, seen: int, planned: int) -> bool:
+    """Most of the first ``min(planned, TRUNCATION_SAMPLE)`` attempts were cut (``seen`` of them
+    finished so far, ``truncated`` of those invalid with PROMPT_TRUNCATED)."""
+    sample = min(planned, TRUNCATION_SAMPLE)
+    return seen <= sample and truncated >= sample // 2 + 1
 
 
 def stall_limit(concurrency: int) -> int:
@@ -141,6 +162,10 @@ class Executor:
         self._streak = 0  # invalid attempts since the last valid trial
         self._stall_limit = stall_limit(run.concurrency)
         self.stalled_cause: str | None = None
+        self._seen = self._truncated = 0  # attempts finished / cut by the server, this session
+        self.truncation: _Fatal | None = None
+        self.outages: list = []  # this session's endpoint outages (channel/breaker.py), recorded in the store
+        self.stats.outage_now = lambda: outages.ongoing(self.channels)
 
     def request_stop(self) -> None:
         """Stop soon (Ctrl-C): in-flight trials are cancelled, finished ones are kept."""
@@ -171,10 +196,17 @@ class Executor:
                 if self.store.append(record):
                     self.stored += 1
                 self._gc.trial_done()
-                again = not record.verdict.valid and spec.replays < max_replays
+                # a trial whose clock ran out while an outage held its calls (run/context.py) is
+                # replayed without using up a replay or feeding the stall count: the breaker alone
+                # decides when an outage is too long (outage_wait_s)
+                outage = (record.verdict.invalid_cause or "").startswith("OUTAGE:")
+                again = not record.verdict.valid and (outage or spec.replays < max_replays)
                 self.stats.add(record, final=not again)
+                self._watch_truncation(record)
                 if record.verdict.valid:
                     self._streak = 0
+                elif outage:
+                    pass
                 else:
                     self._streak += 1
                     if self._streak >= self._stall_limit and self.stalled_cause is None:
@@ -185,9 +217,27 @@ class Executor:
                 if again:
                     self.stats.replays += 1
                     queue.put_nowait(TrialSpec(spec.key, spec.task, spec.arm, spec.seed,
-                                               attempt=spec.attempt + 1, replays=spec.replays + 1))
+                                               attempt=spec.attempt + 1, replays=spec.replays + (not outage)))
             finally:
                 queue.task_done()
+
+    def _watch_truncation(self, record: TrialRecord) -> None:
+        self._seen += 1
+        cause = record.verdict.invalid_cause or ""
+        if record.verdict.valid or not cause.startswith("PROMPT_TRUNCATED"):
+            return
+        self._truncated += 1
+        if self.truncation is None and truncation_stop(self._truncated, self._seen, self.stats.planned):
+            events = reversed(record.trajectory.events)
+            role = next((e.data.get("role") for e in events if e.kind == "prompt_truncated"), None)
+            sample = min(self.stats.planned, TRUNCATION_SAMPLE)
+            error = FatalChannelError(Diagnosis(
+                "PROMPT_TRUNCATED",
+                f"the server silently cut the prompt in {self._truncated} of the first {sample} trial attempts, so "
+                f"the run stopped early (every trial would be cut the same way). Last: {cause.split(': ', 1)[-1]}",
+                TRUNCATION_FIX), status=200)
+            self.truncation = _Fatal(error, role, record.key.label())
+            self._stop.set()
 
     async def run(self, specs: list[TrialSpec]) -> Outcome:
         self.stats.planned = len(specs)
@@ -211,12 +261,17 @@ class Executor:
             results = await asyncio.gather(*workers, return_exceptions=True)
             await asyncio.gather(joined, stopped, return_exceptions=True)
             self._gc.restore()
+            self.outages = outages.session_outages(self.channels)
+            outages.record(self.store, self.outages)
         errors = [e for e in results if isinstance(e, BaseException) and not isinstance(e, asyncio.CancelledError)]
         fatal = next((e for e in errors if isinstance(e, _Fatal)), None)
         if fatal is not None:
             return Outcome("fatal", self.stored, fatal.error, fatal.role, fatal.trial)
         if errors:
             raise errors[0]
+        if self.truncation is not None:
+            t = self.truncation
+            return Outcome("fatal", self.stored, t.error, t.role, t.trial)
         if not complete and self.stalled_cause is not None:
             return Outcome("stalled", self.stored, stalled_cause=self.stalled_cause)
         if not complete:

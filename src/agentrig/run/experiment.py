@@ -112,6 +112,16 @@ def _plugin_roles(p: PluginSettings) -> set[str]:
     return set(roles) if roles is not None else {"memory"}
 
 
+def _plugin_paths(p: PluginSettings, source: Path) -> PluginSettings:
+    """A plug-in's settings with its file paths made absolute (relative to the experiment file),
+    when the plug-in has any (``with_paths``)."""
+    from agentrig import plugins
+
+    plugins.available()  # the built-in plug-ins register themselves
+    with_paths = getattr(plugins.REGISTRY.get(p.kind), "with_paths", None)
+    return with_paths(p, source) if with_paths is not None else p
+
+
 def roles_needed(exp: Experiment, arm: ArmSettings, tasks: list[tuple[str, Any]],
                  bench: Benchmark | None = None) -> list[str]:
     """The roles whose model calls this arm's trials make: the agent's, the plug-ins', and
@@ -173,6 +183,9 @@ def resolve(exp: Experiment, source: Path, run_dir: str | Path | None = None) ->
         if agent.prompt != "default":
             agent = agent.model_copy(update={"prompt": str(rel_path(source, agent.prompt))})
             arm = arm.model_copy(update={"agent": agent})
+        located = [_plugin_paths(p, source) for p in arm.plugins]
+        if located != list(arm.plugins):
+            arm = arm.model_copy(update={"plugins": located})
         cfg = arm_channel(exp, arm)
         need = roles_needed(exp, arm, tasks, bench)
         _check_arm(exp, source, arm, cfg, tasks, need, bench)

@@ -21,6 +21,10 @@
     max_invalid_retries = 3              # replays of a trial spoiled by the channel
     dir = "runs/airline-gpt41"           # default: runs/<name> beside this file
     send_seed = true                     # send each trial's seed with calls whose role sets none
+    executor = "local"                   # "ray": trials on a Ray cluster (docs/scale.md)
+    ray_address = "auto"                 # with "ray": "auto" | "ray://HOST:PORT" | "HOST:PORT"
+    max_cost = 5.0                       # optional: stop when the stored trials cost this (USD)
+    max_tokens = 2_000_000               # optional: … or hold this many tokens (run/budget.py)
 
     [user]                               # the user simulator (agentrig.bench.tau.user.UserSettings)
     kind = "llm"
@@ -30,7 +34,7 @@
                                          # model is set; "basis": only where NL_ASSERTION is in the
                                          # reward basis (τ²-bench's rule, cheaper); "never"
 
-    [channel] / [roles.agent|user|memory|judge] / [prices."model"]    # as in docs/channel.md
+    [channel] / [roles.agent|user|memory|judge|analyst] / [prices."model"]    # as in docs/channel.md
 
     [[arms]]
     name = "baseline"                    # unique; letters, digits, - _ .
@@ -60,6 +64,7 @@ from agentrig.plugins.base import PluginSettings
 
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+RAY_ADDRESS_RE = re.compile(r"^(ray://)?[A-Za-z0-9_.\[\]:-]+:[0-9]{1,5}$")
 NAME_RULE = "1-64 characters: letters, digits, '-', '_', '.', starting with a letter or digit"
 DOCS = "docs/experiments.md"
 
@@ -78,6 +83,20 @@ class RunSettings(_Strict):
     max_invalid_retries: int = Field(3, ge=0, le=100)
     dir: str | None = None
     send_seed: bool = True
+    executor: Literal["local", "ray"] = "local"  # "ray": trials on a Ray cluster (run/ray_executor.py)
+    ray_address: str = "auto"  # "auto" | "ray://host:port" | "host:port" (with executor = "ray")
+    # the run's spending limit (run/budget.py): USD (needs [prices] for every model) and tokens
+    max_cost: float | None = Field(None, gt=0)
+    max_tokens: int | None = Field(None, ge=1)
+
+    @field_validator("ray_address")
+    @classmethod
+    def _ray_address(cls, v: str) -> str:
+        v = v.strip()
+        if v == "auto" or RAY_ADDRESS_RE.match(v):
+            return v
+        raise ValueError(f"ray_address {v!r} is not a Ray address; use \"auto\" (the cluster this machine "
+                         "joined with `ray start`), \"ray://HOST:PORT\" (Ray Client) or \"HOST:PORT\" (the head's GCS)")
 
 
 class ArmSettings(_Strict):

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .executor import Stats
+from .outages import progress_text
 
 REFRESH_PER_SECOND = 4
 
@@ -71,6 +72,9 @@ class ProgressView:
         line.append(f"  pass rate {mean:.3f}" if mean is not None else "  pass rate -")
         line.append(f"  tokens {_tokens(s.tokens)}  retries {s.call_retries}  replays {s.replays}"
                     f"  in flight {s.in_flight}", style="dim")
+        outage = s.outage_now() if s.outage_now is not None else None
+        if outage is not None:  # an endpoint is down: calls wait for it (channel/breaker.py)
+            return Group(head, line, Text(progress_text(outage), style="bold yellow"))
         return Group(head, line)
 
 

@@ -24,6 +24,9 @@ def open_run_dir(run_dir: Path) -> tuple[Store, dict]:
     run_dir = Path(run_dir).expanduser()
     path = run_dir / STORE_FILE
     if not path.is_file():
+        if (run_dir / "smoke" / STORE_FILE).is_file():
+            raise DataError(f"{run_dir}: no trials played yet, only a smoke check (`agentrig run --smoke`); "
+                            f"its trials are a run directory of their own: {run_dir / 'smoke'}")
         raise DataError(f"{run_dir}: not a run directory (no {STORE_FILE}); give the directory "
                         "`agentrig run` printed")
     store = Store.open(path, create=False)
@@ -31,7 +34,11 @@ def open_run_dir(run_dir: Path) -> tuple[Store, dict]:
     if config is None:
         cfg_file = run_dir / CONFIG_FILE
         if not cfg_file.is_file():
+            smoke = (store.get_meta("run") or {}).get("smoke")
             store.close()
+            if smoke:
+                raise DataError(f"{run_dir}: a smoke check's store written by an older agentrig, without the "
+                                "configuration snapshot a reader needs; run `agentrig run EXPERIMENT --smoke` again")
             raise DataError(f"{run_dir}: the run's configuration snapshot is missing ({CONFIG_FILE})")
         config = json.loads(cfg_file.read_text(encoding="utf-8"))
     return store, config

@@ -1,7 +1,9 @@
 """``agentrig run exp.toml --smoke``: one task once per arm, every configured role exercised.
 
 The smoke trials go to their own store (``<run dir>/smoke/trials.sqlite``, replaced each time),
-never to the run's. A role the trial did not call (a judge on a task without NL assertions, a
+never to the run's. That directory is a run directory of its own — its configuration snapshot
+(``config.json`` and the store's ``config`` meta, ``"smoke": true``) names the one task played
+once — so ``agentrig export``, ``analyze`` and ``report`` read it like any run. A role the trial did not call (a judge on a task without NL assertions, a
 memory role no plug-in used) — or whose call failed — gets one small direct call, so that every
 role ends with "ok" or the doctor's diagnosis (code, message, fix).
 """
@@ -9,6 +11,7 @@ role ends with "ok" or the doctor's diagnosis (code, message, fix).
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,7 +22,9 @@ from agentrig.errors import ChannelError, ConfigError, FatalChannelError
 from agentrig.types import CallContext, TrialKey
 
 from .experiment import ArmPlan, Resolved
+from . import snapshot
 from .executor import Executor, last_failed_role
+from .rundir import CONFIG_FILE
 from .runner import TrialSpec, close_channels, make_channels, trial_seed
 from .store import Store
 
@@ -143,6 +148,7 @@ async def run_smoke(r: Resolved, run_dir: Path) -> SmokeReport:
     path = smoke_dir / "trials.sqlite"
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
+    (smoke_dir / CONFIG_FILE).unlink(missing_ok=True)
     store = Store.open(path)
     run_id = "smoke-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     store.set_meta("run", {"run_id": run_id, "name": r.name, "smoke": True})
@@ -150,6 +156,13 @@ async def run_smoke(r: Resolved, run_dir: Path) -> SmokeReport:
     try:
         ex = Executor(r, store, run_id, channels)
         domain, task = smoke_task(r)
+        config = snapshot.config_snapshot(r, run_id)  # what was played: one task, once per arm
+        config.update(smoke=True, tasks={domain: [task.id]})
+        config["experiment"]["run"]["trials"] = 1
+        config.pop("excluded", None)
+        store.set_meta("config", config)
+        (smoke_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n",
+                                             encoding="utf-8")
         arms = await asyncio.gather(*(_smoke_arm(ex, r, arm, domain, task, store) for arm in r.arms))
     finally:
         await close_channels(channels)

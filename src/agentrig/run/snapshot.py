@@ -9,7 +9,7 @@ environment never, every text passed through ``agentrig.redact``.
 policy texts, the user simulator's settings and a hash of its guidelines, the judge settings),
 the limits, and per arm the agent settings, the hash of its system prompt preamble, its
 plug-ins (with the hash of a plug-in's prompts where it has one) and the model settings of every role it calls (model, temperature, max_tokens, seed,
-extra_body, base_url — not keys, not concurrency or timeouts). ``differences(old, new)`` lists
+extra_body, base_url, tool_choice, and wire when it is not chat — not keys, not concurrency or timeouts). ``differences(old, new)`` lists
 what changed; an arm, a task, a domain or a role present on one side only is an addition, not a
 difference (more trials, still comparable).
 """
@@ -26,7 +26,7 @@ from agentrig.redact import read_secret, redact, redact_url
 
 from .experiment import Resolved
 
-COMPARED_ROLE_FIELDS = ("model", "temperature", "max_tokens", "seed", "extra_body", "base_url")
+COMPARED_ROLE_FIELDS = ("model", "temperature", "max_tokens", "seed", "extra_body", "base_url", "tool_choice")
 # containers whose children may appear or disappear between runs ("*" matches any name)
 ADDITIVE = {("arms",), ("tasks",), ("domains",), ("domains", "*", "policies"), ("arms", "*", "roles")}
 
@@ -38,17 +38,25 @@ def _role_settings(r: Resolved, arm_index: int) -> dict[str, dict]:
         rr = arm.channel.resolve(role)
         values = {f: getattr(rr, f) for f in COMPARED_ROLE_FIELDS}
         values["base_url"] = redact_url(rr.base_url.rstrip("/"))
+        if rr.wire != "chat":  # the API the role speaks; absent for chat, so older snapshots stay equal
+            values["wire"] = rr.wire
         out[role] = values
     return out
 
 
 def _plugin(settings: Any) -> dict[str, Any]:
     """A plug-in's settings, with the hash of its texts when the plug-in gives one (the memory
-    plug-in's prompts: a changed prompt makes old and new trials incomparable)."""
+    plug-in's prompts: a changed prompt makes old and new trials incomparable); a plug-in with a
+    ``comparable(settings)`` gives its own entry (guidelines: the file's content hash and its
+    source run, arm, split and tasks instead of its path)."""
     from agentrig import plugins
 
+    factory = plugins.REGISTRY.get(settings.kind)
+    comparable = getattr(factory, "comparable", None)
+    if comparable is not None:  # the plug-in says what of it is compared (guidelines: file hash, sources)
+        return comparable(settings)
     out = settings.model_dump(mode="json")
-    texts = getattr(plugins.REGISTRY.get(settings.kind), "prompts_sha", None)
+    texts = getattr(factory, "prompts_sha", None)
     if texts is not None:
         out["prompts_sha"] = texts()
     return out

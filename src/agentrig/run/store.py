@@ -8,7 +8,12 @@ Layout (schema version ``SCHEMA_VERSION``, marked with ``PRAGMA application_id``
   token totals and retries, and the whole ``TrialRecord`` as zlib-compressed JSON (``record``).
   A partial UNIQUE index on the key ``WHERE valid = 1`` makes a second valid row of the same
   trial impossible; invalid attempts stay as history rows.
-- ``model_calls`` — one row per ``ModelCall`` of a trial (usage, latency, attempts, retry causes).
+- ``shared(sha, value)`` — the large parts of recorded agent requests (system prompts, tool
+  schemas), stored once per run and referred to from the trials' records (``store_shared.py``;
+  ``records`` and ``raw_records`` put them back).
+- ``model_calls`` — one row per ``ModelCall`` of a trial (usage, latency, attempts, retries and
+  the cause of each retried attempt). ``retries`` is ``ModelCall.retries`` (``types.retries_of``:
+  attempts − 1) in both tables: every view of a run reads it from there.
 
 Durability: the database runs in WAL mode with ``synchronous=NORMAL``. Every ``append`` is one
 transaction; when ``COMMIT`` returns, the transaction's pages have been written (``write(2)``) to
@@ -34,6 +39,8 @@ from typing import Any
 from agentrig import __version__
 from agentrig.errors import DataError
 from agentrig.types import TrialKey, TrialRecord
+
+from . import store_shared
 
 APPLICATION_ID = 0x41475247  # "AGRG"
 SCHEMA_VERSION = 1
@@ -164,6 +171,7 @@ class Store:
         self.path = path
         self._conn = conn
         self._lock = threading.Lock()
+        self._shared: dict[str, Any] = {}  # sha → value of the ``shared`` table, as read (store_shared.py)
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -270,7 +278,8 @@ class Store:
             cached += usage.cached_tokens or 0
             call_retries = call.retries
             retries += call_retries
-            causes = ",".join(a.cause for a in call.attempts if a.cause)
+            # the causes of the attempts that were retried (one per retry; ``types.retries_of``)
+            causes = ",".join(a.cause or "unknown" for a in call.attempts[:-1])
             call_rows.append((idx, call.role, call.purpose, call.turn, call.model,
                               usage.prompt_tokens, usage.completion_tokens, usage.reasoning_tokens,
                               usage.cached_tokens, int(usage.reported), call.latency_s,
@@ -280,11 +289,16 @@ class Store:
                float(verdict.reward), verdict.termination, verdict.invalid_cause, record.run_id,
                record.seed, record.started_at, record.duration_s,
                len(record.trajectory.messages), len(calls), prompt, completion, reasoning, cached,
-               retries, encode_record(record))
+               retries, None)
+        stored, shared = store_shared.share(record)  # the requests' system prompts and tools: once per run
+        row = (*row[:-1], encode_record(stored))
         with self._lock:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
             try:
+                if shared:
+                    conn.execute(store_shared.DDL)  # (a rolled-back transaction takes the table with it)
+                    conn.executemany("INSERT OR IGNORE INTO shared VALUES (?, ?)", list(shared.items()))
                 try:
                     trial_row = conn.execute(_INSERT_TRIAL, row).lastrowid
                 except sqlite3.IntegrityError:
@@ -305,6 +319,36 @@ class Store:
             "SELECT 1 FROM trials WHERE arm = ? AND domain = ? AND task_id = ? AND trial = ? "
             "AND valid = 1", (key.arm, key.domain, key.task_id, key.trial)).fetchone() is not None
 
+    # -- tables of other parts (the resampled steps: analysis/instability_store.py) -----------
+
+    def ensure_tables(self, ddl: str) -> None:
+        """Create the tables of ``ddl`` (``CREATE TABLE IF NOT EXISTS …`` statements) in one
+        transaction; the schema version is unchanged (additive tables older readers ignore)."""
+        self.write_many([(stmt, ()) for stmt in ddl.split(";") if stmt.strip()])
+
+    def write_many(self, statements: list[tuple[str, tuple]]) -> None:
+        """Run ``(sql, args)`` statements in one transaction."""
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, args in statements:
+                    conn.execute(sql, args)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def query(self, sql: str, args: tuple | list = ()) -> list[tuple]:
+        """Rows of a read-only query (an absent table: [])."""
+        try:
+            return self._conn.execute(sql, tuple(args)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+
     # -- reading -----------------------------------------------------------------------------
 
     def valid_keys(self, arm: str | None = None) -> set[Key]:
@@ -324,7 +368,7 @@ class Store:
         cursor = self._conn.execute(sql + " ORDER BY id", args)
         while batch := cursor.fetchmany(64):
             for (blob,) in batch:
-                yield decode_record(blob)
+                yield store_shared.resolve(decode_record(blob), self.shared_value)
 
     def raw_records(self, arm: str, domain: str, task_id: str, trial: int) -> list[dict[str, Any]]:
         """Every stored attempt of one trial key as plain JSON data (no model validation), in the
@@ -332,7 +376,18 @@ class Store:
         rows = self._conn.execute(
             "SELECT record FROM trials WHERE arm = ? AND domain = ? AND task_id = ? AND trial = ? ORDER BY id",
             (arm, domain, task_id, trial)).fetchall()
-        return [json.loads(zlib.decompress(blob)) for (blob,) in rows]
+        return [store_shared.resolve_raw(json.loads(zlib.decompress(blob)), self.shared_value) for (blob,) in rows]
+
+    def shared_value(self, sha: str) -> Any:
+        """A value of the ``shared`` table (``store_shared``), read once per store."""
+        value = self._shared.get(sha)
+        if value is None:
+            row = self._conn.execute("SELECT value FROM shared WHERE sha = ?", (sha,)).fetchone()
+            if row is None:
+                raise DataError(f"{self.path}: a trial refers to shared value {sha} that the store does not hold; "
+                                "the store is damaged")
+            value = self._shared[sha] = store_shared.decode_value(row[0])
+        return value
 
     def verdict_rows(self, arm: str | None = None, valid: bool | None = None, *,
                      domain: str | None = None) -> list[VerdictRow]:

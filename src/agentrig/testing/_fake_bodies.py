@@ -16,7 +16,7 @@ JSON_CT = "application/json"
 FAULT_KINDS = frozenset({
     "unauthorized", "forbidden", "rate_limit", "quota", "server_error", "request_timeout", "conflict",
     "delay", "malformed", "not_completion", "html", "context_overflow", "bad_request", "unprocessable",
-    "disconnect",
+    "disconnect", "hang",
 })
 FAULT_TARGETS = ("chat", "models", "any")
 

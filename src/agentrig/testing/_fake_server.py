@@ -22,10 +22,13 @@ from ._fake_bodies import (
     JSON_CT, TOOLS_REJECTED, Fault, ReplyError, build_completion, default_reply, fault_response,
     invalid_request_body, model_not_found_body, stream_events, unauthorized_body,
 )
+from ._fake_wires import add_wire_routes
+from .personalities import Personality, make_personality, side_route
 
 # The headers of the chat request being answered, for a responder that reads them (the gold and
 # solution endpoints find the task in X-Agentrig-Task): set by the chat handler, read in the
 # responder's call, which runs in the handler's own task.
+HANG_S = 3600.0  # how long a "hang" fault holds its request (the client gives up first)
 REQUEST_HEADERS: contextvars.ContextVar[Any] = contextvars.ContextVar("fake_request_headers", default=None)
 
 __all__ = ["DEFAULT_KEY", "TOOL_SUPPORT", "FakeEndpoint", "RecordedRequest"]
@@ -41,7 +44,7 @@ _UNPARSEABLE = object()  # the body was not JSON
 class RecordedRequest:
     method: str
     path: str
-    headers: dict[str, str]  # lower-case names, Authorization removed
+    headers: dict[str, str]  # lower-case names, Authorization and x-api-key removed
     json: Any  # the parsed body, or None
     auth_ok: bool
     t_start: float  # time.perf_counter()
@@ -55,7 +58,10 @@ class FakeEndpoint:
                  prefix: str = "/v1", responder: Callable[[dict], Any] | None = None, delay_s: float = 0.0,
                  tool_support: str = "full", fault_rate: float = 0.0,
                  fault_kinds: tuple[str, ...] = ("rate_limit", "server_error", "malformed"), seed: int = 0,
-                 record: bool = True, host: str = "127.0.0.1", port: int = 0):
+                 record: bool = True, host: str = "127.0.0.1", port: int = 0,
+                 personality: "str | Personality | None" = None, wires: tuple[str, ...] = ("responses", "anthropic")):
+        self.personality = make_personality(personality)  # a server's own behaviour (testing/personalities.py)
+        self.wires = tuple(wires)  # the other wires it serves besides chat completions (_fake_wires.py)
         if tool_support not in TOOL_SUPPORT:
             raise ValueError(f"tool_support={tool_support!r}; expected one of {TOOL_SUPPORT}")
         for kind in fault_kinds:
@@ -151,8 +157,14 @@ class FakeEndpoint:
         app.router.add_post("/_fake/reset", self._ctl_reset)
         app.router.add_get("/_fake/stats", self._ctl_stats)
         app.router.add_get("/_fake/requests", self._ctl_requests)
-        app.router.add_route("*", "/{tail:.*}", self._not_found)
         self._known_paths = {p + "/models": "GET", p + "/chat/completions": "POST"}
+        self._known_paths.update(add_wire_routes(app, self, REQUEST_HEADERS))  # /responses, /messages (_fake_wires.py)
+        if self.personality is not None:
+            for method, path, handler in self.personality.routes():
+                app.router.add_route(method, path, side_route(self, handler))
+                self._known_paths[path] = method
+            app.on_response_prepare.append(self._personality_headers)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, backlog=2048, reuse_address=True)
@@ -180,6 +192,8 @@ class FakeEndpoint:
     def _sent_key(self, request: web.Request) -> tuple[str | None, bool]:
         """(the key the client sent, whether it is accepted)."""
         header = request.headers.get("Authorization")
+        if header is None and request.headers.get("x-api-key"):  # the Anthropic SDK's header
+            header = "Bearer " + request.headers["x-api-key"]
         if self._auth_header is None:
             return (header[7:] if header and header[:7].lower() == "bearer " else None), True
         if header == self._auth_header:
@@ -189,7 +203,7 @@ class FakeEndpoint:
         return None, False
 
     def _record(self, request: web.Request, body: Any, auth_ok: bool, t0: float) -> None:
-        headers = {k.lower(): v for k, v in request.headers.items() if k.lower() != "authorization"}
+        headers = {k.lower(): v for k, v in request.headers.items() if k.lower() not in ("authorization", "x-api-key")}
         self.requests.append(RecordedRequest(request.method, request.path, headers, body, auth_ok, t0,
                                              time.perf_counter()))
 
@@ -207,6 +221,9 @@ class FakeEndpoint:
         """A response for the fault, or None when the request should then be answered normally."""
         if fault.kind == "delay":
             await asyncio.sleep(1.0 if fault.delay_s is None else fault.delay_s)
+            return None
+        if fault.kind == "hang":  # a request the server never answers (an hour, or delay_s)
+            await asyncio.sleep(HANG_S if fault.delay_s is None else fault.delay_s)
             return None
         if fault.kind == "disconnect":
             if fault.delay_s:
@@ -242,6 +259,8 @@ class FakeEndpoint:
 
     def _models_body(self) -> bytes:
         body = getattr(self, "_models_cache", None)
+        if body is None and self.personality is not None:
+            body = self._models_cache = json.dumps(self.personality.models_body(self.models)).encode()
         if body is None:
             data = [{"id": m, "object": "model", "created": _CREATED, "owned_by": "agentrig-fake"} for m in self.models]
             body = self._models_cache = json.dumps({"object": "list", "data": data}).encode()
@@ -290,6 +309,10 @@ class FakeEndpoint:
                 "Missing required parameter: 'messages'.", "missing_required_parameter", "messages"))
         if model not in self._model_set:
             return self._json(404, model_not_found_body(model))
+        if self.personality is not None:
+            refused = self.personality.refuse(body, model)
+            if refused is not None:
+                return self._json(refused[0], json.dumps(refused[1]).encode())
         if self.tool_support == "reject" and body.get("tools"):
             return self._json(400, TOOLS_REJECTED)
         reply = self._take_reply()
@@ -306,10 +329,14 @@ class FakeEndpoint:
                 if resp is not None:
                     return resp
                 reply = default_reply(body, self.tool_support)
+        if reply is None and self.personality is not None:
+            reply = self.personality.reply(body)
         if reply is None:
             reply = default_reply(body, self.tool_support)
             if isinstance(reply, str):
                 return self._json(400, invalid_request_body(reply, None, "tool_choice"))
+        if self.personality is not None and isinstance(reply, dict):
+            reply = self.personality.shape(body, reply)
         self._n_completion += 1
         try:
             completion = build_completion(reply, model, body, f"chatcmpl-fake{self._n_completion}",
@@ -328,6 +355,9 @@ class FakeEndpoint:
             await resp.write(event)
         await resp.write_eof()
         return resp
+
+    async def _personality_headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        response.headers.update(self.personality.response_headers(request.path))
 
     async def _not_found(self, request: web.Request) -> web.StreamResponse:
         t0 = self._enter()

@@ -22,6 +22,9 @@ What it imitates, because the channel and ``agentrig doctor`` diagnose from it:
 ``python -m agentrig.testing.fake_endpoint`` serves one from the command line (first stdout line:
 the base URL). Out-of-process control, no auth: ``POST /_fake/faults``, ``POST /_fake/replies``
 (JSON lists), ``POST /_fake/reset``, ``GET /_fake/stats``, ``GET /_fake/requests``.
+
+``personality="vllm-no-auto-tool-choice"`` (``--personality``, ``--window``) makes it behave like a
+real server: vLLM, llama-cpp-python, Ollama, llama.cpp; see ``agentrig.testing.personalities``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 
 from ._fake_bodies import FAULT_KINDS, Fault, mask_key
 from ._fake_server import DEFAULT_KEY, TOOL_SUPPORT, FakeEndpoint, RecordedRequest
+from .personalities import PERSONALITIES, make_personality
 
 __all__ = ["DEFAULT_KEY", "FAULT_KINDS", "FakeEndpoint", "Fault", "RecordedRequest", "ThreadedFakeEndpoint",
            "add_server_arguments", "main", "mask_key", "serve_until_signal", "server_settings"]
@@ -155,13 +159,17 @@ def main(argv: list[str] | None = None) -> int:
     add_server_arguments(ap, "fake-model,fake-model-mini")
     ap.add_argument("--tool-support", choices=TOOL_SUPPORT, default="full")
     ap.add_argument("--no-record", action="store_true", help="do not keep request records (long benchmark runs)")
+    ap.add_argument("--personality", choices=sorted(PERSONALITIES),
+                    help="behave like a real server (see agentrig.testing.personalities)")
+    ap.add_argument("--window", type=int, metavar="TOKENS", help="the personality's context window")
     args = ap.parse_args(argv)
     settings = server_settings(args)
     if isinstance(settings, str):
         print(f"error: {settings}", file=sys.stderr)
         return 2
     try:
-        ep = FakeEndpoint(tool_support=args.tool_support, record=not args.no_record, **settings)
+        ep = FakeEndpoint(tool_support=args.tool_support, record=not args.no_record,
+                          personality=make_personality(args.personality, args.window), **settings)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

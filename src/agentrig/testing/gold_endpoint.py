@@ -35,6 +35,16 @@ that states every ``communicate_info`` string verbatim (put just before a
   that must always remind). The gold agent ignores reminders (it counts its own messages only),
   so the gold conversation and its reward are the same with or without the plug-in.
 
+**Noisy mode** (``noise=Noise(...)``; command line ``--noise TASK=STEPS --noise-p P --noise-seed N``):
+at the chosen gold steps of the chosen tasks, an agent request sampled with ``temperature`` > 0
+gets a wrong action with probability ``p`` (a seeded draw per request, see ``_noise``): a call of
+the step's tool with every argument value changed, or for a text step the text ``NOISE_TEXT``.
+The agent's decision ``i`` (0-based, the task's message history not counted) is gold step ``i``:
+every reply is one call or one text, so a wrong action also counts as played. The step returns the
+correct action when a system message of the request holds ``<<do:LABEL>>`` with the step's label:
+the tool name of a call step, ``ask`` for a step asking the user to act, ``info`` for the closing
+information (the obey-marker a guidelines file uses to "fix" a noisy step).
+
 An unknown domain, task or role, or missing headers, is an HTTP 400 whose message says what was
 wrong. Everything else (auth, faults at ``fault_rate``, delay, usage figures, the control routes)
 is ``FakeEndpoint``'s.
@@ -52,12 +62,14 @@ from ._fake_bodies import Fault
 from ._gold_texts import (MEMORY_NOTE, GoldRequestError, _call_text, _info_text, _is_text, _opening,
                           header_form, judge_reply, memory_reply)
 from ._fake_server import REQUEST_HEADERS, FakeEndpoint
+from ._noise import Noise, add_noise_arguments, obeys, parse_noise_args, wrong_arguments
 
-__all__ = ["GOLD_MODELS", "MEMORY_NOTE", "GoldEndpoint", "GoldResponder", "GoldScript", "Step", "main"]
+__all__ = ["GOLD_MODELS", "MEMORY_NOTE", "NOISE_TEXT", "Noise", "GoldEndpoint", "GoldResponder", "GoldScript", "Step", "main"]
 
 GOLD_MODELS = ("gold", "gold-agent", "gold-user", "gold-judge", "gold-memory")
 TRANSFER = "transfer_to_human_agents"
 STOP = "###STOP###"
+NOISE_TEXT = "Let me look into something else first."
 _AMBIGUOUS = object()
 
 
@@ -122,7 +134,7 @@ class GoldScript:
 
     # ------------------------------------------------------------------ the agent's side
 
-    def agent_reply(self, messages: list[dict]) -> dict:
+    def agent_reply(self, messages: list[dict], noise: Noise | None = None, body: dict | None = None) -> dict:
         calls = texts = 0
         for m in messages:
             if m.get("role") == "assistant":
@@ -133,17 +145,26 @@ class GoldScript:
         n_calls = calls
         calls = max(0, calls - self.hist_agent_calls)
         texts = max(0, texts - self.hist_agent_texts)
+        index = calls + texts  # the agent's decision: every reply is one call or one text
+        wrong = noise is not None and noise.wrong(body or {}, self.domain, self.task_id, index)
         for step in self.steps:
             if step.kind == "call":
                 if calls:
                     calls -= 1
                     continue
+                if wrong and not obeys(messages, step.name):
+                    return {"content": None, "tool_calls": [{"id": f"gold_a{n_calls + 1}", "name": step.name,
+                                                             "arguments": wrong_arguments(step.arguments)}]}
                 return {"content": None, "tool_calls": [
                     {"id": f"gold_a{n_calls + 1}", "name": step.name, "arguments": step.arguments}]}
             if texts:
                 texts -= 1
                 continue
+            if wrong and not obeys(messages, step.kind):
+                return {"content": NOISE_TEXT}
             return {"content": self._ask_text(step) if step.kind == "ask" else self.info_text}
+        if wrong and not obeys(messages, "info"):
+            return {"content": NOISE_TEXT}
         return {"content": self.info_text}  # all played: say it again
 
     # ------------------------------------------------------------------ the memory plug-in's side
@@ -211,8 +232,9 @@ class GoldResponder:
     """``responder(body)`` for a FakeEndpoint whose requests carry agentrig's X-Agentrig-* headers
     (``GoldEndpoint`` passes them through a context variable)."""
 
-    def __init__(self, data_root: str | Path | None):
+    def __init__(self, data_root: str | Path | None, noise: Noise | None = None):
         self.data_root = Path(data_root) if data_root is not None else None
+        self.noise = noise
         self._scripts: dict[str, dict[str, GoldScript]] = {}
         self._by_header: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -276,15 +298,17 @@ class GoldResponder:
         script = self.script(domain, task_id)
         if role == "memory":
             return memory_reply(script, body)
-        return script.agent_reply(messages) if role == "agent" else script.user_reply(messages)
+        if role == "agent":
+            return script.agent_reply(messages, self.noise, body)
+        return script.user_reply(messages)
 
 
 class GoldEndpoint(FakeEndpoint):
     """A FakeEndpoint whose replies play the gold conversation (see the module docstring)."""
 
     def __init__(self, data_root: str | Path | None, *, models: tuple[str, ...] = GOLD_MODELS,
-                 record: bool = False, **kwargs: Any):
-        self.gold = GoldResponder(data_root)
+                 record: bool = False, noise: Noise | None = None, **kwargs: Any):
+        self.gold = GoldResponder(data_root, noise)
         super().__init__(models=models, responder=self.gold, record=record, **kwargs)
 
 
@@ -302,17 +326,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", metavar="ROOT", help="tau2-bench data root (holds domains/); none: built-in domains only")
     add_server_arguments(ap, ",".join(GOLD_MODELS))
     ap.add_argument("--record", action="store_true", help="keep request records (GET /_fake/requests)")
+    add_noise_arguments(ap)
     args = ap.parse_args(argv)
     settings = server_settings(args)
-    if isinstance(settings, str):
-        print(f"error: {settings}", file=sys.stderr)
-        return 2
+    noise = parse_noise_args(args)
+    for problem in (settings, noise):
+        if isinstance(problem, str):
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     if args.data is not None and not (Path(args.data) / "domains").is_dir():
         print(f"error: --data {args.data}: no domains/ directory there; give a tau2-bench data root",
               file=sys.stderr)
         return 2
     try:
-        ep = GoldEndpoint(args.data, record=args.record, **settings)
+        ep = GoldEndpoint(args.data, record=args.record, noise=noise, **settings)  # type: ignore[arg-type]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

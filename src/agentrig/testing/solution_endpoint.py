@@ -30,6 +30,15 @@ the same answer):
   first solution command as the note, and — in the edit phase — a procedural entry for each failed
   command in the window and for the command that fixed it (``_terminal_memory``).
 
+**Noisy mode** (``noise=Noise(...)``; ``--noise TASK=STEPS --noise-p P --noise-seed N``, see
+``_noise``): at the chosen decision steps (the index of the command about to be played; the submit
+step is ``len(commands)``) an agent request sampled with ``temperature`` > 0 gets, with
+probability ``p``, the wrong command ``NOISE_COMMAND`` instead (it counts as played, so the
+solution's command of that step is skipped). Tasks are keyed ``terminal/<id>``, ``<id>`` or ``*``.
+The step returns its correct command when a system message of the request holds
+``<<do:LABEL>>``, LABEL being the first word of the step's command (``submit`` for the submit
+step).
+
 An unknown task or role, a task without a solution, or a request without the headers, is an HTTP
 400 whose message says what was wrong. Everything else (auth, faults at ``fault_rate`` from a
 seeded generator, delay, usage figures, the control routes) is ``FakeEndpoint``'s.
@@ -50,6 +59,7 @@ from ..errors import AgentrigError
 from ._fake_bodies import Fault
 from ._fake_server import REQUEST_HEADERS, FakeEndpoint
 from ._gold_texts import GoldRequestError, header_form
+from ._noise import Noise, add_noise_arguments, obeys, parse_noise_args
 from ._terminal_memory import memory_reply
 
 __all__ = ["FLAVORS", "MINI_SUBMIT_SENTINEL", "SOLUTION_MODELS", "SolutionEndpoint", "SolutionResponder",
@@ -61,6 +71,16 @@ MINI_ACTION_LABEL = "mswea_bash_command"  # mini-SWE-agent 2.x's text-mode fence
 MINI_SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 _MINI_ACTION = re.compile(r"```" + MINI_ACTION_LABEL + r"\s*\n(.*?)\n```", re.DOTALL)
 SUBMIT_NOTE = "solution played"
+NOISE_COMMAND = "echo 'not sure what to do yet'"
+NOISE_GROUP = "terminal"
+
+
+def step_label(command: str, submit: bool = False) -> str:
+    """The label a guideline names to make a noisy step play this command (see ``_noise``)."""
+    if submit:
+        return "submit"
+    words = command.split()
+    return words[0] if words else ""
 
 
 def _heredoc(script: str) -> str:
@@ -132,9 +152,13 @@ class SolutionScript:
                 n += 1
         return n
 
-    def agent_reply(self, messages: list[dict], native: bool, reasoning: bool = False) -> dict:
+    def agent_reply(self, messages: list[dict], native: bool, reasoning: bool = False,
+                    noise: Noise | None = None, body: dict | None = None) -> dict:
         n = self.played(messages, native)
         command = self.commands[n] if n < len(self.commands) else self.submit_command()
+        if noise is not None and noise.wrong(body or {}, NOISE_GROUP, self.task_id, n) \
+                and not obeys(messages, step_label(command, n >= len(self.commands))):
+            command = NOISE_COMMAND
         if n < len(self.commands):
             thought = f"Step {n + 1} of {len(self.commands)} of the solution."
         else:
@@ -152,7 +176,9 @@ class SolutionScript:
 class SolutionResponder:
     """``responder(body)`` for a FakeEndpoint whose requests carry agentrig's X-Agentrig-* headers."""
 
-    def __init__(self, tasks_dir: str | Path | None = None, *, reasoning: bool = False, flavor: str = "agentrig"):
+    def __init__(self, tasks_dir: str | Path | None = None, *, reasoning: bool = False, flavor: str = "agentrig",
+                 noise: Noise | None = None):
+        self.noise = noise
         if flavor not in FLAVORS:
             raise ValueError(f"flavor {flavor!r}: use one of {', '.join(FLAVORS)}")
         self.flavor = flavor
@@ -214,15 +240,17 @@ class SolutionResponder:
         script = self.script(task_id)
         if role == "memory":
             return memory_reply(script, body)
-        return script.agent_reply(body.get("messages") or [], native=bool(body.get("tools")), reasoning=self.reasoning)
+        return script.agent_reply(body.get("messages") or [], native=bool(body.get("tools")), reasoning=self.reasoning,
+                                  noise=self.noise, body=body)
 
 
 class SolutionEndpoint(FakeEndpoint):
     """A FakeEndpoint whose replies play each terminal task's solution (see the module docstring)."""
 
     def __init__(self, tasks_dir: str | Path | None = None, *, models: tuple[str, ...] = SOLUTION_MODELS,
-                 reasoning: bool = False, record: bool = False, flavor: str = "agentrig", **kwargs: Any):
-        self.solutions = SolutionResponder(tasks_dir, reasoning=reasoning, flavor=flavor)
+                 reasoning: bool = False, record: bool = False, flavor: str = "agentrig",
+                 noise: Noise | None = None, **kwargs: Any):
+        self.solutions = SolutionResponder(tasks_dir, reasoning=reasoning, flavor=flavor, noise=noise)
         super().__init__(models=models, responder=self.solutions, record=record, **kwargs)
 
 
@@ -241,16 +269,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", action="store_true", help="keep request records (GET /_fake/requests)")
     ap.add_argument("--flavor", choices=FLAVORS, default="agentrig",
                     help="mini: mini-SWE-agent's text-mode fence label and submit sentinel")
+    add_noise_arguments(ap)
     args = ap.parse_args(argv)
     settings = server_settings(args)
-    if isinstance(settings, str):
-        print(f"error: {settings}", file=sys.stderr)
-        return 2
+    noise = parse_noise_args(args)
+    for problem in (settings, noise):
+        if isinstance(problem, str):
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     if args.tasks is not None and not Path(args.tasks).is_dir():
         print(f"error: --tasks {args.tasks}: not a directory; give a directory of task directories", file=sys.stderr)
         return 2
     try:
-        ep = SolutionEndpoint(args.tasks, reasoning=args.reasoning, record=args.record, flavor=args.flavor, **settings)
+        ep = SolutionEndpoint(args.tasks, reasoning=args.reasoning, record=args.record, flavor=args.flavor,
+                              noise=noise, **settings)  # type: ignore[arg-type]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

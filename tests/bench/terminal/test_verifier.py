@@ -71,6 +71,8 @@ async def test_builtin_solution_passes(task, cache_dir):
     result = await _play(task, cache_dir, solve=True)
     assert result.resolved, (result.failure_mode, result.detail, result.output[-3000:])
     assert result.reward == 1.0 and result.failure_mode == "submitted"
+    # a bare pytest, as Terminal-Bench installs it: agentrig's own plugins (pytest-asyncio) stay out
+    assert "PytestDeprecationWarning" not in result.output and "asyncio" not in result.output
     if task.format == "tb1":
         assert result.tests and all(t.passed for t in result.tests)
         assert set(result.components) == {t.name for t in result.tests}

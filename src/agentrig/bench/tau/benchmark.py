@@ -195,6 +195,25 @@ class Tau2Benchmark(Benchmark):
                 raise DataError(f"the tasks of domain {d!r} cannot be loaded ({exc})") from None
         return out
 
+    def task_values(self, config: dict) -> dict[str, list[str]]:
+        """Per task: its id, the values in its gold actions, assertions, information to
+        communicate and initial state, and the ids and amounts in the user's instructions."""
+        from agentrig.bench.base import literal_values
+
+        out: dict[str, list[str]] = {}
+        for domain, (tasks, _) in self.failure_context(config).items():
+            wanted = set((config.get("tasks") or {}).get(domain) or [])
+            for task in tasks.values():
+                if task.id not in wanted:
+                    continue
+                data = task.model_dump(mode="json")
+                values = {task.id} if len(task.id) >= 3 else set()  # a task id is a value, whatever it looks like
+                values |= literal_values(data.get("evaluation_criteria"))
+                values |= literal_values(data.get("initial_state"))
+                values |= literal_values(data.get("user_scenario"), prose=True)
+                out[f"{domain}/{task.id}"] = sorted(values)
+        return out
+
     def classify(self, record: Any, context: Any) -> Any:
         from .failures import classify
 

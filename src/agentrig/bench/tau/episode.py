@@ -20,9 +20,16 @@ reaching the environment; like every ``Error:`` result it counts towards ``max_e
 
 Before each agent step the arm's plug-ins may add transient context to that one call.
 
-Infrastructure failures: a ``RetriesExhausted`` from any model call (agent, user, plug-in, judge)
-or a ``JudgeFailed`` makes the trial invalid (``Verdict.valid = False`` with the cause); a
-``FatalChannelError`` propagates so that the runner stops the whole run.
+Context: a ``ContextOverflow`` from the agent, the user simulator or a plug-in in the middle of
+the conversation (that role had been answered before in this trial) ends the trial
+``context_overflow`` — valid, reward 0 (the conversation outgrew the model's window, as τ²-bench
+ends a participant that fails with an error). On a role's *first* request of the trial it is the
+window that is too small for the task: ``CONTEXT_TOO_SMALL`` propagates and the run stops.
+
+Infrastructure failures: a ``RetriesExhausted`` from any model call (agent, user, plug-in, judge),
+a ``PromptTruncated`` (the server silently cut a prompt) or a ``JudgeFailed`` makes the trial
+invalid (``Verdict.valid = False`` with the cause); a ``FatalChannelError`` propagates so that the
+runner stops the whole run.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from typing import Any
 from agentrig.agents import build_agent
 from agentrig.agents.base import GREETING, AgentSettings, AgentStop
 from agentrig.bench.base import Limits
-from agentrig.errors import RetriesExhausted
+from agentrig.channel.faults import window_too_small
+from agentrig.errors import ContextOverflow, PromptTruncated, RetriesExhausted
 from agentrig.plugins import build_plugin
 from agentrig.plugins.base import PluginSettings
 from agentrig.run.context import TrialContext
@@ -229,9 +237,20 @@ async def play_trial(ctx: TrialContext, *, agent: AgentSettings, user: UserSetti
         except AgentStop as stop:
             termination = stop.termination
             ctx.event("agent", "stop", termination=stop.termination, detail=stop.detail[:500])
-        info = await judge_trial(ctx, termination, nl=nl_judge)
-        verdict = Verdict(reward=info.reward, termination=termination, reward_info=info)
-    except RetriesExhausted as exc:
+        except ContextOverflow as exc:
+            role = next((c.role for c in reversed(ctx.trajectory.model_calls) if c.error), None)
+            if exc.first:
+                raise window_too_small(exc, role, ctx.key.label()) from None
+            termination = "context_overflow"
+            ctx.event("channel", "context_overflow", role=role, prompt_tokens=exc.prompt_tokens, window=exc.window,
+                      detail=exc.diagnosis.message[:500])
+        outage = ctx.outage_verdict_cause() if termination == "timeout" else None
+        if outage is not None:
+            verdict = Verdict(valid=False, termination="channel_error", invalid_cause=outage[:500])
+        else:
+            info = await judge_trial(ctx, termination, nl=nl_judge)
+            verdict = Verdict(reward=info.reward, termination=termination, reward_info=info)
+    except (RetriesExhausted, PromptTruncated) as exc:
         verdict = Verdict(valid=False, termination="channel_error",
                           invalid_cause=f"{exc.code}: {exc.diagnosis.message}"[:500])
     except JudgeFailed as exc:

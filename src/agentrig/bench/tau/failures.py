@@ -16,8 +16,15 @@ benchmark's rules).
 
 Classes (id — label — rule):
 
-- ``ran_out`` — Ran out — the trial ended by ``max_steps``, ``too_many_errors``, ``timeout`` or
-  ``too_many_format_errors`` (τ²-bench scores such an end 0 whatever the state).
+- ``ran_out`` — Ran out — the trial ended by ``max_steps``, ``too_many_errors`` or ``timeout``
+  (τ²-bench scores such an end 0 whatever the state).
+- ``format_errors`` — Format errors — a text-mode agent's replies could not be read as one action
+  ``max_format_errors`` times in a row (termination ``too_many_format_errors``; scored 0). Not a
+  limit reached: the fix is the other ``tool_mode`` (native tool calls where the server honours
+  them) or a stronger model, not more steps.
+- ``context_overflow`` — Context overflow — the conversation outgrew the model's context window
+  in the middle of the trial (termination ``context_overflow``; scored 0). The fix is a longer
+  window or a more compact prompt, not a better agent.
 - ``extra_write`` — Extra write — a state-changing call of the trial itself (after the task's
   history; arguments a JSON object; its result not an error) that matches no gold action and is
   not one of the first ``u`` non-matching calls of a tool that has ``u`` unmatched gold actions
@@ -42,7 +49,9 @@ Classes (id — label — rule):
 
 Precedence (primary = the first matching class in this order), root causes before symptoms:
 ``ran_out`` first, because the limit alone zeroes the reward and usually causes the rest (the
-gold writes never came); ``extra_write`` next, because an unwanted state change is the most
+gold writes never came); ``context_overflow`` and ``format_errors`` likewise (the end each names
+zeroes the reward);
+``extra_write`` next, because an unwanted state change is the most
 serious behaviour (harm to the user, a policy broken) and also spoils the DB; ``early_stop``
 before the action classes, because a transfer / a broken conversation explains why actions are
 missing; then ``wrong_arguments`` (the agent knew what to do and did it wrong: the most specific
@@ -70,10 +79,13 @@ from agentrig.analysis.reliability import is_success
 from agentrig.types import TrialKey, TrialRecord
 
 
-__all__ = ["CLASSES", "RAN_OUT", "FailureLabel", "classify", "taxonomy", "taxonomy_groups", "EVIDENCE_MAX"]
+__all__ = ["CLASSES", "RAN_OUT", "FORMAT_ERRORS", "FailureLabel", "classify", "taxonomy", "taxonomy_groups",
+           "EVIDENCE_MAX"]
 
 CLASSES: dict[str, str] = {
     "ran_out": "Ran out",
+    "context_overflow": "Context overflow",
+    "format_errors": "Format errors",
     "extra_write": "Extra write",
     "early_stop": "Early stop",
     "wrong_arguments": "Wrong arguments",
@@ -83,7 +95,8 @@ CLASSES: dict[str, str] = {
     "judged_behaviour": "Judged behaviour",
     "other": "Other",
 }
-RAN_OUT = ("max_steps", "too_many_errors", "timeout", "too_many_format_errors")
+RAN_OUT = ("max_steps", "too_many_errors", "timeout")
+FORMAT_ERRORS = "too_many_format_errors"  # the termination of the format_errors class
 _AGENT_OR_BROKEN_END = ("agent_transfer", "agent_stop", "agent_error", "user_error")
 _USER_EARLY_TOKENS = ("###TRANSFER###", "###OUT-OF-SCOPE###")
 _TEXT_MAX = 200
@@ -160,6 +173,14 @@ def classify(record: TrialRecord, task: Any, spec: Any) -> FailureLabel | None:
     if termination in RAN_OUT:
         found.add("ran_out")
         _add(evidence, "ran_out", termination)
+    if termination == FORMAT_ERRORS:
+        found.add("format_errors")
+        n = traj.counters.get("format_errors")
+        _add(evidence, "format_errors", termination + (f" ({n} unusable replies)" if n else ""))
+    if termination == "context_overflow":
+        found.add("context_overflow")
+        stop = next((e for e in traj.events if e.kind == "context_overflow"), None)
+        _add(evidence, "context_overflow", str(stop.data.get("detail") or termination) if stop else termination)
 
     # gold actions
     gold = task.gold_actions
@@ -204,7 +225,8 @@ def classify(record: TrialRecord, task: Any, spec: Any) -> FailureLabel | None:
         _add(evidence, "extra_write", ("user: " if requestor == "user" else "") + _call_text(name, args))
 
     # the conversation ended before the gold writes
-    if never_tried_write and termination not in RAN_OUT:
+    ended = termination in RAN_OUT or termination in ("context_overflow", FORMAT_ERRORS)
+    if never_tried_write and not ended:
         early = termination in _AGENT_OR_BROKEN_END
         if not early and termination == "user_stop":
             last_user = next((m for m in reversed(messages) if m.role == "user"), None)

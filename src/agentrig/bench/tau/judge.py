@@ -23,6 +23,9 @@ them, and the reward as the product over the task's ``reward_basis``.
   calls (a None component is then left out of the product, noted). 1.0 without a call when the
   task has no nl_assertions.
 
+A component with nothing to check keeps τ²-bench's 1.0 (the reward and the tau2 export use it)
+and is named in ``RewardInfo.unchecked``: the figures count it in no rate and show "—".
+
 ``RewardInfo.notes`` keys: a component name (why it has that value when there was nothing to
 check, or why it is None), ``reward`` (how the reward was formed when it is not the plain
 product), ``termination`` (the unscored termination), ``criteria`` (``none``: the task has no
@@ -145,6 +148,7 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
     scored = termination in SCORED_TERMINATIONS
     notes: dict[str, str] = {}
     comps: dict[str, float | None] = {}
+    unchecked: list[str] = []  # nothing to check: τ²-bench's 1.0, but not computed (RewardInfo)
 
     # DB and ENV_ASSERTION
     state = judge_state(spec, ctx.domain_dir, task, trial_tool_calls(messages, traj.history_len),
@@ -153,6 +157,10 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
     if not state.evaluated:
         why = "the task has no evaluation criteria" if criteria is None else "the task has no gold actions nor env assertions"
         notes["DB"] = notes["ENV_ASSERTION"] = f"{why}: the state is not judged (1.0)"
+        unchecked += ["DB", "ENV_ASSERTION"]
+    elif not (field_of(criteria, "env_assertions") or []):
+        notes["ENV_ASSERTION"] = "no env_assertions to check (1.0)"
+        unchecked.append("ENV_ASSERTION")
     problems = list(state.init_problems) + [f"gold action {a} failed" for a in state.gold_write_errors]
     if problems:
         notes["state"] = "; ".join(problems)[:2000]
@@ -170,6 +178,7 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
     comps["ACTION"] = 1.0 if all(c.matched for c in action_checks) else 0.0
     if not gold_actions:
         notes["ACTION"] = "no gold actions to match (1.0)"
+        unchecked.append("ACTION")
 
     # COMMUNICATE
     infos = field_of(criteria, "communicate_info") or []
@@ -177,6 +186,7 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
     comps["COMMUNICATE"] = 1.0 if all(c.met for c in comm_checks) else 0.0
     if not infos:
         notes["COMMUNICATE"] = "no communicate_info to find (1.0)"
+        unchecked.append("COMMUNICATE")
 
     # NL_ASSERTION
     basis = []
@@ -188,6 +198,7 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
     if not nl_items:
         comps["NL_ASSERTION"] = 1.0
         notes["NL_ASSERTION"] = "no nl_assertions to judge (1.0)"
+        unchecked.append("NL_ASSERTION")
     elif not scored:
         comps["NL_ASSERTION"] = None
         notes["NL_ASSERTION"] = "not judged: the trial ended without being scored"
@@ -238,7 +249,7 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
         reward=reward, reward_basis=basis, components={c: comps.get(c) for c in COMPONENTS},
         db_match=state.db_match, agent_db_match=state.agent_db_match, user_db_match=state.user_db_match,
         env_assertions=assertions, action_checks=action_checks, communicate_checks=comm_checks,
-        nl_assertions=nl_checks, notes=notes,
+        nl_assertions=nl_checks, notes=notes, unchecked=unchecked,
     )
 
 

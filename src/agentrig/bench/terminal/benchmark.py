@@ -15,7 +15,8 @@ out with the failing step's output. Excluded tasks are printed before the run, s
 
 Trials: ``episode.play_trial`` (agent phase in the sandbox, then the verifier). Tasks are one group,
 ``terminal``. Comparability: a hash of each task directory's files, and the ``[sandbox]`` settings
-that change what a trial sees (not ``keep``, ``cache_dir``, ``bwrap_path``, ``build_timeout_s``).
+that change what a trial sees (not ``keep``, ``cache_dir``, ``bwrap_path``, ``build_timeout_s``,
+``warm_verifier``).
 The failure taxonomy is ``FAILURE_CLASSES`` (the verifier's failure modes, plus ``broken_task`` and
 ``excluded``); the action sequence for divergence is the trial's commands, whitespace-normalised.
 ``agentrig tasks list|show --bench terminal`` and ``agentrig audit --bench terminal`` are in
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.bench.base import Benchmark, Limits, Selection, sha
-from agentrig.errors import ConfigError
+from agentrig.errors import ConfigError, DataError
 
 from .availability import bwrap_problem, build_check, task_support, warn_local_once
 from .sandbox.base import SandboxSettings
@@ -47,7 +48,8 @@ FAILURE_CLASSES: dict[str, str] = {
     "parse_error": "Test output unreadable",
     "agent_timeout": "Agent timeout",
     "format_errors": "Format errors",
-    "limits_exceeded": "Limits exceeded (steps, cost, context)",
+    "limits_exceeded": "Limits exceeded (steps, cost, tokens)",
+    "context_overflow": "Context overflow",
     "never_submitted": "Never submitted",
     "wrong_output": "Wrong output (tests failed)",
     "other": "Other",
@@ -66,7 +68,7 @@ VIEWER_HINTS: dict[str, Any] = {
     },
 }
 # [sandbox] fields that do not change what a trial sees (left out of comparability)
-_NOT_COMPARED = {"keep", "cache_dir", "bwrap_path", "build_timeout_s"}
+_NOT_COMPARED = {"keep", "cache_dir", "bwrap_path", "build_timeout_s", "warm_verifier"}
 
 
 def _rel(source: Path, value: str | Path) -> Path:
@@ -248,6 +250,34 @@ class TerminalBenchmark(Benchmark):
         secondary = sorted((c for c in classes if c != primary), key=order.index)
         return FailureLabel(primary=primary, secondary=secondary, classes=[primary, *secondary], components=failing,
                             termination=v.termination, evidence=evidence)
+
+    def task_values(self, config: dict) -> dict[str, list[str]]:
+        """Per task: its id, the quoted phrases, paths and numbers of its instruction, and the
+        paths and numbers of its solution (steps or script) — not the shared working directory."""
+        from agentrig.bench.base import literal_values
+        from agentrig.errors import AgentrigError
+
+        from .taskfile import load_tasks
+
+        wanted = list((config.get("tasks") or {}).get(GROUP) or [])
+        root = config.get("data_root")
+        if not wanted or not root:
+            return super().task_values(config)
+        try:
+            tasks, _ = load_tasks(Path(root), task_ids=wanted, skip_invalid=True)
+        except AgentrigError as exc:
+            raise DataError(f"the terminal tasks under {root} cannot be loaded ({exc})") from None
+        out: dict[str, list[str]] = {}
+        for task in tasks:
+            values = {task.id} | literal_values(task.instruction, prose=True)
+            for step in task.solution or []:
+                values |= literal_values(step.command, prose=True, quoted=False)
+            script = task.solution_script
+            if script is not None and script.is_file() and script.stat().st_size <= 65536:
+                values |= literal_values(script.read_text(encoding="utf-8", errors="replace"), prose=True, quoted=False)
+            values = {v for v in values if v.rstrip("/") != task.workdir.rstrip("/") and not v.startswith("#!")}
+            out[f"{GROUP}/{task.id}"] = sorted(values)
+        return out
 
     def action_sequence(self, record: Any) -> tuple:
         """The trial's commands (whitespace-normalised), from its ``sandbox``/``command`` events."""

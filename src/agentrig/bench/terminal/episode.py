@@ -20,16 +20,20 @@
    in the trajectory with the tests, the exit code and the verifier's bounded output.
 
 Terminations (``Verdict.termination``): how the agent phase ended — ``submitted``,
-``never_submitted``, ``agent_timeout``, ``limits_exceeded``, ``format_errors`` (or another
-``AgentStop`` name) — or ``broken_task`` when the task's own build failed deterministically
-(``TaskBuildError``: a valid trial, reward 0, failure mode ``broken_task``; the benchmark's
+``never_submitted``, ``agent_timeout``, ``limits_exceeded``, ``format_errors``,
+``context_overflow`` (the conversation outgrew the model's window even with old outputs elided;
+the verifier still runs), or another ``AgentStop`` name — or ``broken_task`` when the task's own
+build failed deterministically (``TaskBuildError``: a valid trial, reward 0, failure mode ``broken_task``; the benchmark's
 build check normally excludes such tasks before the run), or ``needs_network`` /
 ``needs_container`` when the task turned out not to be runnable here (valid, reward 0; the
 selection normally excludes them before the run).
 
 Infrastructure faults make the trial **invalid** (the executor replays it): a ``SandboxError``
 anywhere (the sandbox cannot start, dies, a copy fails) → ``invalid_cause = "sandbox: …"``; a
-model call whose retries are exhausted → ``channel_error``. A ``FatalChannelError`` propagates.
+model call whose retries are exhausted, or whose answer shows a silently cut prompt
+(``PROMPT_TRUNCATED``) → ``channel_error``. A ``FatalChannelError`` propagates — among them a
+``ContextOverflow`` on the trial's first model call (``CONTEXT_TOO_SMALL``: the window is too small
+for the task, the run stops).
 
 Every command is recorded as a ``sandbox``/``command`` event (command, exit code, timed out,
 duration) whatever the agent's tool mode: the analysis reads the trial's command sequence there.
@@ -48,7 +52,8 @@ from typing import Any, Protocol
 
 from agentrig.agents.base import AgentSettings, AgentStop
 from agentrig.bench.base import Limits
-from agentrig.errors import RetriesExhausted
+from agentrig.channel.faults import window_too_small
+from agentrig.errors import ContextOverflow, PromptTruncated, RetriesExhausted
 from agentrig.types import Message, RewardInfo, TrialRecord, Verdict
 
 from .sandbox import CommandResult, SandboxError, SandboxSettings, TaskBuildError, open_sandbox
@@ -59,7 +64,7 @@ __all__ = ["AGENT_ENDS", "DEFAULT_COMMAND_TIMEOUT_S", "SessionSettings", "Termin
            "play_trial", "verdict_of"]
 
 DEFAULT_COMMAND_TIMEOUT_S = 180.0
-AGENT_ENDS = ("submitted", "agent_timeout", "format_errors", "limits_exceeded", "never_submitted")
+AGENT_ENDS = ("submitted", "agent_timeout", "format_errors", "limits_exceeded", "context_overflow", "never_submitted")
 COMMAND_EVENT_CHARS = 2000  # characters of a command kept in its event
 SUBMISSION_EVENT_CHARS = 4000  # characters of a submission kept in its event
 
@@ -177,7 +182,17 @@ async def _agent_phase(session: TerminalSession, agent: Any) -> str:
     except AgentStop as stop:
         ctx.event("agent", "stop", termination=stop.termination, detail=stop.detail[:500])
         return stop.termination
+    except ContextOverflow as exc:  # an agent that does not elide, or a plug-in's model call
+        role = next((c.role for c in reversed(ctx.trajectory.model_calls) if c.error), None)
+        if exc.first:
+            raise window_too_small(exc, role, ctx.key.label()) from None
+        ctx.event("agent", "stop", termination="context_overflow", detail=exc.diagnosis.message[:500])
+        return "context_overflow"
     return "submitted" if session.submitted else "never_submitted"
+
+
+class _OutageTimeout(Exception):
+    """The agent's time ran out while an outage held its model calls (run/context.py)."""
 
 
 def verdict_of(termination: str, result: Any) -> Verdict:
@@ -230,6 +245,9 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
         else:
             session = TerminalSession(ctx, task, box, settings, [build_plugin(p, ctx) for p in plugins or []])
             termination = await _agent_phase(session, build_terminal_agent(agent, session))
+            outage = ctx.outage_verdict_cause() if termination == "agent_timeout" else None
+            if outage is not None:  # an outage held the agent's calls: its clock ran out on the channel
+                raise _OutageTimeout(outage)
             state = await capture_shell_state(box) if task.run_tests_in_same_shell else None
             network, *_ = effective_limits(task, sandbox)
             result = await verify(box, task, agent_end=agent_end(termination), network=network,  # type: ignore[arg-type]
@@ -244,9 +262,11 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
     except OSError as exc:  # the host failed the sandbox (disk full, a file gone): not the agent's doing
         verdict = Verdict(valid=False, termination="sandbox_error",
                           invalid_cause=f"sandbox: {type(exc).__name__}: {exc}"[:500])
-    except RetriesExhausted as exc:
+    except (RetriesExhausted, PromptTruncated) as exc:
         verdict = Verdict(valid=False, termination="channel_error",
                           invalid_cause=f"{exc.code}: {exc.diagnosis.message}"[:500])
+    except _OutageTimeout as exc:
+        verdict = Verdict(valid=False, termination="channel_error", invalid_cause=str(exc)[:500])
     finally:
         if box is not None:
             with contextlib.suppress(Exception):

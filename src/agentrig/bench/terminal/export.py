@@ -20,8 +20,8 @@ Mapping notes (where agentrig and those tools differ; docs/terminal.md has the t
 - only valid trials are exported (an invalid attempt was spoiled by infrastructure, not played);
 - Terminal-Bench's ``failure_mode`` has fewer values: ``agent_timeout``, ``test_timeout``,
   ``parse_error`` (also agentrig's ``broke_environment``: the tests produced no readable
-  result), ``fatal_llm_parse_error`` (``format_errors``), ``context_length_exceeded`` (a
-  context limit), ``unknown_agent_error`` (another limit); a trial whose tests ran keeps
+  result), ``fatal_llm_parse_error`` (``format_errors``), ``context_length_exceeded``
+  (``context_overflow``, or a context limit of older runs), ``unknown_agent_error`` (another limit); a trial whose tests ran keeps
   ``unset``, as Terminal-Bench leaves it. ``is_resolved`` and ``parser_results`` are null when
   the tests' result could not be read. agentrig's own names are kept under ``agentrig``;
 - a Harbor task (a reward file, no test names) has ``parser_results`` null;
@@ -55,7 +55,8 @@ MINI_FORMAT = "mini-swe-agent-1.1"
 _NS = uuid.UUID("0c9a3f4e-7b1d-4a52-9e0f-5d2c8b6a1e37")
 _EXIT_CODE = re.compile(r"\Aexit code: (-?\d+)")
 _MINI_EXIT = {"submitted": "Submitted", "limits_exceeded": "LimitsExceeded", "agent_timeout": "TimeExceeded",
-              "format_errors": "FormatError", "never_submitted": "NotSubmitted"}
+              "format_errors": "FormatError", "never_submitted": "NotSubmitted",
+              "context_overflow": "LimitsExceeded"}
 _UNREADABLE = ("test_timeout", "parse_error", "broke_environment")
 
 
@@ -139,6 +140,8 @@ def tb_failure_mode(record: Any) -> str:
         return "agent_timeout"
     if term == "format_errors":
         return "fatal_llm_parse_error"
+    if term == "context_overflow":
+        return "context_length_exceeded"
     if term == "limits_exceeded":
         stops = _events(record, "agent", "stop")
         detail = str(stops[-1].get("detail", "")) if stops else ""

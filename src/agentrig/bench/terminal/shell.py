@@ -146,6 +146,17 @@ async def kill_process_group(proc: Any) -> None:
         os.kill(proc.pid, signal.SIGKILL)
 
 
+async def end_process(proc: asyncio.subprocess.Process, timeout_s: float = 5.0) -> None:
+    """Kill `proc` if it runs, wait for it, and read its pipes to their end. Its transport is then
+    closed while the loop runs: a pipe still open when the loop closes (a grandchild held it a
+    moment longer) would make the transport's ``__del__`` report "Event loop is closed"."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    with contextlib.suppress(asyncio.TimeoutError, ValueError, OSError):
+        await asyncio.wait_for(proc.communicate(), timeout_s)
+
+
 class Proc(Protocol):
     """A started process: asyncio's Process, or a command forked by the bwrap spawner."""
 

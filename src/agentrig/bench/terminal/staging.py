@@ -2,13 +2,23 @@
 
 ``stage_tests`` copies a task's tests into a host directory (what ``/tests`` will hold), rewrites
 its shell scripts for the offline tool chain (``testscripts``) and picks the command the verifier
-runs; ``needs_network`` says whether a task's tests need the network even so. This module knows
+runs; ``needs_network`` says whether a task's tests need the network even so.
+
+With agentrig's pytest the plan's ``env`` sets ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``: Terminal-Bench
+installs a bare pytest for the tests, so the plugins of agentrig's own environment (pytest-asyncio
+…) are not the task's — unless the task's script installs a package that is a pytest plugin and
+agentrig's environment provides it (then autoload stays on). When the whole command is one plain
+pytest run — TB1 without ``run-tests.sh``, or a ``run-tests.sh`` whose only command left after the
+rewrite is the pytest line (plus the template's ``$PWD`` check) — ``pytest_args`` holds pytest's
+arguments so that the warm verifier (``sandbox/warm.py``) can run it; any doubt leaves it None. This module knows
 the task only by its attributes (no import of ``taskmodel``: ``taskmodel.support`` uses it).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -29,6 +39,10 @@ class VerifierPlan(BaseModel):
     offline: bool
     needs_network: str | None = None
     notes: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)  # added to the verifier's environment
+    pytest_args: list[str] | None = None  # the command is `python -s -P -m pytest ARGS` and nothing else
+    strict_cwd: bool = False  # the script stops when the directory is / (its $PWD check)
+    shlvl: int = 0  # SHLVL the cold command's pytest would see (1 under run-tests.sh)
 
 
 # ---- agentrig's own Python for the verifier -------------------------------------------------
@@ -63,12 +77,72 @@ def verifier_python() -> tuple[str, dict[str, str]]:
     return sys.executable, {p: p for p in unique + extra}
 
 
+def _pytest_flags(staged: Path, tests: str) -> list[str]:
+    ini = next((f"{tests}/{n}" for n in ("pytest.ini", ".pytest.ini") if (staged / n).is_file()), "/dev/null")
+    return ["-p", "no:cacheprovider", f"--confcutdir={tests}", "-c", ini, "--rootdir=."]
+
+
 def _pytest_cmds(python: str, staged: Path, tests: str) -> tuple[str, str]:
     """(for `pytest`/`uv run pytest`, for `python -m pytest`): hardened pytest command lines."""
-    ini = next((f"{tests}/{n}" for n in ("pytest.ini", ".pytest.ini") if (staged / n).is_file()), "/dev/null")
-    flags = f"-p no:cacheprovider --confcutdir={tests} -c {ini} --rootdir=."
+    flags = " ".join(testscripts.shlex.quote(f) for f in _pytest_flags(staged, tests))
     py = testscripts.shlex.quote(python)
     return f"{py} -s -P -m pytest {flags}", f"{py} -s -m pytest {flags}"
+
+
+_PWD_CHECK = ('if [ "$PWD" = "/" ]; then', "exit 1", "fi")
+_SET = re.compile(r"set\s+(-e|-eu|-ue|-euo\s+pipefail|-eo\s+pipefail|-o\s+pipefail)")
+_PLAIN_ARG = re.compile(r"[A-Za-z0-9_./:=,+@%-]+")
+
+
+def _commands(text: str) -> list[str]:
+    return [ln for ln in (raw.strip() for raw in testscripts._logical_lines(text))
+            if ln and not ln.startswith("#") and not ln.startswith(": # agentrig offline verifier")]
+
+
+def _flatten(text: str, scripts: dict[str, str], tests: str, level: int = 0) -> list[tuple[str, int]] | None:
+    """The script's commands with ``source $TEST_DIR/x.sh`` inlined and a last ``bash
+    $TEST_DIR/y.sh`` inlined one shell level down: (command, level); None if neither fits."""
+    lines = _commands(text)
+    out: list[tuple[str, int]] = []
+    for n, line in enumerate(lines):
+        m = re.fullmatch(r"(source|\.|bash)\s+(?:\$\{?TEST_DIR\}?|" + re.escape(tests) + r")/([\w.-]+\.sh)", line)
+        if m is None:
+            out.append((line, level))
+            continue
+        if m.group(2) not in scripts or level > 3 or (m.group(1) == "bash" and n != len(lines) - 1):
+            return None
+        inner = _flatten(scripts[m.group(2)], scripts, tests, level + (m.group(1) == "bash"))
+        if inner is None:
+            return None
+        out += inner
+    return out
+
+
+def _plain_pytest(text: str, scripts: dict[str, str], pytest_cmd: str, tests: str) -> tuple[list[str], bool, int] | None:
+    """(pytest's arguments after the flags, whether the $PWD check is there, SHLVL) when the
+    rewritten run-tests.sh (and what it sources or runs last) runs nothing but one pytest line."""
+    flat = _flatten(text, scripts, tests)
+    if flat is None:
+        return None
+    lines = [line for line, _ in flat]
+    args: list[str] | None = None
+    check, shlvl, i = False, 1, 0
+    while i < len(lines):
+        line = lines[i]
+        if line == _PWD_CHECK[0] and lines[i + 2:i + 4] == list(_PWD_CHECK[1:]) \
+                and re.fullmatch(r'echo "[^"$`\\]*"', lines[i + 1]) and not check and args is None:
+            check, i = True, i + 4
+            continue
+        if _SET.fullmatch(line) and args is None:
+            i += 1
+            continue
+        if not line.startswith(pytest_cmd + " ") or args is not None:
+            return None
+        rest = line[len(pytest_cmd) + 1:].replace("${TEST_DIR}", tests).replace("$TEST_DIR", tests).split()
+        if not rest or not all(_PLAIN_ARG.fullmatch(w) for w in rest):
+            return None
+        args, shlvl, i = rest, 1 + flat[i][1], i + 1
+    return (args, check, shlvl) if args else None
 
 
 # ---- the plan: which command, which scripts --------------------------------------------------
@@ -121,8 +195,30 @@ def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
         notes.insert(0, "the test tool chain (uv, pytest) is agentrig's own Python, not downloaded")
     uses_ours = python is not None and (any(r.changed for r in rewrites.values())
                                         or (task.format == "tb1" and task.run_tests is None))
-    return VerifierPlan(command=command, offline=offline and uses_ours,
+    plan = VerifierPlan(command=command, offline=offline and uses_ours,
                         needs_network=None if (offline or network) else needs, notes=notes)
+    if plan.offline:
+        plugins = [n for r in rewrites.values() for n in r.provided if _is_pytest_plugin(n)]
+        if plugins:
+            plan.notes.append(f"pytest plugin autoload stays on: the script installs {', '.join(plugins)}")
+        else:
+            plan.env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+            flags = _pytest_flags(staging, tests)
+            if task.format == "tb1" and task.run_tests is None:
+                plan.pytest_args = [*flags, f"{tests}/test_outputs.py", "-rA"]
+            elif task.format == "tb1":
+                scripts = {p.name: r.text for p, r in rewrites.items() if p.parent == staging}
+                plain = _plain_pytest(scripts["run-tests.sh"], scripts, pytest_cmd, tests)
+                if plain is not None:
+                    plan.pytest_args, plan.strict_cwd, plan.shlvl = [*flags, *plain[0]], plain[1], plain[2]
+    return plan
+
+
+def _is_pytest_plugin(dist: str) -> bool:
+    try:
+        return any(ep.group == "pytest11" for ep in importlib.metadata.distribution(dist).entry_points)
+    except importlib.metadata.PackageNotFoundError:
+        return False
 
 
 def needs_network(task: Any) -> str | None:

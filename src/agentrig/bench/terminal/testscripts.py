@@ -48,6 +48,7 @@ class ScriptRewrite(BaseModel):
     needs_network: str | None = None  # the first line that still needs the network
     bootstrap: list[str] = Field(default_factory=list)  # the tool-chain lines made no-ops
     notes: list[str] = Field(default_factory=list)
+    provided: list[str] = Field(default_factory=list)  # packages installed by the script, taken from ours
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -76,7 +77,7 @@ def _req_name(req: str) -> str:
     return re.split(r"[<>=!~\[;@ ]", req.strip().strip("'\""), maxsplit=1)[0].lower().replace("_", "-")
 
 
-def _available(req: str, notes: list[str]) -> str | None:
+def _available(req: str, notes: list[str], provided: list[str] | None = None) -> str | None:
     """None when the verifier Python provides `req` (a note when it is not pytest's), else why not."""
     name = _req_name(req)
     if name in _PYTEST_FAMILY or name in _DROPPED_PLUGINS:
@@ -86,6 +87,8 @@ def _available(req: str, notes: list[str]) -> str | None:
     except importlib.metadata.PackageNotFoundError:
         return f"installs {req!r}, which agentrig's verifier Python does not provide"
     notes.append(f"{req} is taken from agentrig's verifier Python ({name} {version})")
+    if provided is not None:
+        provided.append(name)
     return None
 
 
@@ -110,7 +113,7 @@ def _install_reqs(words: list[str]) -> list[str] | None:
     return reqs
 
 
-def _is_bootstrap(cmd: str, notes: list[str]) -> bool | str:
+def _is_bootstrap(cmd: str, notes: list[str], provided: list[str] | None = None) -> bool | str:
     """True: a tool-chain bootstrap step to drop; a str: a reason it needs the network; False: other."""
     c = _strip_redirects(cmd)
     if not c:
@@ -143,7 +146,7 @@ def _is_bootstrap(cmd: str, notes: list[str]) -> bool | str:
     reqs = _install_reqs(words)
     if reqs is not None:
         for req in reqs:
-            why = _available(req, notes)
+            why = _available(req, notes, provided)
             if why:
                 return why
         return True
@@ -189,6 +192,7 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str) -
     changed = False
     heredoc: str | None = None
     bootstrap: list[str] = []
+    provided: list[str] = []
     for line in _logical_lines(text):
         stripped = line.strip()
         if heredoc is not None:  # a here-document's body is data, not commands
@@ -203,7 +207,7 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str) -
             out.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip())]
-        boot = _is_bootstrap(stripped, notes)
+        boot = _is_bootstrap(stripped, notes, provided)
         if boot is True:
             bootstrap.append(stripped)
             out.append(f"{indent}: # agentrig offline verifier: {stripped}")
@@ -222,7 +226,7 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str) -
             needs = f"needs the network: {stripped[:160]}"
         out.append(new)
     return ScriptRewrite(text="\n".join(out) + "\n", changed=changed, needs_network=needs, bootstrap=bootstrap,
-                         notes=notes)
+                         notes=notes, provided=provided)
 
 
 def _uses_network(line: str) -> bool:

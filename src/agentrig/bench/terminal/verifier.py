@@ -18,11 +18,16 @@ its timeout, ran out of steps, …), in the trial's final sandbox state:
 Test scripts that bootstrap uv + pytest from the internet are rewritten to use agentrig's own
 Python and pytest, bound read-only into the verifier's process (``testscripts``); pytest is
 run with ``-p no:cacheprovider --confcutdir=/tests`` and an explicit ini file so that a
-``conftest.py`` or ``pytest.ini`` the agent left above ``/tests`` is not loaded.
+``conftest.py`` or ``pytest.ini`` the agent left above ``/tests`` is not loaded, and with
+``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` (a bare pytest, as Terminal-Bench installs it; ``staging``).
+Under bwrap a plan that is one plain pytest run (``VerifierPlan.pytest_args``) is played by the
+warm verifier (``sandbox/warm.py``: pytest imported once per runner, forked into the trial's
+sandbox with the cold command's namespaces, binds, capabilities, directory, environment and
+arguments); when it cannot, the cold command runs (``VerifierResult.warm`` says which ran).
 
 Failure modes (``FAILURE_MODES``; documented in docs/terminal.md): the verifier's own
 (test_timeout, parse_error, broke_environment) win over how the agent phase ended
-(agent_timeout, format_errors, limits_exceeded, never_submitted), which win over wrong_output;
+(agent_timeout, format_errors, limits_exceeded, context_overflow, never_submitted), which win over wrong_output;
 a resolved trial keeps the agent phase's end (submitted, or e.g. agent_timeout when the work
 was done before the clock ran out, as Terminal-Bench records it). needs_network and
 needs_container exclude the trial: it could not be judged in this sandbox.
@@ -45,9 +50,10 @@ from .taskmodel import TerminalTask
 __all__ = ["FAILURE_MODES", "EXCLUDED_MODES", "VerifierResult", "VerifierPlan", "ShellState", "verify",
            "capture_shell_state", "needs_network", "stage_tests", "verifier_python", "TESTS_DIR", "VERIFIER_DIR"]
 
-AgentEnd = Literal["submitted", "agent_timeout", "format_errors", "limits_exceeded", "never_submitted"]
+AgentEnd = Literal["submitted", "agent_timeout", "format_errors", "limits_exceeded", "context_overflow",
+                   "never_submitted"]
 FailureMode = Literal["submitted", "wrong_output", "agent_timeout", "test_timeout", "parse_error",
-                      "format_errors", "limits_exceeded", "never_submitted", "broke_environment",
+                      "format_errors", "limits_exceeded", "context_overflow", "never_submitted", "broke_environment",
                       "needs_network", "needs_container"]
 
 FAILURE_MODES: dict[str, str] = {
@@ -57,14 +63,15 @@ FAILURE_MODES: dict[str, str] = {
     "test_timeout": "the tests did not finish within the task's test timeout",
     "parse_error": "the tests' result could not be read: no pytest summary, or no/invalid reward file",
     "format_errors": "the agent's replies could not be parsed into actions too many times in a row",
-    "limits_exceeded": "the agent phase hit a step, cost or context limit",
+    "limits_exceeded": "the agent phase hit a step, cost or token limit",
+    "context_overflow": "the conversation outgrew the model's context window even with old outputs elided",
     "never_submitted": "the agent stopped without submitting (e.g. it ended its turn with no action)",
     "broke_environment": "the verifier could not start in the final state (shell or interpreter gone)",
     "needs_network": "excluded: the tests need the network and the sandbox has none",
     "needs_container": "excluded: the task needs a real container runtime (see TaskSupport)",
 }
 EXCLUDED_MODES = frozenset({"needs_network", "needs_container"})
-_AGENT_FAILURES = ("agent_timeout", "format_errors", "limits_exceeded", "never_submitted")
+_AGENT_FAILURES = ("agent_timeout", "format_errors", "limits_exceeded", "context_overflow", "never_submitted")
 
 
 class VerifierResult(BaseModel):
@@ -83,6 +90,7 @@ class VerifierResult(BaseModel):
     timed_out: bool = False
     duration_s: float = 0.0
     offline: bool = False  # the test scripts ran with agentrig's Python and pytest
+    warm: bool = False  # pytest was run by the warm verifier (not a fresh interpreter)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -159,25 +167,34 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
             return VerifierResult(**base, failure_mode="needs_network", excluded=True, detail=plan.needs_network,
                                   notes=plan.notes)
         same_shell = bool(shell_state and task.run_tests_in_same_shell)
-        env = {**(shell_state.env if same_shell else {}), "TEST_DIR": tests, **task.verifier_env}
+        env = {**(shell_state.env if same_shell else {}), "TEST_DIR": tests, **plan.env, **task.verifier_env}
         command = plan.command
         if same_shell and shell_state.cwd:
             command = f"cd {testscripts.shlex.quote(shell_state.cwd)} 2>/dev/null; " + command.split("; ", 1)[1]
         q = testscripts.shlex.quote
-        await sandbox.run_verifier(f"rm -rf {q(tests)}" + (f" {q(logs)}; mkdir -p {q(logs)}" if container else ""),
-                                   timeout_s=60, env={}, extra_ro_binds={})
+        bwrap = getattr(sandbox, "kind", None) == "bwrap"
+        if not bwrap:  # under bwrap the verifier's own process removes /tests (`remove`)
+            await sandbox.run_verifier(f"rm -rf {q(tests)}" + (f" {q(logs)}; mkdir -p {q(logs)}" if container else ""),
+                                       timeout_s=60, env={}, extra_ro_binds={})
         # copy_in and the binds take paths as the task names them (the sandbox maps them itself);
         # commands and TEST_DIR use them as the sandbox's commands see them (`tests`, `logs`)
         rw: dict[str, str] | None = None if container else {str(reward_dir): VERIFIER_DIR}
-        if getattr(sandbox, "kind", None) == "bwrap":
+        res = None
+        if bwrap:
             # bound read-only: a process the agent left running cannot rewrite the tests mid-run
             binds = {**binds, str(staged): TESTS_DIR}
+            if plan.pytest_args and not same_shell:
+                res = await sandbox.run_pytest(plan.pytest_args, timeout_s=task.test_timeout_s, env=env,
+                                               extra_ro_binds=binds, remove=[TESTS_DIR], strict_cwd=plan.strict_cwd,
+                                               shlvl=plan.shlvl)
         else:
             await sandbox.copy_in(staged, TESTS_DIR)
-        res = await sandbox.run_verifier(command, timeout_s=task.test_timeout_s, env=env, extra_ro_binds=binds,
-                                         rw_binds=rw)
+        warm = res is not None
+        if res is None:
+            res = await sandbox.run_verifier(command, timeout_s=task.test_timeout_s, env=env, extra_ro_binds=binds,
+                                             rw_binds=rw, **({"remove": [TESTS_DIR]} if bwrap else {}))
         out = dict(output=res.output, omitted_chars=res.omitted_chars, exit_code=res.exit_code,
-                   timed_out=res.timed_out, offline=plan.offline, notes=plan.notes)
+                   timed_out=res.timed_out, offline=plan.offline, notes=plan.notes, warm=warm)
         if res.timed_out:
             result = VerifierResult(**base, **out, failure_mode="test_timeout",
                                     detail=f"the tests ran longer than {task.test_timeout_s:g} s")

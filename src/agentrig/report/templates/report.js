@@ -197,11 +197,12 @@
     const names = Object.keys(comps);
     if (names.length) {
       const row = el("div", { class: "components" });
+      const unchecked = info.unchecked || [];  // nothing to check: τ²-bench's 1.0, not computed
       for (const n of names) {
-        const v = comps[n];
+        const v = unchecked.includes(n) ? null : comps[n];
         const inBasis = (info.reward_basis || []).includes(n);
         row.appendChild(el("span", { class: "comp " + (v === null ? "none" : v >= 1 - 1e-6 ? "ok" : "bad") + (inBasis ? " basis" : ""),
-          title: (info.notes || {})[n] || (inBasis ? "in the reward basis" : "not in the reward basis") }, n + " " + (v === null ? "–" : fmt(v, 2))));
+          title: (info.notes || {})[n] || (inBasis ? "in the reward basis" : "not in the reward basis") }, n + " " + (v === null || v === undefined ? "—" : fmt(v, 2))));
       }
       box.appendChild(row);
     }
@@ -217,7 +218,7 @@
   function callLine(c, idx) {
     const u = c.usage || {};
     const tries = c.attempts || [];
-    const retries = tries.filter((t) => t.cause);
+    const retries = tries.slice(0, -1);  // every attempt but the last was retried: attempts − 1
     const line = el("div", { class: "call" + (c.error ? " error" : "") });
     line.appendChild(el("span", { class: "tag" }, "model call " + idx));
     add(line, [" ", c.role + " · " + c.purpose + (c.model ? " · " + c.model : ""),
@@ -230,7 +231,9 @@
         (t.wait_s ? ", waited " + fmt(t.wait_s, 2) + " s" : "") + (t.detail ? ": " + t.detail : "")));
       line.appendChild(list);
     }
-    if (c.error) line.appendChild(el("div", { class: "err" }, "failed: " + c.error));
+    const last = tries.length ? tries[tries.length - 1] : null;
+    if (c.error) line.appendChild(el("div", { class: "err" }, "failed: " + c.error +
+      (last && last.cause ? " (last attempt: " + last.cause + (last.status ? ", HTTP " + last.status : "") + ")" : "")));
     return line;
   }
 

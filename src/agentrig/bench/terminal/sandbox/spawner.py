@@ -1,4 +1,4 @@
-"""The host side of ``zygote.py``: start it for a sandbox and ask it to fork commands."""
+"""The host side of ``zygote.py``: have its factory fork a spawner for a sandbox, and ask it to fork commands."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class SpawnedProc:
 class Spawner:
     def __init__(self) -> None:
         self._sock: socket.socket | None = None
-        self._proc: subprocess.Popen | None = None
+        self.pid: int | None = None  # the spawner's (a child of the factory, not of this process)
         self._next = 0
         self._replies: dict[int, asyncio.Future[dict]] = {}
         self._exits: dict[int, asyncio.Future[int]] = {}
@@ -48,7 +48,7 @@ class Spawner:
 
     async def start(self, target_pid: int, cgroup_dirs: dict[str, Path] | None) -> None:
         dirs = cgroup_dirs or {}
-        self._proc, ours = _take_warm()
+        ours = _new_spawner()
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
         self._sock = ours
@@ -66,6 +66,7 @@ class Spawner:
             raise SandboxError("the sandbox spawner did not answer within 30 s") from None
         if "fatal" in first:
             raise SandboxError(f"cannot enter the sandbox: {first['fatal']}")
+        self.pid = first.get("pid")
 
     def _on_message(self) -> None:
         assert self._sock is not None
@@ -131,26 +132,23 @@ class Spawner:
         return SpawnedProc(pid, exited)
 
     async def close(self) -> None:
+        """Closing the socket ends the spawner (its factory reaps it); its commands end with the sandbox."""
         if self._sock is not None:
             with contextlib.suppress(Exception):
                 asyncio.get_running_loop().remove_reader(self._sock.fileno())
             self._sock.close()
-        if self._proc is not None and self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._proc.kill()
-            await asyncio.to_thread(self._proc.wait)
 
 
-# One spawner process is kept started ahead of time (its Python startup is most of a sandbox's
-# start-up cost); taking it starts the next one. Plain Popen: it belongs to no event loop.
-_WARM: list[tuple[subprocess.Popen, socket.socket]] = []
+# One factory per process (``zygote.py --factory``): it imported what a spawner needs once and
+# forks one per sandbox. Plain Popen: it belongs to no event loop.
+_FACTORY: tuple[subprocess.Popen, socket.socket] | None = None
 
 
-def _launch() -> tuple[subprocess.Popen, socket.socket]:
+def _launch_factory() -> tuple[subprocess.Popen, socket.socket]:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(ZYGOTE), str(theirs.fileno())],
+            [sys.executable, "-I", "-S", str(ZYGOTE), "--factory", str(theirs.fileno())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             pass_fds=(theirs.fileno(),), env={"PATH": os.defpath}, start_new_session=True,
         )
@@ -162,23 +160,32 @@ def _launch() -> tuple[subprocess.Popen, socket.socket]:
     return proc, ours
 
 
-def _take_warm() -> tuple[subprocess.Popen, socket.socket]:
-    while _WARM:
-        proc, sock = _WARM.pop()
-        if proc.poll() is None:
-            break
-        sock.close()
-    else:
-        proc, sock = _launch()
-    _WARM.append(_launch())
-    return proc, sock
+def _new_spawner() -> socket.socket:
+    """A socket to a spawner the factory forks for one sandbox (the factory started if needed)."""
+    global _FACTORY
+    for _attempt in range(2):
+        if _FACTORY is None or _FACTORY[0].poll() is not None:
+            _stop_factory()
+            _FACTORY = _launch_factory()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            socket.send_fds(_FACTORY[1], [b"spawn"], [theirs.fileno()])
+            return ours
+        except OSError:  # the factory is gone: start another once
+            ours.close()
+            _stop_factory()
+        finally:
+            theirs.close()
+    raise SandboxError("the sandbox spawner factory does not take requests")
 
 
 @atexit.register
-def _stop_warm() -> None:
-    for proc, sock in _WARM:
+def _stop_factory() -> None:
+    global _FACTORY
+    if _FACTORY is not None:
+        proc, sock = _FACTORY
+        _FACTORY = None
         sock.close()
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait(timeout=5)
-    _WARM.clear()

@@ -1,7 +1,14 @@
 """The spawner inside a bwrap sandbox: every command of a trial is forked from here.
 
-Run by path with the standard library only (``python -I -S zygote.py FD``, started
-ahead of time; its first message names the sandbox, its cgroups and the capabilities to keep), it opens everything it needs on the host, enters the sandbox's namespaces (user when
+Run by path with the standard library only as a *factory* (``python -I -S zygote.py --factory
+FD``, one per runner process): it imports what it needs once, then for each socket the host
+sends it forks a spawner for one sandbox (a fork costs about a millisecond; starting an
+interpreter and importing ctypes cost tens of milliseconds of CPU per trial). The factory reaps
+its spawners; a spawner ends when the host closes its socket. ``python -I -S zygote.py FD`` runs
+one spawner directly.
+
+A spawner's first message names the sandbox, its cgroups and the capabilities to keep; it opens
+everything it needs on the host, enters the sandbox's namespaces (user when
 there is one, ipc, uts, net, pid, mount, and its root), drops every capability outside ``CAPS``
 from the bounding set, sets no-new-privs, and only then serves requests on socket FD (a
 SOCK_SEQPACKET pair): ``spawn`` forks a child that joins the command's cgroup (``"0"`` written
@@ -143,11 +150,8 @@ def serve(sock, cgroup_fds):
                 sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
 
 
-def main(argv):
-    sock = socket.socket(fileno=int(argv[0]))
-    with open("/proc/sys/kernel/cap_last_cap") as handle:
-        last_cap = int(handle.read())
-    # Started ahead of time (warm): the first message names the sandbox to enter.
+def spawner(sock, last_cap):
+    # Forked ahead of the sandbox's start: the first message names the sandbox to enter.
     first = sock.recv(1 << 16)
     if not first:
         return 0
@@ -159,9 +163,51 @@ def main(argv):
     except OSError as exc:
         sock.send(json.dumps({"fatal": str(exc)}).encode())
         return 1
-    sock.send(json.dumps({"ready": True}).encode())
+    sock.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
     serve(sock, cgroup_fds)
     return 0
+
+
+def factory(sock, last_cap):
+    """Fork a spawner for each socket received; answer its pid; reap the spawners that ended."""
+    signal.signal(signal.SIGCHLD, _reap)
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 64, 1)
+        except InterruptedError:
+            continue
+        if not data:
+            return 0
+        if not fds:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            sock.close()
+            code = 1
+            try:
+                code = spawner(socket.socket(fileno=fds[0]), last_cap)
+            finally:
+                os._exit(code)
+        os.close(fds[0])
+
+
+def _reap(*_):
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def main(argv):
+    with open("/proc/sys/kernel/cap_last_cap") as handle:
+        last_cap = int(handle.read())
+    if argv[0] == "--factory":
+        return factory(socket.socket(fileno=int(argv[1])), last_cap)
+    return spawner(socket.socket(fileno=int(argv[0])), last_cap)
 
 
 if __name__ == "__main__":

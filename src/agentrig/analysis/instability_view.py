@@ -1,0 +1,46 @@
+"""The instability reports for people (``agentrig instability`` and ``agentrig analyze``)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from agentrig.tables import FitTable
+
+from .instability_report import InstabilityReport
+
+TOP_TASKS = 15
+STEPS_SHOWN = 4
+
+
+def unstable_text(task: object) -> str:
+    """``3 (0.42), 1 (0.20)``: a task's unstable steps with their instability, most unstable first."""
+    steps = getattr(task, "unstable_steps")
+    means = getattr(task, "step_instability")
+    shown = [f"{s} ({means[s]:.2f})" for s in steps[:STEPS_SHOWN]]
+    more = len(steps) - STEPS_SHOWN
+    return ", ".join(shown) + (f", +{more}" if more > 0 else "") if shown else "none"
+
+
+def print_reports(reports: list[InstabilityReport], out: Console) -> None:
+    if not reports:
+        out.print(Text("instability: the run was never resampled (agentrig instability RUN)", style="dim"))
+        return
+    for r in reports:
+        several = len({t.domain for t in r.tasks}) > 1
+        out.print(Text(f"decision instability: {r.arm} (temperature {r.temperature:g}; {r.steps} steps of "
+                       f"{len(r.trajectories)} trajectories, {r.samples} samples; unstable = instability ≥ "
+                       f"{r.threshold:g})", style="bold"))
+        out.print(Text(f"  {r.validation.sentence}"))
+        out.print(Text(f"  {r.validation.fork_sentence}"))
+        t = FitTable(f"unstable steps next to the fork of the reruns: {r.arm}", key=1)
+        for name, justify in (("task", "left"), ("outcomes", "right"), ("mixed", "right"),
+                              ("instability", "right"), ("unstable steps (instability)", "left"),
+                              ("fork step", "right")):
+            t.add_column(name, justify)  # type: ignore[arg-type]
+        for task in sorted(r.tasks, key=lambda x: (-x.instability, x.domain, x.task_id))[:TOP_TASKS]:
+            label = f"{task.domain}/{task.task_id}" if several else task.task_id
+            t.add_row(escape(label), f"{task.c}/{task.n}", f"{task.mixed_rate:.2f}", f"{task.instability:.3f}",
+                      unstable_text(task), "-" if task.fork_step is None else str(task.fork_step))
+        t.print(out)

@@ -1,0 +1,91 @@
+"""The worker side of the Ray executor: a long-lived actor that plays whole trials.
+
+Each ``TrialWorker`` gets the resolved experiment once (from the object store: the parsed tasks,
+the arms and their channel settings — never a key), builds its channels once (warm connection
+pools, with the cluster-wide endpoint slots as their bound) and plays the trials the driver sends
+it, many at a time on its own event loop, with the local executor's ``play``: the episode, the
+sandbox and the judge all run here. It returns the ``TrialRecord``; the driver stores it.
+
+A trial is sent as its key, seed and attempt (a few bytes): the worker looks the task and the arm
+up in its copy of the experiment.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+from agentrig.types import TrialKey
+
+from .executor import Executor, _Fatal
+from .ray_secrets import unseal
+from .ray_slots import slots_hook
+from .runner import TrialSpec, make_channels
+
+
+class RunData:
+    """Holds the run's resolved experiment for the workers (a Ray actor, no CPU)."""
+
+    def __init__(self, resolved: Any):
+        self.resolved = resolved
+
+    def get(self) -> Any:
+        return self.resolved
+
+
+class TrialWorker:
+    """Wrapped with ``ray.remote`` by the driver (run/ray_executor.py); plain Python here."""
+
+    def __init__(self, data: str, run_id: str, slot_names: dict[str, str], pads: dict[str, str]):
+        """``data``: the name of the run's ``RunData`` actor; ``slot_names``: endpoint → the name of
+        its ``EndpointSlots`` actor (run/ray_slots.py); ``pads``: to unseal the keys the job's
+        runtime env holds (run/ray_secrets.py)."""
+        import ray
+
+        self.r = resolved = ray.get(ray.get_actor(data).get.remote())  # through the object store
+        root = resolved.data_root
+        if root is not None and not root.is_dir():  # the files a trial reads are not on this node
+            raise RuntimeError(f"the data directory {root} ([benchmark] data) is not on node "
+                               f"{ray.get_runtime_context().get_node_id()[:12]}: every node must see it at "
+                               "the same path")
+        self.run_id = run_id
+        self.handles = {eid: ray.get_actor(name) for eid, name in slot_names.items()}
+        self.token = uuid.uuid4().hex  # this incarnation's name with the slots actors
+        self.tasks = {(group, task.id): task for group, task in resolved.tasks}
+        self.arms = {arm.name: arm for arm in resolved.arms}
+        self.executor: Executor | None = None
+        self.env = {**os.environ, **unseal(pads, os.environ)}  # what its channels read keys from
+
+    async def ready(self) -> str:
+        return self.token
+
+    async def where(self) -> dict[str, Any]:
+        """Where this worker runs (for tests and diagnostics)."""
+        import ray
+
+        return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(), "token": self.token}
+
+    def _executor(self) -> Executor:
+        if self.executor is None:  # made on the actor's event loop, at the first trial
+            channels = make_channels(self.r, self.run_id, slots_hook(self.handles, self.token), self.env)
+            self.executor = Executor(self.r, None, self.run_id, channels)  # type: ignore[arg-type]
+        return self.executor
+
+    async def play(self, arm: str, group: str, task_id: str, trial: int, seed: int,
+                   attempt: int) -> tuple[str, Any]:
+        """("ok", TrialRecord) or ("fatal", (code, message, fix, status, role, trial label))."""
+        spec = TrialSpec(TrialKey(arm=arm, domain=group, task_id=task_id, trial=trial),
+                         self.tasks[(group, task_id)], self.arms[arm], seed, attempt)
+        try:
+            return "ok", await self._executor().play(spec)
+        except _Fatal as fatal:
+            d = fatal.error.diagnosis
+            return "fatal", (d.code, d.message, d.fix, fatal.error.status, fatal.role, fatal.trial)
+
+    async def aclose(self) -> None:
+        if self.executor is not None:
+            from .runner import close_channels
+
+            await close_channels(self.executor.channels)
+            self.executor = None
