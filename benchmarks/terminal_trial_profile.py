@@ -55,6 +55,10 @@ class Meter:
         return int((self.dir / "cpuacct.usage").read_text()) / 1e9
 
     def close(self) -> None:
+        from agentrig.bench.terminal.sandbox import spawner, warm
+
+        spawner._stop_factory()  # the long-lived helpers would keep the cgroup busy until exit
+        warm._stop()
         parent = self.dir.parent / "cgroup.procs"
         parent.write_text(str(os.getpid()))
         for _ in range(100):

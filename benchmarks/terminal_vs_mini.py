@@ -83,15 +83,17 @@ def _own_cpuacct() -> None:
         _CPUACCT = None
 
 
-def _leave_cpuacct() -> None:
-    if _CPUACCT is not None:
-        (_CPUACCT.parent / "cgroup.procs").write_text(str(os.getpid()))
-        for _ in range(50):
-            try:
-                _CPUACCT.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
+def _remove_cgroup(path: Path) -> None:
+    """Remove a side's cpuacct cgroup once the side has exited (helpers such as multiprocessing's
+    resource tracker leave it only then)."""
+    for _ in range(50):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 def _cpu_s(who: int | None = None) -> float:
@@ -317,9 +319,9 @@ def side(args) -> None:
         else:
             out = _mini(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks)
         out["cpu_method"] = "cpuacct cgroup" if _CPUACCT is not None else "rusage"
+        out["cgroup"] = str(_CPUACCT) if _CPUACCT is not None else None
         print(json.dumps(out))
     finally:
-        _leave_cpuacct()
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -332,7 +334,10 @@ def measure(which: str, url: str, mode: str, trials: int, concurrency: int, task
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise SystemExit(f"{which} side failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    if out.get("cgroup"):
+        _remove_cgroup(Path(out["cgroup"]))
+    return out
 
 
 def main() -> None:

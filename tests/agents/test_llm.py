@@ -46,7 +46,7 @@ async def test_request_holds_policy_tools_and_grows_incrementally(fake, channel)
     assert b1["messages"][1]["content"] == GREETING
     # request 2 = request 1 + the assistant's call (raw argument string) + the tool result
     assert b2["messages"][:3] == b1["messages"]
-    assert b2["messages"][3] == {"role": "assistant", "content": None, "tool_calls": [
+    assert b2["messages"][3] == {"role": "assistant", "content": "", "tool_calls": [
         {"id": "c1", "type": "function",
          "function": {"name": "find_customer_by_email", "arguments": json.dumps(CALL["arguments"])}}]}
     assert b2["messages"][4] == {"role": "tool", "tool_call_id": "c1", "content": '"CU-5840"'}

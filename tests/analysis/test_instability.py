@@ -218,23 +218,26 @@ def test_costs_are_estimated_before_and_counted_after_and_a_rerun_resumes(noisy)
     assert more["estimate"][0]["calls"] == more["estimate"][0]["steps"] == more["totals"][0]["stored"] > 0
 
 
+NOISY_TASKS = ",".join(sorted({t for t, _ in INJECTED}))  # the tasks whose figures can differ
+
+
 def test_failed_calls_are_retried_or_left_out_never_scored(noisy, tmp_path):
     run_dir = tmp_path / "faulty"
     shutil.copytree(noisy["pristine"], run_dir)
     endpoint = noisy["endpoint"]
     endpoint.fault_rate, endpoint.fault_kinds = 0.5, ("server_error", "malformed", "rate_limit")
     try:
-        faulty = _resample(run_dir, arm="llm", samples=3)
+        faulty = _resample(run_dir, arm="llm", samples=3, tasks=NOISY_TASKS)
     finally:
         endpoint.fault_rate = 0.0
     totals = faulty["totals"][0]
     assert totals["usage"]["retries"] > 0 and totals["failed"] > 0  # 4 attempts at 50% faults: some give up
     assert totals["stored"] + totals["failed"] == faulty["estimate"][0]["calls"]
-    resumed = _resample(run_dir, arm="llm", samples=3)
+    resumed = _resample(run_dir, arm="llm", samples=3, tasks=NOISY_TASKS)
     assert resumed["estimate"][0]["calls"] == totals["failed"]
     clean_dir = tmp_path / "clean"
     shutil.copytree(noisy["pristine"], clean_dir)
-    clean = _resample(clean_dir, arm="llm", samples=3)
+    clean = _resample(clean_dir, arm="llm", samples=3, tasks=NOISY_TASKS)
     assert resumed["reports"] == clean["reports"]  # the faults changed nothing that was scored
 
 

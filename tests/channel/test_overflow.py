@@ -139,3 +139,21 @@ def test_the_run_stopping_form_names_both_sizes():
     stop = window_too_small(old, None, "t")
     assert "needs about 10,000 tokens (40,000 characters of messages and tools" in stop.diagnosis.message
     assert "the window is not named by the server" in stop.diagnosis.message
+
+
+async def test_a_500_that_is_a_validation_error_of_the_request_is_not_retried(env):
+    """llama-cpp-python answers a request its model rejects (an assistant message with a null
+    content) with a 500 carrying pydantic's validation error: the same request fails again, so it
+    is fatal BAD_REQUEST after one attempt, not six retried server errors."""
+    from agentrig.errors import BadRequest
+
+    msgs = [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    async with FakeEndpoint(personality="llama-cpp-python-chatml") as fake:
+        async with Channel(make_config(fake.base_url, max_attempts=4), env=env) as ch:
+            with pytest.raises(BadRequest) as caught:
+                await ch.complete("agent", msgs)
+        assert len(fake.requests) == 1
+    assert "validation error" in caught.value.diagnosis.message and caught.value.diagnosis.code == "BAD_REQUEST"

@@ -127,11 +127,11 @@ def test_a_trial_whose_clock_runs_out_during_an_outage_is_replayed_not_failed(ta
     restarted = None
     try:
         toml = write_experiment(tmp_path / "outage.toml", server.base_url, tau2_root, outage_wait_s=600,
-                                run_extra="trial_timeout_s = 2")
+                                run_extra="trial_timeout_s = 5")  # above what one trial needs on a busy machine
         db = tmp_path / "runs" / "outage" / "trials.sqlite"
         proc = start_run(toml)
         kill_mid_run(server, proc, db)
-        time.sleep(5)  # longer than trial_timeout_s: not a time bound, the outage's length
+        time.sleep(10)  # longer than trial_timeout_s: not a time bound, the outage's length
         assert proc.poll() is None, f"the run stopped during the outage: {proc.stderr.read()[-2000:]}"
         restarted = GoldServer(tau2_root, "--port", str(port), "--delay-ms", "20")
         out, err = proc.communicate(timeout=300)

@@ -1,7 +1,11 @@
 """`[run] executor = "ray"` on a real local Ray cluster (a head and one more worker node, started
 with `ray start`): the same rewards as the local executor for shared τ² tasks and built-in terminal
 tasks, the endpoint's bound held cluster-wide, a worker SIGKILLed mid-trial → `worker_lost`,
-replayed, every trial stored valid exactly once, and no key in Ray's session directory."""
+replayed, every trial stored valid exactly once, and no key in Ray's session directory.
+
+The worker node does not share the driver's files: it runs in a mount namespace where the τ² data,
+the built-in terminal tasks and the tests' temporary directories are empty (tests/run/ray_cluster.py),
+with a HOME of its own; its trials read the task files the driver shipped through the object store."""
 
 from __future__ import annotations
 
@@ -105,13 +109,13 @@ def terminal_experiment(path: Path, base_url: str, cache: Path, *, executor: str
 name = "{path.stem}"
 [benchmark]
 kind = "terminal"
-task_ids = ["write-marker", "word-frequency"]
+task_ids = ["write-marker", "word-frequency", "stale-lock"]
 [sandbox]
 cache_dir = "{cache}"
 [run]
 trials = 1
 seed = 300
-concurrency = 2
+concurrency = 3
 executor = "{executor}"
 ray_address = "{address}"
 [channel]
@@ -183,16 +187,18 @@ def test_bad_executor_settings_and_a_missing_ray_are_one_message_each(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tau2_root, tmp_path_factory):
     try:
         import ray  # noqa: F401
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail("Ray is not installed; `make test` installs it (pip install -e '.[test,ray]')")
         pytest.skip("Ray is not installed (pip install 'agentrig[ray]')")
+    from agentrig.bench.terminal.taskfile import builtin_tasks_dir
     from tests.run.ray_cluster import LocalCluster
 
-    c = LocalCluster(_env(**{KEY_ENV: ""}))  # the nodes never see the key: it comes with the job
+    # the nodes never see the key (it comes with the job); the worker node sees none of the task files
+    c = LocalCluster(_env(**{KEY_ENV: ""}), hide=[tau2_root, builtin_tasks_dir(), tmp_path_factory.getbasetemp()])
     yield c
     left = c.stop()
     assert not left, f"Ray processes left running: {left}"
@@ -221,6 +227,14 @@ def test_cluster_runs_give_the_local_rewards_within_the_endpoint_bound_and_leak_
     assert on_ray["arms"] == local["arms"]  # the same summary (counts, rewards, pass^k, tokens)
     # 6 trials in flight on 3 workers, max_concurrency = 2: the bound held across the cluster
     assert 1 <= peak <= 2, peak
+    # the worker node (one of the 3 workers, each given trials) could not see the data: its worker
+    # played from the copy the driver shipped, unpacked in its own cache
+    node_cache = cluster.worker_home / ".cache" / "agentrig"
+    if cluster.isolated:  # (without mount namespaces here, the node still gets and uses its copy)
+        assert list(cluster.worker_view(tau2_root).iterdir()) == []
+    shipped = list((node_cache / "ray-data").glob("*/domains/airline/db.json"))
+    assert len(shipped) == 1 and shipped[0].read_bytes() == (tau2_root / "domains/airline/db.json").read_bytes()
+    assert not (shipped[0].parents[2] / "telecom").exists()  # only what the run reads
 
     server = EndpointProcess("solution_endpoint", "--api-key-env", KEY_ENV, env=_env())
     try:
@@ -231,8 +245,14 @@ def test_cluster_runs_give_the_local_rewards_within_the_endpoint_bound_and_leak_
     finally:
         server.stop()
     t_expected = rewards(t_local["run_dir"])
-    assert len(t_expected) == 2 and set(t_expected.values()) == {1.0}
+    assert len(t_expected) == 3 and set(t_expected.values()) == {1.0}
     assert rewards(t_ray["run_dir"]) == t_expected
+    # 3 workers, 3 trials: one played on the worker node, from the task dirs shipped there
+    tasks = {p.parent.name for p in (node_cache / "ray-data").glob("*/*/task.yaml")}
+    assert tasks == {"write-marker", "word-frequency", "stale-lock"}
+    if cluster.isolated:  # its layer built in the node's own cache (the experiment's cache_dir is not writable there)
+        assert list((node_cache / "terminal" / "layers").glob("*/meta.json"))
+        assert cache.parent.is_dir() and not cluster.worker_view(cache.parent).exists()  # hidden there
     assert_no_key(cluster.session_files() + [p for p in tmp_path.rglob("*") if p.is_file() and "runs" in p.parts])
 
 
@@ -307,26 +327,27 @@ def test_ctrl_c_and_a_killed_driver_leave_nothing_running_and_the_same_command_r
     assert len(valid) == 10 and set(valid.values()) == {1}
 
 
-@pytest.mark.slow
-async def test_a_node_without_the_data_is_one_message_not_a_hang(cluster, tau2_root, tmp_path):
+async def test_data_gone_from_the_driver_is_one_message_before_joining_the_cluster(tau2_root, tmp_path):
     import shutil
 
     from agentrig.errors import ConfigError
     from agentrig.run import experiment, runner
     from agentrig.run.ray_executor import RayExecutor
+    from tests.run.ray_cluster import free_port
 
     copy = tmp_path / "data"
     shutil.copytree(tau2_root / "domains" / "airline", copy / "domains" / "airline")
     toml = tau_experiment(tmp_path / "nodata.toml", "http://127.0.0.1:9/v1", copy, executor="ray",
-                          address=cluster.address, trials=1)
+                          address=f"127.0.0.1:{free_port()}", trials=1)  # no cluster there: never reached
     toml.write_text(toml.read_text().replace('domains = ["airline", "retail"]', 'domains = ["airline"]')
                     .replace('task_ids = { airline = ["0", "1", "12"], retail = ["0", "1"] }', 'task_ids = ["0"]'))
     r = experiment.load(toml)
     run = runner.open_run(r)
     try:
         specs = runner.plan(r, run.store)
-        shutil.rmtree(copy)  # read by the driver, gone by the time the workers start (as on a node without it)
-        with pytest.raises(ConfigError, match=r"a Ray worker could not start: .*the data directory .* is not on node"):
+        shutil.rmtree(copy)  # read when the run was planned, gone when the executor packs it for the workers
+        with pytest.raises(ConfigError, match=r"domains/airline \(under the data directory .*\) cannot be read to send "
+                                              r"it to the Ray workers: it is gone"):
             await RayExecutor(r, run.store, run.run_id, {}).run(specs)
         assert run.store.verdict_rows() == []
     finally:

@@ -53,14 +53,14 @@ def provider_fields(message: Message, send_reasoning: bool) -> dict[str, Any]:
 
 
 def assistant_dict(message: Message, send_reasoning: bool) -> dict:
-    d: dict[str, Any] = {"role": "assistant", "content": message.content}
+    # "" rather than null beside tool calls: OpenAI takes both, llama-cpp-python's server answers
+    # a null content with a 500 validation error (docs/real-servers.md)
+    d: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
     if message.tool_calls:
         d["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": raw_arguments(c)}}
             for c in message.tool_calls
         ]
-    elif d["content"] is None:
-        d["content"] = ""
     if message.extra or message.reasoning:
         d.update(provider_fields(message, send_reasoning))
     return d

@@ -27,6 +27,9 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
         comparability(r) -> dict                     # what makes trials comparable (hashed files…)
         trial_context(r, spec, ctx) -> TrialContext        # adds its parts to the executor's
         async play(r, ctx, arm, limits, attempt) -> TrialRecord   # the episode and its Verdict
+        worker_data(r) -> [Path]                     # files under r.data_root a trial reads (Ray
+                                                     # workers on other nodes get them; run/ray_data.py)
+        relocate(r, root) -> None                    # make r read them from root, a node-local copy
         smoke_task(r) -> (group, task)               # the task `run --smoke` plays
         smoke_transcript(record) -> [(label, text)]  # what `run --smoke` shows of its trial ([]: nothing)
         smoke_problem(record) -> str | None          # a valid smoke trial that still fails the check
@@ -168,6 +171,18 @@ class Benchmark:
 
     async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> Any:
         raise NotImplementedError
+
+    def worker_data(self, r: Any) -> list[Path]:
+        """The files and directories under ``r.data_root`` that a trial reads while it plays (beyond
+        the parsed tasks): a Ray worker on a node without the driver's filesystem gets a copy of
+        them (run/ray_data.py). Default: none (trials read nothing from disk)."""
+        return []
+
+    def relocate(self, r: Any, root: Path) -> None:
+        """Make ``r`` (a Ray worker's copy of the experiment) read its trials' files from ``root``,
+        a node-local copy of ``worker_data`` laid out as under ``r.data_root``; adapt anything else
+        that names a path of the driver's machine. Default: ``r.data_root = root``."""
+        r.data_root = root
 
     def smoke_task(self, r: Any) -> tuple[str, Any]:
         return r.tasks[0]

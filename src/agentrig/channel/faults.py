@@ -32,6 +32,7 @@ _QUOTA = re.compile(
     r"out of credits|insufficient (?:credits|balance|funds)|credit balance|payment required",
     re.I,
 )
+_VALIDATION = re.compile(r"\b\d+ validation errors? for \w+")  # pydantic's wording (FastAPI-based servers)
 _CONTEXT = re.compile(
     r"context[_ ]length[_ ]exceeded|maximum context length|context window|prompt is too long|"
     r"too many tokens|input is too long|exceeds the (?:model'?s? )?(?:maximum )?context|"
@@ -207,6 +208,14 @@ def classify_status(
     # before the 5xx branch: an old llama.cpp answers an overflow with 500, and retrying cannot help
     if _CONTEXT.search(codes) or _CONTEXT.search(message) or status == 413:
         return Fault("fatal", status, message, fatal=context_overflow(status, body, message))
+    if status >= 500 and _VALIDATION.search(message):  # a server that answers its own request validation with 5xx
+        return Fault("fatal", status, message, fatal=BadRequest(Diagnosis(
+            "BAD_REQUEST",
+            f"the endpoint answered {status}, but its message is a validation error of the request itself "
+            f"(the same request would fail again).{said}",
+            "the server does not accept this request's shape: check its version and chat format, and the role's "
+            "settings (tools, tool_choice, extra_body) against what it accepts",
+        ), status=status))
     if status >= 500:
         return Fault("server_error", status, message, parse_retry_after(headers))
     if status == 402:

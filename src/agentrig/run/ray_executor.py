@@ -10,6 +10,9 @@ Only ``play`` differs: it is a call to a worker.
 - Keys reach the workers through the job's runtime environment (``env_vars``), sealed with a
   one-time pad that goes with the worker's creation (run/ray_secrets.py): never in clear in a task
   argument, the object store or a log (Ray's runtime-env agent logs ``env_vars``).
+- Task files (τ² databases and policies, terminal task directories) go through the object store
+  once, packed (run/ray_data.py): a worker on another node unpacks them into its node's cache, so
+  no node needs the driver's filesystem.
 - A worker that dies mid-trial (node lost, OOM, SIGKILL) makes the trial invalid with cause
   ``worker_lost``; the executor replays it as any invalid trial, on the restarted worker.
 - Ctrl-C, a fatal error or the end of the run kills the run's actors; a killed driver takes its
@@ -32,6 +35,7 @@ from agentrig.errors import ConfigError, Diagnosis, FatalChannelError
 from agentrig.types import TrialRecord, Trajectory, Verdict
 
 from .executor import Executor, Outcome, _Fatal
+from .ray_data import Packed, pack
 from .ray_secrets import seal
 from .runner import TrialSpec
 
@@ -134,6 +138,7 @@ class RayExecutor(Executor):
         self.load: list[int] = []
         self.slots: dict[str, Any] = {}
         self.data: Any = None
+        self.packed: Packed | None = None
         self.worker_lost = 0
         self._ray: Any = None
         self._pads: dict[str, str] = {}
@@ -141,6 +146,7 @@ class RayExecutor(Executor):
     async def run(self, specs: list[TrialSpec]) -> Outcome:
         if not specs:
             return await super().run(specs)
+        self.packed = pack(self.r)  # the task files workers on other nodes need (run/ray_data.py)
         self._ray, self._pads = connect(self.r)
         try:
             await self._start(len(specs))
@@ -167,14 +173,18 @@ class RayExecutor(Executor):
             names[eid] = f"{prefix}-slots-{eid}"
             self.slots[eid] = slots_cls.options(name=names[eid], num_cpus=0, max_concurrency=100_000).remote(limit)
         # the experiment (parsed tasks, arms; no per-process cache), held by a small actor: each
-        # worker fetches it once, through the object store
+        # worker fetches it once, through the object store; and the task files, put there once: a
+        # worker on another node unpacks them into its node's cache (run/ray_data.py)
+        shipped = None if self.packed is None else (self.packed.digest, [ray.put(self.packed.data)])
         self.data = ray.remote(RunData).options(name=f"{prefix}-data", num_cpus=0).remote(
-            dataclasses.replace(self.r, cache={}))
+            dataclasses.replace(self.r, cache={}), shipped)
+        # workers on the driver's node read the files in place (under Ray Client the driver is no node)
+        here = None if self.r.exp.run.ray_address.startswith("ray://") else ray.get_runtime_context().get_node_id()
         worker_cls = ray.remote(TrialWorker)
         for _ in range(self.worker_count(planned)):
             w = worker_cls.options(num_cpus=1, max_restarts=-1, max_task_retries=0, max_concurrency=100_000,
                                    scheduling_strategy="SPREAD")
-            w = w.remote(f"{prefix}-data", self.run_id, names, self._pads)
+            w = w.remote(f"{prefix}-data", self.run_id, names, self._pads, here)
             self.workers.append(w)
             self.load.append(0)
         try:
@@ -182,8 +192,8 @@ class RayExecutor(Executor):
         except _lost_errors(ray) as exc:  # a worker could not start (its error is in the message)
             lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
             raise ConfigError(f"{self.r.source}: a Ray worker could not start: {lines[-1][:500] if lines else exc}\n"
-                              "  fix: install the same agentrig on every node and make the data reachable "
-                              "there (docs/scale.md)") from None
+                              "  fix: install the same agentrig on every node, with a writable cache directory "
+                              "(~/.cache or $XDG_CACHE_HOME) for the task files (docs/scale.md)") from None
 
     def _teardown(self) -> None:
         ray = self._ray

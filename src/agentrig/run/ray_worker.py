@@ -19,31 +19,46 @@ from typing import Any
 from agentrig.types import TrialKey
 
 from .executor import Executor, _Fatal
+from .ray_data import materialize
 from .ray_secrets import unseal
 from .ray_slots import slots_hook
 from .runner import TrialSpec, make_channels
 
 
 class RunData:
-    """Holds the run's resolved experiment for the workers (a Ray actor, no CPU)."""
+    """Holds the run's resolved experiment for the workers (a Ray actor, no CPU), and the object
+    ref of its packed task files (run/ray_data.py), in a list so that Ray passes the ref itself."""
 
-    def __init__(self, resolved: Any):
+    def __init__(self, resolved: Any, shipped: tuple[str, list[Any]] | None = None):
         self.resolved = resolved
+        self.shipped = shipped
 
     def get(self) -> Any:
         return self.resolved
+
+    def files(self) -> tuple[str, list[Any]] | None:
+        """(the archive's digest, [its object ref]) or None: nothing to ship."""
+        return self.shipped
 
 
 class TrialWorker:
     """Wrapped with ``ray.remote`` by the driver (run/ray_executor.py); plain Python here."""
 
-    def __init__(self, data: str, run_id: str, slot_names: dict[str, str], pads: dict[str, str]):
+    def __init__(self, data: str, run_id: str, slot_names: dict[str, str], pads: dict[str, str],
+                 driver_node: str | None = None):
         """``data``: the name of the run's ``RunData`` actor; ``slot_names``: endpoint → the name of
         its ``EndpointSlots`` actor (run/ray_slots.py); ``pads``: to unseal the keys the job's
-        runtime env holds (run/ray_secrets.py)."""
+        runtime env holds (run/ray_secrets.py); ``driver_node``: the driver's Ray node, whose
+        workers read the task files where they are (None: every worker gets its copy)."""
         import ray
 
-        self.r = resolved = ray.get(ray.get_actor(data).get.remote())  # through the object store
+        holder = ray.get_actor(data)
+        self.r = resolved = ray.get(holder.get.remote())  # through the object store
+        self.data_dir = None  # where this node's copy of the task files is (run/ray_data.py)
+        shipped = ray.get(holder.files.remote())
+        if shipped is not None and ray.get_runtime_context().get_node_id() != driver_node:
+            digest, (ref,) = shipped
+            self.data_dir = materialize(resolved, digest, ray.get(ref))
         root = resolved.data_root
         if root is not None and not root.is_dir():  # the files a trial reads are not on this node
             raise RuntimeError(f"the data directory {root} ([benchmark] data) is not on node "
@@ -64,7 +79,8 @@ class TrialWorker:
         """Where this worker runs (for tests and diagnostics)."""
         import ray
 
-        return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(), "token": self.token}
+        return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(), "token": self.token,
+                "data_dir": str(self.data_dir) if self.data_dir is not None else None}
 
     def _executor(self) -> Executor:
         if self.executor is None:  # made on the actor's event loop, at the first trial

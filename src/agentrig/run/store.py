@@ -206,9 +206,14 @@ class Store:
         not_store = (f"{path}: is not an agentrig store; pass the store of a run directory, "
                      "or choose a new path for a new run")
         try:
-            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            conn.execute("BEGIN")  # one snapshot: a schema laid out meanwhile is seen whole or not at all
+            try:
+                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
         except sqlite3.DatabaseError:
             raise DataError(not_store + " (the file is not a SQLite database)") from None
         if app_id == 0 and tables == 0:  # a new (or empty) file: lay out the schema

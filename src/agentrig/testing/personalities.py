@@ -250,6 +250,13 @@ class LlamaCppPythonChatml(Personality):
                 "invalid_request_error", "context_length_exceeded", "messages")
         if self.tools_visible(body) and body.get("tool_choice") == "required":
             return 500, _error("", "internal_server_error", None)  # the handler's `assert tool_choice == "auto"`
+        nulls = [i for i, m in enumerate(body.get("messages") or ())
+                 if isinstance(m, dict) and m.get("role") == "assistant" and "content" in m and m["content"] is None]
+        if nulls:  # its request model wants a string: pydantic's validation error, answered as a 500
+            return 500, _error(f"{len(nulls)} validation error for CreateChatCompletionRequest\n"
+                               f"messages.{nulls[0]}.ChatCompletionRequestAssistantMessage.content\n"
+                               "  Input should be a valid string [type=string_type, input_value=None]",
+                               "internal_server_error", None)
         return None
 
     def reply(self, body: JSON) -> JSON:

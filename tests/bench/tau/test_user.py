@@ -137,7 +137,7 @@ async def test_telecom_user_gets_tau2_tools_prompt_and_flipped_roles(fake, chann
         {"role": "user", "content": GREETING},
         {"role": "assistant", "content": "Hi, my mobile data is very slow."},
         {"role": "user", "content": "Please turn off data saver mode."},
-        {"role": "assistant", "content": None, "tool_calls": [
+        {"role": "assistant", "content": "", "tool_calls": [
             {"id": "u1", "type": "function", "function": {"name": "toggle_data_saver_mode", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "u1", "content": "Data Saver Mode is now OFF."},
     ]

@@ -167,6 +167,18 @@ class Tau2Benchmark(Benchmark):
         ctx.spec, ctx.domain_dir, ctx.policy = cache[("spec", domain)], cache[("dir", domain)], cache[pkey]
         return ctx
 
+    def worker_data(self, r: Any) -> list[Path]:
+        """Each domain's directory under the data root (database, policies) and the user
+        simulator's guidelines; a domain shipped inside the package is on every node already."""
+        from .domains import get_domain
+        from .user_prompts import GUIDELINES_DIR
+
+        root = Path(r.data_root)
+        out = [root / "domains" / d for d in dict.fromkeys(d for d, _ in r.tasks) if get_domain(d).builtin_dir is None]
+        if r.exp.user.kind == "llm" and (root / GUIDELINES_DIR).is_dir():
+            out.append(root / GUIDELINES_DIR)
+        return out
+
     async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> Any:
         from .episode import play_trial
 

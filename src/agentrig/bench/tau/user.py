@@ -141,7 +141,7 @@ def user_view(message: Message) -> dict | None:
     """One message as the user model sees it (roles flipped), or None when it does not see it."""
     role = message.role
     if role == "user":  # its own message
-        out: dict[str, Any] = {"role": "assistant", "content": message.content}
+        out: dict[str, Any] = {"role": "assistant", "content": message.content or ""}  # never null (agents/llm.py)
         if message.tool_calls:
             out["tool_calls"] = [_call_dict(c) for c in message.tool_calls]
         if message.extra:

@@ -26,6 +26,7 @@ The failure taxonomy is ``FAILURE_CLASSES`` (the verifier's failure modes, plus 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,32 @@ class TerminalBenchmark(Benchmark):
             sb = r.cache["terminal.sandbox"] = sandbox_settings(r.exp, r.source)
         return await play_trial(ctx, ctx.task, agent=arm.agent, sandbox=sb, limits=limits, attempt=attempt,
                                 command_timeout_s=r.exp.benchmark.command_timeout_s, plugins=arm.plugins)
+
+    def worker_data(self, r: Any) -> list[Path]:
+        """Each selected task's directory (task file, Dockerfile and its context, tests, solution)."""
+        return [t.path for _, t in r.tasks]
+
+    def relocate(self, r: Any, root: Path) -> None:
+        """The tasks' paths moved under ``root``; the sandbox's ``cache_dir`` kept when this node can
+        write it, else this node's default cache (layers are built there when missing)."""
+        old = Path(r.data_root)
+
+        def moved(p: Path | None) -> Path | None:
+            return None if p is None else root / Path(p).relative_to(old)
+
+        fields = ("path", "dockerfile", "compose", "solution_script", "tests_dir", "run_tests")
+        r.tasks = [(g, t.model_copy(update={f: moved(getattr(t, f)) for f in fields})) for g, t in r.tasks]
+        r.data_root = root
+        sb = sandbox_settings(r.exp, r.source)
+        if sb.cache_dir is not None:
+            try:
+                Path(sb.cache_dir).mkdir(parents=True, exist_ok=True)
+                usable = os.access(sb.cache_dir, os.W_OK | os.X_OK)
+            except OSError:
+                usable = False
+            if not usable:
+                sb = sb.model_copy(update={"cache_dir": None})
+        r.cache["terminal.sandbox"] = sb
 
     def smoke_task(self, r: Any) -> tuple[str, Any]:
         """The smallest built-in task (write-marker), selected or not, when the sandbox can run it."""

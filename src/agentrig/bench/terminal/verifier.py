@@ -20,10 +20,13 @@ Python and pytest, bound read-only into the verifier's process (``testscripts``)
 run with ``-p no:cacheprovider --confcutdir=/tests`` and an explicit ini file so that a
 ``conftest.py`` or ``pytest.ini`` the agent left above ``/tests`` is not loaded, and with
 ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` (a bare pytest, as Terminal-Bench installs it; ``staging``).
-Under bwrap a plan that is one plain pytest run (``VerifierPlan.pytest_args``) is played by the
-warm verifier (``sandbox/warm.py``: pytest imported once per runner, forked into the trial's
-sandbox with the cold command's namespaces, binds, capabilities, directory, environment and
-arguments); when it cannot, the cold command runs (``VerifierResult.warm`` says which ran).
+Under bwrap a plan that is one plain pytest run (``VerifierPlan.pytest_args``), or a Harbor
+``test.sh`` that is one plain pytest run and the reward file written from its status
+(``VerifierPlan.reward``), is played by the warm verifier (``sandbox/warm.py``: pytest imported
+once per runner, forked into the trial's sandbox with the cold command's namespaces, binds,
+capabilities, directory, environment and arguments; for Harbor its child then writes the reward
+file as the script would); when it cannot, the cold command runs (``VerifierResult.warm`` says
+which ran).
 
 Failure modes (``FAILURE_MODES``; documented in docs/terminal.md): the verifier's own
 (test_timeout, parse_error, broke_environment) win over how the agent phase ended
@@ -183,10 +186,12 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
         if bwrap:
             # bound read-only: a process the agent left running cannot rewrite the tests mid-run
             binds = {**binds, str(staged): TESTS_DIR}
-            if plan.pytest_args and not same_shell:
-                res = await sandbox.run_pytest(plan.pytest_args, timeout_s=task.test_timeout_s, env=env,
-                                               extra_ro_binds=binds, remove=[TESTS_DIR], strict_cwd=plan.strict_cwd,
-                                               shlvl=plan.shlvl)
+            args = plan.pytest_args or (plan.reward.pytest_args if plan.reward else None)
+            if args and not same_shell:
+                harbor = {"reward": plan.reward.model_dump(), "rw_binds": rw} if plan.reward else {}
+                res = await sandbox.run_pytest(args, timeout_s=task.test_timeout_s, env=env, extra_ro_binds=binds,
+                                               remove=[TESTS_DIR], strict_cwd=plan.strict_cwd, shlvl=plan.shlvl,
+                                               **harbor)
         else:
             await sandbox.copy_in(staged, TESTS_DIR)
         warm = res is not None

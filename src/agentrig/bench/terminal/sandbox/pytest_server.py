@@ -21,12 +21,16 @@ pipe and a socket for the answers. For each the server forks a child that
    directory, and calls ``pytest.main`` with the arguments of the cold command (``random``
    reseeds itself after a fork; the str hash seed is the server's: see docs/terminal.md);
 
-and passes the tests' exit status on. The child's pid is answered at once, its exit status when
+and passes the tests' exit status on — for a Harbor ``test.sh`` (``reward``: ``staging.RewardPlan``)
+after doing what the rest of the script does with it: write the reward file as its ``echo N >
+FILE`` would (this process, which the tests' code never ran in, with the script's capabilities)
+and exit with the script's status. The child's pid is answered at once, its exit status when
 it ends. A child that cannot do 1–2, that finds the sandbox's ``bash`` (the cold command's
-first program) missing or not the file the host has (the agent deleted or replaced it: the cold
-command then fails as it would in Terminal-Bench), or whose directory check fails
-(``strict_cwd``: the task's script would have stopped at its ``$PWD`` check), exits ``COLD``
-without output: the host then runs the cold command. Any module the tests import that is not
+first program) or another program the script runs (``mkdir``, ``rm``) missing or not the file
+the host has (the agent deleted or replaced it: the cold command then runs it as Terminal-Bench
+would), whose directory check fails (``strict_cwd``: the task's script would have stopped at
+its ``$PWD`` check) or whose script's ``cd`` fails, exits ``COLD`` without output: the host then
+runs the cold command. Any module the tests import that is not
 loaded yet comes from the read-only binds, as it would for a cold interpreter.
 """
 
@@ -96,9 +100,9 @@ def test_xfail():
 '''
 
 
-def _bash_id(path: str | None) -> tuple[int, int, int] | None:
-    """(mode, size, mtime) of the `bash` the PATH finds, or None."""
-    found = shutil.which("bash", path=path)
+def _program_id(name: str, path: str | None) -> tuple[int, int, int] | None:
+    """(mode, size, mtime) of the program `name` the PATH finds, or None."""
+    found = shutil.which(name, path=path)
     if found is None:
         return None
     st = os.stat(found)
@@ -106,7 +110,9 @@ def _bash_id(path: str | None) -> tuple[int, int, int] | None:
 
 
 STDLIB_ZIP = next((p for p in sys.path if p.endswith(f"python{sys.version_info[0]}{sys.version_info[1]}.zip")), None)
-HOST_BASH = _bash_id("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")  # sandbox/base.BASE_ENV
+# the programs a cold command runs before or around pytest, as the host has them (sandbox/base.BASE_ENV's PATH)
+HOST_PROGRAMS = {name: _program_id(name, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+                 for name in ("bash", "mkdir", "rm")}
 
 
 def warm_up() -> None:
@@ -158,9 +164,16 @@ def _tests(request: dict) -> None:
             os.chdir(cwd)
         if request.get("strict_cwd") and os.getcwd() == "/":
             os._exit(COLD)
+        oldpwd = request["spec"].get("cwd") or "/"
+        target = (request.get("reward") or {}).get("cd")
+        if target:  # test.sh's `cd DIR`: bash's PWD is the path as written; a failed cd is the script's business
+            try:
+                os.chdir(target)
+            except OSError:
+                os._exit(COLD)
+            cwd, oldpwd = target, cwd
         env = dict(request["spec"]["env"])
-        env.update(PWD=cwd, OLDPWD=request["spec"].get("cwd") or "/", SHLVL=str(request.get("shlvl", 0)),
-                   _=request.get("python") or sys.executable)
+        env.update(PWD=cwd, OLDPWD=oldpwd, SHLVL=str(request.get("shlvl", 0)), _=request.get("python") or sys.executable)
         os.environ.clear()
         os.environ.update(env)
         time.tzset()  # TZ and /etc/localtime as the sandbox has them
@@ -198,17 +211,54 @@ def _child(request: dict, out_fd: int) -> None:
         os.dup2(out_fd, 2)
         os.closerange(3, 65536)
         nsutil.prepare(str(request["target"]), request["spec"])
-        if HOST_BASH is None or _bash_id(request["spec"]["env"].get("PATH")) != HOST_BASH:
-            os._exit(COLD)
+        reward = request.get("reward")
+        path = request["spec"]["env"].get("PATH")
+        for name in ("bash", *(reward or {}).get("programs", [])):
+            if HOST_PROGRAMS.get(name) is None or _program_id(name, path) != HOST_PROGRAMS[name]:
+                os._exit(COLD)
         child = os.fork()
         if child == 0:
             _tests(request)
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, lambda n, _f: os.kill(child, n))
         _, status = os.waitpid(child, 0)
-        os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
     except BaseException:  # noqa: BLE001 - nothing ran: the host runs the cold command
         os._exit(COLD)
+    code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    if reward is not None and not (os.WIFEXITED(status) and code == COLD):
+        try:
+            code = _script_end(reward, code, request["spec"]["caps"])
+        except BaseException as exc:  # noqa: BLE001 - the tests ran: report, never fall back
+            _say(f"verifier: {type(exc).__name__}: {exc}\n")
+            code = 1
+    os._exit(code)
+
+
+def _say(text: str) -> None:
+    try:
+        os.write(2, text.encode())
+    except OSError:
+        pass
+
+
+def _script_end(reward: dict, status: int, caps: list[int]) -> int:
+    """What the rest of a Harbor test.sh does with pytest's exit status (``staging.RewardPlan``):
+    write the reward file as its ``echo N > FILE`` would — by this process, which the tests'
+    code never ran in, with the script's capabilities — and return the script's exit status."""
+    if status != 0 and reward["failed"] is None:
+        return status  # `set -e`: the script ended at the failed pytest, writing nothing
+    nsutil.set_caps(caps)
+    try:
+        fd = os.open(reward["path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # bash's `>`
+        try:
+            os.write(fd, (reward["passed"] if status == 0 else reward["failed"]).encode())
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        _say(f"{reward['script']}: {reward['path']}: {exc.strerror}\n")
+        if reward["errexit"] or reward["exit"] == "last":
+            return 1
+    return {"pytest": status, "zero": 0, "last": 0}[reward["exit"]]
 
 
 def serve(sock: socket.socket) -> None:

@@ -150,15 +150,18 @@ def starts_alike(env: dict[str, str]) -> bool:
 
 
 async def run_pytest(box, args: list[str], timeout_s: float, env: dict[str, str], extra_ro_binds: dict[str, str],
-                     remove: list[str] | None = None, strict_cwd: bool = False, shlvl: int = 0):
+                     remove: list[str] | None = None, strict_cwd: bool = False, shlvl: int = 0,
+                     reward: dict | None = None, rw_binds: dict[str, str] | None = None):
     """``python -s -P -m pytest ARGS`` in bwrap sandbox `box`, as its ``run_verifier`` would run
     it (same cgroup, binds, removals, capabilities, directory, environment), by the warm server.
-    None when the server ran nothing (not available, refused, or the directory check failed)."""
+    `reward` (``staging.RewardPlan`` as a dict): a Harbor test.sh, whose reward file the server's
+    child then writes from pytest's status as the script would (into `rw_binds`, as the cold
+    command's). None when the server ran nothing (not available, refused, a check failed)."""
     if not starts_alike({**box.env, **env}):
         return None
-    command_dir, spec = box._verifier_spec(env, extra_ro_binds, None, remove)
+    command_dir, spec = box._verifier_spec(env, extra_ro_binds, rw_binds, remove)
     request = {"target": box.init_pid, "spec": spec, "args": args, "strict_cwd": strict_cwd, "shlvl": shlvl,
-               "python": sys.executable}
+               "python": sys.executable, "reward": reward}
     refused: list[bool] = []
 
     async def start(out_fd: int, in_fd: int | None):
