@@ -23,13 +23,19 @@ chromium:
 	  if [ "$$SUDO" = none ]; then echo "note: chromium is missing and cannot be installed here (apt-get install chromium); the report's browser test will skip"; \
 	  else echo "installing Debian's chromium for the report test"; $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi; }
 
+# pytest-xdist workers: most tests wait on subprocesses and local servers, so 3 workers pay on
+# 2 cores; one test file stays in one worker (module fixtures: the Ray cluster, shared servers).
+# PYTEST_WORKERS=0 runs serially. Figures: docs/performance.md ("The test suite").
+PYTEST_WORKERS ?= 3
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 # The whole suite, slow scale tests included (CI runs exactly this).
 test: setup chromium
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(XDIST)
 
 # Everything but the slow scale tests.
 test-fast: setup
-	$(BIN)/python -m pytest -q -m 'not slow'
+	$(BIN)/python -m pytest -q $(XDIST) -m 'not slow'
 
 demo: setup
 	$(BIN)/agentrig demo

@@ -38,3 +38,19 @@ async def fake():
     await ep.start()
     yield ep
     await ep.stop()
+
+
+# Long files that have no slow-marked test (a minute or more of one worker's time each).
+_LONG_FILES = ("tests/analysis/test_instability.py", "tests/test_demo.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`make test`: one file per worker at a time), hand out the long files
+    first — those with a slow-marked test, then ``_LONG_FILES`` — so that no worker starts a
+    minutes-long file when the others are nearly done. Only the order changes; a serial run keeps
+    the collection order."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    long = {REPO_ROOT / name for name in _LONG_FILES}
+    items.sort(key=lambda item: 0 if item.path in slow else 1 if item.path in long else 2)  # stable

@@ -153,8 +153,14 @@ async def end_process(proc: asyncio.subprocess.Process, timeout_s: float = 5.0) 
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
-    with contextlib.suppress(asyncio.TimeoutError, ValueError, OSError):
+    try:
         await asyncio.wait_for(proc.communicate(), timeout_s)
+    except (asyncio.TimeoutError, ValueError, OSError):
+        # a pipe still held elsewhere after timeout_s (a loaded machine): close the transport now,
+        # while the loop runs, rather than leave it to __del__ after the loop has closed
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
 
 
 class Proc(Protocol):
