@@ -32,15 +32,26 @@ REF = "$shared"
 DDL = "CREATE TABLE IF NOT EXISTS shared (sha TEXT PRIMARY KEY, value BLOB NOT NULL)"
 
 
-def _ref(value: Any, out: dict[str, bytes]) -> dict[str, str]:
+_COMPRESSED: dict[str, bytes] = {}  # sha -> zlib JSON of values this process shared (the same
+# system prompt and tools come back in every trial of an arm: compressed once, not per trial)
+_COMPRESSED_MAX = 256
+
+
+def _ref(value: Any, out: dict[str, bytes]) -> dict[str, str] | None:
+    """A reference to ``value`` (its zlib JSON put in ``out``), or None when it is too small to share."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    sha = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-    out.setdefault(sha, zlib.compress(text.encode("utf-8"), 6))
+    if len(text) < SHARE_MIN:
+        return None
+    data = text.encode("utf-8")
+    sha = hashlib.blake2b(data, digest_size=16).hexdigest()
+    if sha not in out:
+        blob = _COMPRESSED.get(sha)
+        if blob is None:
+            if len(_COMPRESSED) >= _COMPRESSED_MAX:
+                _COMPRESSED.clear()
+            blob = _COMPRESSED[sha] = zlib.compress(data, 6)
+        out[sha] = blob
     return {REF: sha}
-
-
-def _big(value: Any) -> bool:
-    return len(json.dumps(value, ensure_ascii=False)) >= SHARE_MIN
 
 
 def share(record: TrialRecord) -> tuple[TrialRecord, dict[str, bytes]]:
@@ -52,8 +63,9 @@ def share(record: TrialRecord) -> tuple[TrialRecord, dict[str, bytes]]:
     values: dict[str, bytes] = {}
     changed = []
     for r in requests:
-        tail = [_ref(m, values) if m.get("role") == "system" and _big(m) else m for m in r.tail]
-        tools = [_ref(r.tools, values)] if r.tools is not None and _big(r.tools) else r.tools
+        tail = [(m.get("role") == "system" and _ref(m, values)) or m for m in r.tail]
+        ref = _ref(r.tools, values) if r.tools is not None else None
+        tools = [ref] if ref is not None else r.tools
         changed.append(r.model_copy(update={"tail": tail, "tools": tools}) if values else r)
     if not values:
         return record, {}
