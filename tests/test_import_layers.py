@@ -11,7 +11,7 @@ The order of a run's flow is run → analysis → report: trials are played and 
 trials are analysed, the analysis is rendered. Imports go the other way — from the consumer to
 the service it uses — and the run package holds both ends:
 
-- the **storage layer** of a run, ``run.store`` (with ``run.store_shared``, the values its trials
+- the **storage layer** of a run, ``run.store`` (with ``run.store_schema`` and ``run.store_shared``, the values its trials
   share) and ``run.rundir`` (opening a run directory),
   is at the bottom: it imports nothing from ``analysis``, ``report`` or the rest of ``run``;
 - ``analysis`` reads runs through the storage layer only; it never imports ``report``;
@@ -28,7 +28,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-STORAGE = {"agentrig.run.store", "agentrig.run.store_shared", "agentrig.run.rundir"}
+STORAGE = {"agentrig.run.store", "agentrig.run.store_shared", "agentrig.run.store_schema", "agentrig.run.rundir"}
 
 # The one cycle allowed, on purpose: the plug-in registry. ``agentrig.plugins`` loads its built-in
 # plug-ins in a function (``_load_builtin``) and each registers itself with ``agentrig.plugins``

@@ -51,7 +51,7 @@ async def test_with_adaptation_off_the_configured_timeout_applies(fake, env):
         c = await ch.complete("agent", MSG)
         first, second = c.attempts
         assert first.cause == "timeout" and first.detail == "no answer within 2s" and second.cause is None
-        assert first.latency_s >= 1.8  # waited for the configured 2 s (a lower bound: never flaky)
+        assert first.latency_s >= 1.8  # waited for the configured 2 s (a lower bound that proves the wait: not a time bound)
         (ep,) = ch._endpoints.values()
         assert ep.latencies == {}  # nothing observed, nothing adapted
 

@@ -42,7 +42,7 @@ async def test_a_refused_connection_is_named_so_in_every_attempt(env):
         assert a.cause == "connection"
         assert a.detail == f"connection refused at 127.0.0.1:{port}: nothing listens there"
     assert "ConnectTimeout" not in str(err) and "connection refused at 127.0.0.1" in str(err)
-    assert err.elapsed_s > 0 and err.elapsed_s >= sum(a.latency_s + a.wait_s for a in err.attempts)
+    assert err.elapsed_s > 0 and err.elapsed_s >= sum(a.latency_s + a.wait_s for a in err.attempts)  # consistency: not a time bound
 
 
 async def test_a_dropped_connection_is_named_so(fake, env):
@@ -107,7 +107,7 @@ def test_the_run_and_the_doctor_say_the_same_about_a_refused_connection(tmp_path
     (call,) = rec.trajectory.model_calls
     assert not rec.verdict.valid and call.error == "UNREACHABLE"
     assert {a.detail for a in call.attempts} == {f"connection refused at 127.0.0.1:{port}: nothing listens there"}
-    assert call.retries == 1 and call.latency_s > 0
+    assert call.retries == 1 and call.latency_s > 0  # recorded, not zero: not a time bound
     doctor = runner.invoke(app, ["doctor", "--config", str(path), "--json"])
     assert doctor.exit_code == 1, doctor.output
     text = json.dumps(json.loads(doctor.stdout))

@@ -112,7 +112,7 @@ def test_the_run_rides_out_an_outage_and_completes_by_itself(tau2_root, tmp_path
     assert invalid_rows(db) == 0 and _stored(db) == tasks
     (outage,) = doc["outages"]
     assert outage["resumed"] is True and outage["calls_held"] >= 1 and outage["probes"] >= 1
-    assert outage["duration_s"] >= 0.5 * outage_s  # it lasted at least about as long as the server was gone
+    assert outage["duration_s"] >= 0.5 * outage_s  # it lasted about as long as the server was gone (lower bound: not a time bound)
     with Store.open(db, create=False) as store:
         (kept,) = stored_outages(store)  # the run's record keeps it
     assert kept.started_at == outage["started_at"] and kept.calls_held == outage["calls_held"]

@@ -41,6 +41,7 @@ from agentrig.errors import DataError
 from agentrig.types import TrialKey, TrialRecord
 
 from . import store_shared
+from .store_schema import INSERT_CALL, INSERT_TRIAL, SCHEMA
 
 APPLICATION_ID = 0x41475247  # "AGRG"
 SCHEMA_VERSION = 1
@@ -48,67 +49,6 @@ _ZLIB_LEVEL = 3
 
 Key = tuple[str, str, str, int]
 
-_SCHEMA = """
-CREATE TABLE meta (
-    name  TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE trials (
-    id                INTEGER PRIMARY KEY,
-    arm               TEXT NOT NULL,
-    domain            TEXT NOT NULL,
-    task_id           TEXT NOT NULL,
-    trial             INTEGER NOT NULL,
-    attempt           INTEGER NOT NULL,
-    valid             INTEGER NOT NULL,
-    reward            REAL NOT NULL,
-    termination       TEXT NOT NULL,
-    invalid_cause     TEXT,
-    run_id            TEXT NOT NULL,
-    seed              INTEGER NOT NULL,
-    started_at        TEXT NOT NULL,
-    duration_s        REAL NOT NULL,
-    n_messages        INTEGER NOT NULL,
-    n_calls           INTEGER NOT NULL,
-    prompt_tokens     INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    reasoning_tokens  INTEGER NOT NULL,
-    cached_tokens     INTEGER NOT NULL,
-    retries           INTEGER NOT NULL,
-    record            BLOB NOT NULL
-);
-CREATE UNIQUE INDEX trials_one_valid ON trials (arm, domain, task_id, trial) WHERE valid = 1;
-CREATE INDEX trials_key ON trials (arm, domain, task_id, trial);
-CREATE TABLE model_calls (
-    trial_row         INTEGER NOT NULL REFERENCES trials (id),
-    idx               INTEGER NOT NULL,
-    role              TEXT NOT NULL,
-    purpose           TEXT NOT NULL,
-    turn              INTEGER NOT NULL,
-    model             TEXT NOT NULL,
-    prompt_tokens     INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    reasoning_tokens  INTEGER,
-    cached_tokens     INTEGER,
-    usage_reported    INTEGER NOT NULL,
-    latency_s         REAL NOT NULL,
-    attempts          INTEGER NOT NULL,
-    retries           INTEGER NOT NULL,
-    retry_causes      TEXT NOT NULL,
-    finish_reason     TEXT,
-    error             TEXT,
-    PRIMARY KEY (trial_row, idx)
-) WITHOUT ROWID;
-"""
-
-_TRIAL_COLUMNS = (
-    "arm", "domain", "task_id", "trial", "attempt", "valid", "reward", "termination",
-    "invalid_cause", "run_id", "seed", "started_at", "duration_s", "n_messages", "n_calls",
-    "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "retries", "record",
-)
-_INSERT_TRIAL = (f"INSERT INTO trials ({', '.join(_TRIAL_COLUMNS)}) "
-                 f"VALUES ({', '.join('?' for _ in _TRIAL_COLUMNS)})")
-_INSERT_CALL = "INSERT INTO model_calls VALUES (" + ", ".join("?" * 17) + ")"
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +162,7 @@ class Store:
             try:
                 # another process may have created it between our look and the lock
                 if conn.execute("PRAGMA application_id").fetchone()[0] == 0:
-                    for statement in _SCHEMA.split(";"):
+                    for statement in SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
                     conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
@@ -305,13 +245,13 @@ class Store:
                     conn.execute(store_shared.DDL)  # (a rolled-back transaction takes the table with it)
                     conn.executemany("INSERT OR IGNORE INTO shared VALUES (?, ?)", list(shared.items()))
                 try:
-                    trial_row = conn.execute(_INSERT_TRIAL, row).lastrowid
+                    trial_row = conn.execute(INSERT_TRIAL, row).lastrowid
                 except sqlite3.IntegrityError:
                     conn.execute("ROLLBACK")
                     if verdict.valid and self._has_valid(key):
                         return False
                     raise
-                conn.executemany(_INSERT_CALL, [(trial_row, *r) for r in call_rows])
+                conn.executemany(INSERT_CALL, [(trial_row, *r) for r in call_rows])
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
