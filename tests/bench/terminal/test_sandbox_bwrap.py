@@ -169,8 +169,9 @@ async def test_verifier_binds_are_read_only_or_writable_as_asked(tmp_path):
         assert (out / "reward.txt").read_text() == "0.5\n" and (tools / "tool.txt").read_text() == "trusted\n"
         # the binds live in the verifier's own mount namespace: a loop the agent left running
         # writes to its own /logs/verifier, never to the verifier's
-        await sandbox.run("setsid nohup bash -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt;"
-                          " sleep 0.01; done' >/dev/null 2>&1 &", 30)
+        # (written by rename, so a reader never sees the file between `>`'s truncation and the write)
+        await sandbox.run("setsid nohup bash -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/.r;"
+                          " mv -f /logs/verifier/.r /logs/verifier/reward.txt; sleep 0.01; done' >/dev/null 2>&1 &", 30)
         again = await sandbox.run_verifier("sleep 0.3; cat /logs/verifier/reward.txt; echo 0.25 > /logs/verifier/reward.txt; sleep 0.3",
                                            30, env={}, extra_ro_binds={}, rw_binds={str(out): "/logs/verifier"})
         assert again.output == "0.5\n" and (out / "reward.txt").read_text() == "0.25\n"
