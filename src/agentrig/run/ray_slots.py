@@ -6,6 +6,13 @@ makes one slots actor per endpoint of the run and every worker's channel takes i
 (``Channel(slots=…)``, the hook in channel/client.py): ten workers never send a gateway more
 requests at once than one machine would.
 
+A worker *leases* slots (``LeasedSlots``): it asks the actor for as many as it has calls waiting,
+and a slot its call is done with stays with the worker for its next call — no round trip to the
+actor per model call. The sum of every worker's leases never exceeds the limit. Fairness: the
+actor tells each worker (an edge-triggered long poll, ``watch``) when *another* worker is waiting;
+while that lasts, the worker gives every slot back as soon as it is free, and the actor hands it
+on in the order the workers asked. Without contention there is no traffic at all.
+
 Slots are held per *holder* (one token per worker incarnation): when a worker dies holding
 slots, the driver gives them back with ``release_all(token)``.
 """
@@ -28,6 +35,36 @@ class EndpointSlots:
         self.held: Counter[str] = Counter()
         self.peak = 0
         self.granted = 0
+        self.leases = 0
+        self._waiting: dict[asyncio.Future, str] = {}  # the futures still waiting, and whose
+        self._waiting_by: Counter[str] = Counter()
+        self._watchers: list[tuple[str, bool, asyncio.Future]] = []
+
+    def _pressure(self, holder: str) -> bool:
+        """Is a holder other than ``holder`` waiting for a slot?"""
+        return len(self._waiting) - self._waiting_by[holder] > 0
+
+    def _not_waiting(self, fut: asyncio.Future) -> None:
+        holder = self._waiting.pop(fut, None)
+        if holder is not None:
+            self._waiting_by[holder] -= 1
+            if self._waiting_by[holder] <= 0:
+                del self._waiting_by[holder]
+            self._notify()
+
+    def _notify(self) -> None:
+        if not self._watchers:
+            return
+        keep = []
+        for holder, known, fut in self._watchers:
+            if fut.done():
+                continue
+            now = self._pressure(holder)
+            if now != known:
+                fut.set_result(now)
+            else:
+                keep.append((holder, known, fut))
+        self._watchers = keep
 
     def _grant(self, holder: str) -> None:
         self.held[holder] += 1
@@ -41,6 +78,9 @@ class EndpointSlots:
             return
         fut = asyncio.get_running_loop().create_future()
         self.waiters.append((holder, fut))
+        self._waiting[fut] = holder
+        self._waiting_by[holder] += 1
+        self._notify()
         try:
             await fut
         except asyncio.CancelledError:
@@ -50,8 +90,32 @@ class EndpointSlots:
                 self._drop_waiter(fut)
             raise
 
+    async def lease(self, holder: str, want: int) -> int:
+        """Wait for one slot (in turn with every other waiter), then take up to ``want - 1`` more
+        that are free with nobody waiting for them; the number granted."""
+        await self.acquire(holder)
+        self.leases += 1
+        extra = 0 if self.waiters else max(0, min(want - 1, self.free))
+        for _ in range(extra):
+            self.free -= 1
+            self._grant(holder)
+        return 1 + extra
+
+    async def give_back(self, holder: str, n: int) -> None:
+        self._give_back(holder, n)
+
+    async def watch(self, holder: str, known: bool) -> bool:
+        """Answers once "another holder is waiting" differs from ``known`` (a long poll)."""
+        now = self._pressure(holder)
+        if now != known:
+            return now
+        fut = asyncio.get_running_loop().create_future()
+        self._watchers.append((holder, known, fut))
+        return await fut
+
     def _drop_waiter(self, fut: asyncio.Future) -> None:
         self.waiters = deque(w for w in self.waiters if w[1] is not fut)
+        self._not_waiting(fut)
 
     def _give_back(self, holder: str, n: int) -> None:
         n = min(n, self.held[holder])
@@ -64,6 +128,7 @@ class EndpointSlots:
                 if not fut.done():
                     self._grant(who)
                     fut.set_result(None)
+                    self._not_waiting(fut)
                     break
             else:
                 self.free += 1
@@ -77,26 +142,98 @@ class EndpointSlots:
         for who, fut in list(self.waiters):
             if who == holder and not fut.done():
                 fut.cancel()
+            if who == holder:
+                self._not_waiting(fut)
         self.waiters = deque(w for w in self.waiters if w[0] != holder)
+        for who, _, fut in self._watchers:
+            if who == holder and not fut.done():
+                fut.cancel()
         self._give_back(holder, n)
         return n
 
     async def stats(self) -> dict[str, int]:
+        """``in_use``: slots leased to workers (busy or kept for their next call)."""
         return {"limit": self.limit, "peak": self.peak, "in_use": self.limit - self.free,
-                "waiting": len(self.waiters), "granted": self.granted}
+                "waiting": len(self._waiting), "granted": self.granted, "leases": self.leases}
 
 
-class RaySlot:
-    """What a worker's channel uses in place of an endpoint's semaphore: ``async with slot:``."""
+class LeasedSlots:
+    """One worker's share of an endpoint's cluster-wide slots: what its channels use in place of
+    the endpoint's semaphore (``async with slots:``). Every method runs on the worker's event loop."""
 
     def __init__(self, handle: Any, holder: str):
         self.handle, self.holder = handle, holder
+        self.idle = 0  # leased and free: kept for this worker's next call
+        self.in_use = 0
+        self.waiters: deque[asyncio.Future] = deque()
+        self.pressure = False  # another worker waits: free slots go back to the actor at once
+        self._fetch: asyncio.Task | None = None
+        self._watch: asyncio.Task | None = None
 
     async def __aenter__(self) -> None:
-        await self.handle.acquire.remote(self.holder)
+        if self.idle and not self.waiters:
+            self.idle -= 1
+            self.in_use += 1
+            return
+        if self._watch is None:
+            self._watch = asyncio.ensure_future(self._watch_pressure())
+        fut = asyncio.get_running_loop().create_future()
+        self.waiters.append(fut)
+        if self._fetch is None or self._fetch.done():
+            self._fetch = asyncio.ensure_future(self._lease())
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # handed a slot just as it was cancelled
+                self.in_use -= 1
+                self._free(1)
+            else:
+                self.waiters = deque(f for f in self.waiters if f is not fut)
+            raise
 
     async def __aexit__(self, *exc: object) -> None:
-        self.handle.release.remote(self.holder)  # fire and forget: the actor runs calls in order
+        self.in_use -= 1
+        self._free(1)
+
+    def _hand_out(self, n: int) -> int:
+        """Give up to ``n`` slots to this worker's waiting calls; how many were left over."""
+        while n and self.waiters:
+            fut = self.waiters.popleft()
+            if not fut.done():
+                self.in_use += 1
+                fut.set_result(None)
+                n -= 1
+        return n
+
+    def _free(self, n: int) -> None:
+        if self.pressure:  # another worker waits: the actor hands the slot on, in turn
+            self.handle.give_back.remote(self.holder, n)
+            return
+        self.idle += self._hand_out(n)
+
+    async def _lease(self) -> None:
+        try:
+            while want := sum(1 for f in self.waiters if not f.done()):
+                n = await self.handle.lease.remote(self.holder, want)
+                if left := self._hand_out(n):
+                    self._free(left)
+        except Exception as e:  # the actor is gone: the calls waiting here fail with its error
+            for fut in self.waiters:
+                if not fut.done():
+                    fut.set_exception(e)
+            self.waiters.clear()
+
+    async def _watch_pressure(self) -> None:
+        known = False
+        try:
+            while True:
+                known = await self.handle.watch.remote(self.holder, known)
+                self.pressure = known
+                if known and self.idle:
+                    n, self.idle = self.idle, 0
+                    self.handle.give_back.remote(self.holder, n)
+        except Exception:  # noqa: BLE001 - the actor is gone (the run is over): nothing to watch
+            self.pressure = False
 
 
 def endpoint_id(base_url: str, fingerprint: str) -> str:
@@ -129,8 +266,15 @@ def slots_hook(handles: dict[str, Any], holder: str):
     """The ``Channel(slots=…)`` hook of a worker: the endpoint's slots actor, or its own semaphore
     for an endpoint the driver did not know (a missing key: the call fails before it is sent)."""
 
+    leased: dict[str, LeasedSlots] = {}  # one share per endpoint, whichever arm's channel calls it
+
     def hook(ep: Any) -> Any:
-        handle = handles.get(endpoint_id(ep.base_url, ep.fingerprint))
-        return RaySlot(handle, holder) if handle is not None else asyncio.Semaphore(ep.limit)
+        eid = endpoint_id(ep.base_url, ep.fingerprint)
+        handle = handles.get(eid)
+        if handle is None:
+            return asyncio.Semaphore(ep.limit)
+        if eid not in leased:
+            leased[eid] = LeasedSlots(handle, holder)
+        return leased[eid]
 
     return hook
