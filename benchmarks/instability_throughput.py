@@ -9,9 +9,13 @@ answering with ``--delay-ms`` added to every reply, at ``--concurrency`` calls i
 Figures: achieved resampling calls/s against the endpoint-bound ideal ``concurrency ÷ delay``
 (target ≥ 90%), and calls/s with the endpoint answering at once (the CPU-bound rate of this
 machine's two processes). The wall time counts the calls only (planning and the report after are
-printed apart).
+printed apart). Also the rate while every slot is busy (until fewer calls than the concurrency
+remain), as the trials' figure (b) of benchmarks/throughput.py is measured. The first round of
+calls answers only after ``--delay-ms``, so a short run cannot reach the ideal: with 1,540 calls
+(``--trials 4``) at most 96% is possible (25 rounds of 64 in 5.0 s), with 3,080 (the default 8)
+98%.
 
-    .venv/bin/python benchmarks/instability_throughput.py [--trials 4] [--samples 5]
+    .venv/bin/python benchmarks/instability_throughput.py [--trials 8] [--samples 5]
                                                           [--delay-ms 200] [--concurrency 64]
 """
 
@@ -97,19 +101,38 @@ def resample_once(run_dir: Path, base: str, samples: int, concurrency: int) -> d
         p = ic.plan(store, config, "llm", arm, tasks=None, samples=samples, temperature=0.5, max_steps=15)
         planned = time.perf_counter() - t0
         instability_store.ensure(store)
+        ends: list[float] = []  # when each sample's call came back
+        original = ic._sample
+
+        async def timed(*args, **kwargs):
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                ends.append(time.perf_counter())
+
+        ic._sample = timed
         t0 = time.perf_counter()
-        totals = asyncio.run(ic.resample(store, p, run_id=config.get("run_id"), temperature=0.5,
-                                         concurrency=concurrency))
+        try:
+            totals = asyncio.run(ic.resample(store, p, run_id=config.get("run_id"), temperature=0.5,
+                                             concurrency=concurrency))
+        finally:
+            ic._sample = original
         wall = time.perf_counter() - t0
     finally:
         store.close()
-    return {"calls": totals["stored"] + totals["failed"], "failed": totals["failed"], "wall_s": wall,
+    calls = totals["stored"] + totals["failed"]
+    # steady state, as benchmarks/throughput.py's (b): while every one of the `concurrency` slots
+    # is busy, i.e. until fewer calls than that remain (the last ones drain with slots idle)
+    busy = sorted(ends)[: max(0, len(ends) - totals["concurrency"])]
+    steady = len(busy) / (busy[-1] - t0) if busy else None
+    return {"calls": calls, "failed": totals["failed"], "wall_s": wall, "steady_calls_per_s": steady,
+            "steady_window_s": busy[-1] - t0 if busy else 0.0,
             "plan_s": planned, "steps": len(p.jobs), "concurrency": totals["concurrency"]}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trials", type=int, default=4)
+    ap.add_argument("--trials", type=int, default=8)
     ap.add_argument("--samples", type=int, default=5)
     ap.add_argument("--delay-ms", type=float, default=200.0)
     ap.add_argument("--concurrency", type=int, default=64)
@@ -151,7 +174,11 @@ def main() -> None:
     print(f"endpoint answering at once: {fast['calls'] / fast['wall_s']:.0f} calls/s "
           f"(concurrency {fast['concurrency']})")
     print(f"endpoint +{args.delay_ms:g} ms, concurrency {slow['concurrency']}: {achieved:.1f} calls/s, ideal "
-          f"{ideal:.1f} → {100 * achieved / ideal:.1f}% of the endpoint-bound ideal (target ≥ 90%)")
+          f"{ideal:.1f} → {100 * achieved / ideal:.1f}% of the endpoint-bound ideal over the whole run")
+    if slow["steady_calls_per_s"]:
+        steady = slow["steady_calls_per_s"]
+        print(f"    while all {slow['concurrency']} slots are busy ({slow['steady_window_s']:.1f} s): {steady:.1f} calls/s "
+              f"→ {100 * steady / ideal:.1f}% (target ≥ 90%, measured as the trials' figure (b))")
 
 
 if __name__ == "__main__":

@@ -83,7 +83,11 @@ def _ray_task_executor():
     return TaskExecutor
 
 
-async def play(toml: Path, kind: str) -> dict:
+async def play(toml: Path, kind: str, stats_url: str | None = None, full: int = 0) -> dict:
+    """One run; with ``stats_url`` (the fake endpoint's ``/_fake/stats``) the requests it has
+    received are sampled every 0.1 s, for the rate while ``full`` trials are in flight."""
+    import httpx
+
     from agentrig.run import experiment, runner
     from agentrig.run.executor import Executor
 
@@ -115,9 +119,21 @@ async def play(toml: Path, kind: str) -> dict:
                     plays.append(time.perf_counter() - t)
 
         ex = Timed(r, run.store, run.run_id, channels)
+        samples: list[tuple[float, int, int]] = []  # (time, requests received so far, trials in flight)
+
+        async def sample() -> None:
+            async with httpx.AsyncClient() as http:
+                while True:
+                    got = (await http.get(stats_url)).json()["chat_count"]
+                    samples.append((time.perf_counter(), got, ex.stats.in_flight))
+                    await asyncio.sleep(0.1)
+
         t0 = time.perf_counter()
+        sampler = asyncio.create_task(sample()) if stats_url else None
         outcome = await ex.run(specs)
         wall = time.perf_counter() - t0
+        if sampler is not None:
+            sampler.cancel()
         if channels:
             await runner.close_channels(channels)
         calls = run.store.model_call_rows()
@@ -128,10 +144,15 @@ async def play(toml: Path, kind: str) -> dict:
         raise SystemExit(f"{toml.name}: the run ended {outcome.status}")
     setup = marks["started"] - t0 if marks else 0.0
     requests = sum(c["attempts"] for c in calls)
+    busy = [x for x in samples if full and x[2] >= full]
+    steady = None
+    if len(busy) >= 2 and busy[-1][0] > busy[0][0]:  # while every trial slot is busy, as benchmarks/throughput.py
+        steady = (busy[-1][1] - busy[0][1]) / (busy[-1][0] - busy[0][0])
     warm = sorted(plays[len(plays) // 4:])  # the first quarter warms the workers (imports, domain data)
     return {"trials": valid, "wall_s": wall, "setup_s": setup, "play_s": wall - setup,
             "play_median_ms": 1000 * warm[len(warm) // 2] if warm else None,
-            "requests": requests, "requests_per_s": requests / (wall - setup)}
+            "requests": requests, "requests_per_s": requests / (wall - setup),
+            "steady_requests_per_s": steady, "steady_window_s": busy[-1][0] - busy[0][0] if len(busy) >= 2 else 0.0}
 
 
 def part_a(cluster: LocalCluster, tmp: Path, trials: int) -> dict:
@@ -160,9 +181,10 @@ def part_b(cluster: LocalCluster, root: Path, tmp: Path, trials: int, delay_ms: 
             text = toml.read_text().replace(
                 "[run]\n", f'[run]\nexecutor = "{"local" if kind == "local" else "ray"}"\nray_address = "{cluster.address}"\n')
             toml.write_text(text)
-            res = asyncio.run(play(toml, kind))
-            res["ideal_requests_per_s"] = concurrency / (delay_ms / 1000)
-            res["share_of_ideal"] = res["requests_per_s"] / res["ideal_requests_per_s"]
+            res = asyncio.run(play(toml, kind, f"{base.rstrip('/').removesuffix('/v1')}/_fake/stats", concurrency))
+            res["ideal_requests_per_s"] = ideal = concurrency / (delay_ms / 1000)
+            res["share_of_ideal"] = res["requests_per_s"] / ideal
+            res["steady_share_of_ideal"] = (res["steady_requests_per_s"] or 0.0) / ideal
             out[kind] = res
     finally:
         stop(proc)
@@ -174,27 +196,31 @@ def main() -> None:
     ap.add_argument("--data", default=os.environ.get("AGENTRIG_TAU2_DATA", str(REPO.parent / "shared" / "tau2-data")))
     ap.add_argument("--trials", type=int, default=4, help="trials per bikeshop task in (a)")
     ap.add_argument("--b-trials", type=int, default=3, help="trials per airline/retail task in (b)")
+    ap.add_argument("--only", choices=("a", "b"), help="one part only")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     os.environ[KEY_ENV] = KEY
     cluster = LocalCluster({k: v for k, v in os.environ.items() if k != KEY_ENV})
     try:
         with tempfile.TemporaryDirectory(prefix="ray-bench-") as tmp:
-            a = part_a(cluster, Path(tmp), args.trials)
-            b = part_b(cluster, Path(args.data), Path(tmp), args.b_trials)
+            a = part_a(cluster, Path(tmp), args.trials) if args.only != "b" else None
+            b = part_b(cluster, Path(args.data), Path(tmp), args.b_trials) if args.only != "a" else None
     finally:
         left = cluster.stop()
-    print(f"(a) {a['local']['trials']} bikeshop gold trials, concurrency 1:")
-    print(f"    local   {a['local']['play_s']:.2f} s; a warm trial's play: median {a['local']['play_median_ms']:.1f} ms")
-    for kind in ("actors", "tasks"):
+    if a:
+        print(f"(a) {a['local']['trials']} bikeshop gold trials, concurrency 1:")
+        print(f"    local   {a['local']['play_s']:.2f} s; a warm trial's play: median {a['local']['play_median_ms']:.1f} ms")
+    for kind in ("actors", "tasks") if a else ():
         x = a[kind]
         print(f"    {kind:<7} {x['play_s']:.2f} s; a warm trial's play: median {x['play_median_ms']:.1f} ms = "
               f"+{x['overhead_ms_per_trial']:.1f} ms over local (+{x['overhead_ms_per_trial_cold']:.1f} ms/trial "
               f"with the workers' warm-up; joining the cluster and starting the workers: {x['setup_s']:.1f} s)")
-    for kind in ("local", "actors"):
+    for kind in ("local", "actors") if b else ():
         x = b[kind]
         print(f"(b) {kind:<7} {x['trials']} trials, 64 in flight, 200 ms replies: {x['requests_per_s']:.0f} requests/s "
-              f"of an ideal {x['ideal_requests_per_s']:.0f} = {x['share_of_ideal']:.0%}")
+              f"of an ideal {x['ideal_requests_per_s']:.0f} = {x['share_of_ideal']:.0%} over the whole run; "
+              f"{x['steady_requests_per_s'] or 0:.0f} = {x['steady_share_of_ideal']:.0%} while all 64 are in flight "
+              f"({x['steady_window_s']:.1f} s)")
     if left:
         print(f"warning: Ray processes left running: {left}")
     if args.json:
