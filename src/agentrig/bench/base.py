@@ -172,6 +172,10 @@ class Benchmark:
     async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> Any:
         raise NotImplementedError
 
+    def warm(self, r: Any) -> None:
+        """Load now what every trial of ``r`` reads (parsed data files, modules): a Ray worker
+        calls it once before its first trial, so trials start warm. Default: nothing."""
+
     def worker_data(self, r: Any) -> list[Path]:
         """The files and directories under ``r.data_root`` that a trial reads while it plays (beyond
         the parsed tasks): a Ray worker on a node without the driver's filesystem gets a copy of

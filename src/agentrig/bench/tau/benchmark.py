@@ -40,6 +40,20 @@ def _needs_nl_judge(task: Any) -> bool:
     return needs_nl_judge(task)
 
 
+def _domain_bits(r: Any, domain: str, policy: Any) -> tuple[Any, Path, str]:
+    """(spec, data directory, policy text) of a domain, cached per resolved experiment."""
+    from .domains import get_domain
+
+    cache = r.cache.setdefault("tau2", {})
+    if ("spec", domain) not in cache:
+        cache[("spec", domain)] = get_domain(domain)
+        cache[("dir", domain)] = tau_data.domain_dir(r.data_root, domain)
+    pkey = ("policy", domain, policy)
+    if pkey not in cache:
+        cache[pkey] = tau_data.load_policy(r.data_root, domain, policy)
+    return cache[("spec", domain)], cache[("dir", domain)], cache[pkey]
+
+
 class Tau2Benchmark(Benchmark):
     kind = "tau2"
     settings_model = Tau2Settings
@@ -154,18 +168,20 @@ class Tau2Benchmark(Benchmark):
         }
 
     def trial_context(self, r: Any, spec: Any, ctx: Any) -> Any:
-        from .domains import get_domain
-
-        cache = r.cache.setdefault("tau2", {})  # per resolved experiment: specs, dirs, policy texts
-        domain = spec.key.domain
-        if ("spec", domain) not in cache:
-            cache[("spec", domain)] = get_domain(domain)
-            cache[("dir", domain)] = tau_data.domain_dir(r.data_root, domain)
-        pkey = ("policy", domain, spec.arm.agent.policy)
-        if pkey not in cache:
-            cache[pkey] = tau_data.load_policy(r.data_root, domain, spec.arm.agent.policy)
-        ctx.spec, ctx.domain_dir, ctx.policy = cache[("spec", domain)], cache[("dir", domain)], cache[pkey]
+        ctx.spec, ctx.domain_dir, ctx.policy = _domain_bits(r, spec.key.domain, spec.arm.agent.policy)
         return ctx
+
+    def warm(self, r: Any) -> None:
+        """Every domain's spec, policies and parsed databases (both the copy-on-write base and the
+        parsed file a judge's replay copies), and the episode's modules."""
+        from . import episode  # noqa: F401 - imported for its import time
+        from .environment import Environment
+
+        for domain in dict.fromkeys(d for d, _ in r.tasks):
+            for arm in r.arms:
+                spec, directory, _ = _domain_bits(r, domain, arm.agent.policy)
+            Environment.fresh(spec, directory, copy_on_write=True)
+            Environment.fresh(spec, directory)
 
     def worker_data(self, r: Any) -> list[Path]:
         """Each domain's directory under the data root (database, policies) and the user
