@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from pathlib import Path
 
 CONTROLLERS = ("pids", "memory", "cpu")
@@ -163,23 +164,40 @@ _SWEPT = False
 
 
 def _sweep_once() -> None:
-    """Remove empty trial cgroups left by agentrig processes that died (names end in -PID)."""
+    """Reap the trial cgroups of agentrig processes that died (names end in -PID): a runner killed
+    hard (SIGKILL, OOM) may leave a sandbox's processes running — they are killed, then the
+    cgroups removed. Once per process, before its first trial cgroup."""
     global _SWEPT
     if _SWEPT:
         return
     _SWEPT = True
+    stale: list[Path] = []
     for parent in _v1_dirs().values():
         root = parent / "agentrig"
         if not root.is_dir():
             continue
         for trial in root.iterdir():
             owner = trial.name.rsplit("-", 1)[-1]
-            if not trial.is_dir() or not owner.isdigit() or Path(f"/proc/{owner}").exists():
-                continue
-            for dirpath in reversed(_subtree(trial)):
-                if not _procs(dirpath):
-                    with contextlib.suppress(OSError):
-                        dirpath.rmdir()
+            if trial.is_dir() and owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                stale.append(trial)
+    for trial in stale:  # first no new forks, then kill until empty (a second or so at most)
+        for dirpath in _subtree(trial):
+            with contextlib.suppress(OSError):
+                if (dirpath / "pids.max").exists():
+                    _write(dirpath / "pids.max", "0")
+    for _ in range(100):
+        left = [pid for trial in stale for d in _subtree(trial) for pid in _procs(d)]
+        if not left:
+            break
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    for trial in stale:
+        for dirpath in reversed(_subtree(trial)):
+            if not _procs(dirpath):
+                with contextlib.suppress(OSError):
+                    dirpath.rmdir()
 
 
 def _subtree(path: Path) -> list[Path]:
