@@ -352,3 +352,55 @@ async def test_data_gone_from_the_driver_is_one_message_before_joining_the_clust
         assert run.store.verdict_rows() == []
     finally:
         run.close()
+
+
+@pytest.mark.slow
+def test_an_outage_holds_every_worker_with_one_probe_at_a_time_and_is_recorded_by_the_driver(
+        cluster, tau2_root, tmp_path):
+    """The endpoint goes down mid-run for a few seconds (a proxy in front of it answers 503 after
+    holding each request): every worker's breaker holds its calls, one probe at a time goes out
+    across the cluster, and the run completes by itself with the outage in the store."""
+    from agentrig.run.outages import stored as stored_outages
+
+    from tests.run.outage_proxy import OutageProxy, held_phase, max_overlap
+
+    server = EndpointProcess("gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
+                             "--delay-ms", "100", env=_env())
+    proxy = OutageProxy(server.base_url, hold_s=0.3)
+    try:
+        toml = tau_experiment(tmp_path / "down.toml", proxy.base_url, tau2_root, executor="ray",
+                              address=cluster.address, trials=2, max_concurrency=4)
+        proc = subprocess.Popen([AGENTRIG, "run", str(toml), "--json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=_env())
+        end = time.monotonic() + 180
+        while len(proxy.log) < 20 and proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before the outage"
+        proxy.down = True
+        time.sleep(5)  # the outage's length (not a time bound)
+        assert proc.poll() is None, f"the run stopped during the outage: {proc.stderr.read()[-2000:]}"
+        proxy.down = False
+        out, err = proc.communicate(timeout=600)
+    finally:
+        proxy.stop()
+        server.stop()
+    assert proc.returncode == 0, err[-3000:]
+    doc = json.loads(out)
+    assert doc["status"] == "done"
+    stored = rows(doc["run_dir"])
+    valid = Counter((r.key.domain, r.key.task_id, r.key.trial) for r in stored if r.verdict.valid)
+    assert len(valid) == 10 and set(valid.values()) == {1}  # every planned trial, valid, once
+    assert all(r.verdict.valid for r in stored)  # the outage spoiled no trial
+    (outage,) = doc["outages"]
+    assert outage["resumed"] is True and outage["probes"] >= 2 and outage["calls_held"] >= 2
+    assert "server_error 503" in outage["last_fault"]
+    store = Store.open(Path(doc["run_dir"]) / "trials.sqlite")
+    try:
+        (kept,) = stored_outages(store)  # the driver recorded the cluster's outage
+    finally:
+        store.close()
+    assert kept.started_at == outage["started_at"] and kept.resumed is True
+    # once the breakers held their calls (the first quiet spell), only probes, one at a time
+    probes = held_phase(proxy.log, quiet_s=0.4)
+    assert probes, "the cluster never went quiet during the outage"
+    assert max_overlap(probes) == 1 and len(probes) < outage["probes"]

@@ -19,12 +19,20 @@ An attempt that failed while the breaker was open (or that opened it) does not c
 call's ``max_attempts``, and the time a call waits does not count against its ``deadline_s``: it
 is recorded as that attempt's ``wait_s``. Each outage is kept as an ``Outage`` (start, end,
 calls held, probes, the last fault) in ``Breaker.history`` and ``current()`` while it lasts.
+
+Cluster hooks (the Ray executor's breaker actor, run/ray_breaker.py; unused, they cost one test of
+``None``): ``listener`` hears this breaker's own transitions ("open", "close", "down") and its
+probe's fate ("probe_failed", "release") and each new held call ("held"); ``probe_gate`` is asked,
+by the call chosen locally as the probe, whether it may probe now (it waits for the cluster's turn,
+False: the cluster's outage is over); ``apply_open`` / ``apply_close`` / ``apply_down`` take the
+cluster's transitions without telling the listener again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 
 from pydantic import BaseModel
@@ -88,6 +96,8 @@ class Breaker:
         self.history: list[Outage] = []
         self._down: EndpointDown | None = None
         self._spans: list[tuple[float, float | None]] = []  # (monotonic start, end or None): every outage
+        self.listener: Callable[[str, Breaker, int], None] | None = None  # cluster hooks (module docstring)
+        self.probe_gate: Callable[[int], Awaitable[bool]] | None = None
 
     # ----------------------------------------------------------------------------- reports
 
@@ -100,6 +110,8 @@ class Breaker:
             self._prober = None
         if self.state != "closed":
             self._close(resumed=True)
+            if self.listener is not None:
+                self.listener("close", self, token)
 
     def failed(self, token: int, fault: Fault, *, last_try: bool) -> bool:
         """An outage fault. True: the breaker is open, and the call is to wait (``admit``) and
@@ -108,6 +120,8 @@ class Breaker:
             self._prober = None
             self._pause = min(PROBE_MAX_S, self._pause * 2)
             self._next_probe = time.monotonic() + self._pause
+            if self.listener is not None:
+                self.listener("probe_failed", self, token)
         if not self.armed or self.wait_s <= 0:
             return False
         if self._outage is not None:
@@ -119,6 +133,8 @@ class Breaker:
             self._streak_start = (time.monotonic(), time.time())
         if self.state == "closed" and (self.streak >= THRESHOLD or (last_try and fault.cause == "connection")):
             self._open(fault)
+            if self.listener is not None:
+                self.listener("open", self, token)
         return self.state == "open"
 
     # ---------------------------------------------------------------------------- waiting
@@ -136,14 +152,20 @@ class Breaker:
             self._held.add(token)
             if self._outage is not None:
                 self._outage.calls_held = len(self._held)
+            if self.listener is not None:
+                self.listener("held", self, token)
         while self.state == "open":
             now = time.monotonic()
             give_up = self._t_open + self.wait_s
             if now >= give_up:
                 self._give_up()
+                if self.listener is not None:
+                    self.listener("down", self, token)
                 break
             if self._prober is None and now >= self._next_probe:
                 self._prober = token
+                if self.probe_gate is not None and not await self._gated(token):
+                    continue
                 if self._outage is not None:
                     self._outage.probes += 1
                 return time.monotonic() - t0
@@ -162,6 +184,59 @@ class Breaker:
         """The call ``token`` is over (answered, failed or cancelled): it probes no more."""
         if self._prober == token:
             self._prober = None
+            if self.listener is not None:
+                self.listener("release", self, token)
+
+    async def _gated(self, token: int) -> bool:
+        """The call chosen here as the probe asks the cluster for its turn (``probe_gate``). False:
+        it does not probe (the cluster's outage ended, or another process probes)."""
+        assert self.probe_gate is not None
+        try:
+            ok = await self.probe_gate(token)
+        except BaseException:  # cancelled while waiting for its turn: the cluster forgets it
+            if self._prober == token:
+                self._prober = None
+                if self.listener is not None:
+                    self.listener("release", self, token)
+            raise
+        if ok and self.state == "open":
+            return True
+        if self._prober == token:
+            self._prober = None
+            if ok and self.listener is not None:  # granted, but the outage ended here meanwhile
+                self.listener("release", self, token)
+        self._next_probe = time.monotonic() + PROBE_FIRST_S  # ask again later (a close or give-up wakes it)
+        return False
+
+    # ------------------------------------------------------------------- cluster transitions
+
+    def apply_open(self, started_wall: float, age_s: float, last_fault: str) -> None:
+        """The cluster's breaker of this endpoint opened ``age_s`` ago (another process saw the
+        outage): hold calls here too, from the cluster's start of the outage. Already open here:
+        the outage is counted from the earlier start."""
+        if self.wait_s <= 0 or self.state == "down":
+            return
+        mono = time.monotonic() - max(0.0, age_s)
+        if self.state == "open":
+            if mono < self._t_open:
+                self._t_open = mono
+                self._spans[-1] = (mono, None)
+                if self._outage is not None:
+                    self._outage.started_at = _iso(started_wall)
+            return
+        self.armed = True  # the endpoint answered in the cluster
+        self._set_open(mono, started_wall, last_fault)
+        self._next_probe = time.monotonic()  # the probe gate decides when
+
+    def apply_close(self) -> None:
+        """The cluster's probe was answered: every held call here resumes."""
+        if self.state == "open":
+            self._close(resumed=True)
+
+    def apply_down(self, calls_held: int | None = None) -> None:
+        """The cluster gave the outage up (``outage_wait_s``): every held call here fails."""
+        if self.state == "open":
+            self._give_up(calls_held)
 
     def down_seconds_since(self, t0: float) -> float:
         """Seconds the endpoint was out (breaker open or given up) since monotonic time ``t0``."""
@@ -178,6 +253,9 @@ class Breaker:
 
     def _open(self, fault: Fault) -> None:
         mono, wall = self._streak_start or (time.monotonic(), time.time())
+        self._set_open(mono, wall, _said(fault))
+
+    def _set_open(self, mono: float, wall: float, last_fault: str) -> None:
         self.state = "open"
         self._t_open = mono
         self._spans.append((mono, None))
@@ -186,8 +264,7 @@ class Breaker:
         self._pause = PROBE_FIRST_S
         self._next_probe = time.monotonic() + self._pause
         self._closed = asyncio.Event()
-        self._outage = Outage(endpoint=self.endpoint, started_at=_iso(wall),
-                              last_fault=_said(fault))
+        self._outage = Outage(endpoint=self.endpoint, started_at=_iso(wall), last_fault=last_fault)
 
     def _finish(self, resumed: bool) -> None:
         if self._spans and self._spans[-1][1] is None:
@@ -210,10 +287,10 @@ class Breaker:
         self._prober = None
         self._finish(resumed)
 
-    def _give_up(self) -> None:
+    def _give_up(self, calls_held: int | None = None) -> None:
         out = self._outage
         since = out.started_at if out is not None else "?"
-        held = len(self._held)
+        held = len(self._held) if calls_held is None else calls_held
         last = f" Last: {out.last_fault}" if out is not None and out.last_fault else ""
         self._down = EndpointDown(Diagnosis(
             "ENDPOINT_DOWN",

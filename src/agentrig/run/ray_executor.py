@@ -6,7 +6,9 @@ alone writes the store, one transaction per trial (``Executor._worker``), so res
 comparability check, invalid-trial replay, progress and the summary are the local executor's.
 Only ``play`` differs: it is a call to a worker.
 
-- Endpoint bounds hold cluster-wide: one ``EndpointSlots`` actor per endpoint (run/ray_slots.py).
+- Endpoint bounds hold cluster-wide: one ``EndpointSlots`` actor per endpoint (run/ray_slots.py),
+  and so does the circuit breaker: one ``EndpointBreaker`` actor per endpoint (run/ray_breaker.py);
+  the driver shows its outage while it lasts and records its outages in the store.
 - Keys reach the workers through the job's runtime environment (``env_vars``), sealed with a
   one-time pad that goes with the worker's creation (run/ray_secrets.py): never in clear in a task
   argument, the object store or a log (Ray's runtime-env agent logs ``env_vars``).
@@ -34,6 +36,7 @@ from agentrig.config import ROLES
 from agentrig.errors import ConfigError, Diagnosis, FatalChannelError
 from agentrig.types import TrialRecord, Trajectory, Verdict
 
+from . import outages
 from .executor import Executor, Outcome, _Fatal
 from .ray_data import Packed, pack
 from .ray_secrets import seal
@@ -137,6 +140,9 @@ class RayExecutor(Executor):
         self.tokens: list[str] = []
         self.load: list[int] = []
         self.slots: dict[str, Any] = {}
+        self.breakers: dict[str, Any] = {}  # endpoint id → its EndpointBreaker actor (run/ray_breaker.py)
+        self.cluster_outages: Any = None
+        self.stats.outage_now = self._outage_now
         self.data: Any = None
         self.packed: Packed | None = None
         self.worker_lost = 0
@@ -152,7 +158,25 @@ class RayExecutor(Executor):
             await self._start(len(specs))
             return await super().run(specs)
         finally:
-            self._teardown()
+            try:
+                await self._record_outages()
+            finally:
+                self._teardown()
+
+    def _outage_now(self) -> Any:
+        """The cluster's outage going on now (cached from the breaker actors' watch)."""
+        return self.cluster_outages.ongoing() if self.cluster_outages is not None else None
+
+    async def _record_outages(self) -> None:
+        """The session's outages, from the breaker actors, into the store (as the local executor does)."""
+        if self.cluster_outages is None:
+            return
+        try:
+            found = await asyncio.wait_for(self.cluster_outages.collect(), timeout=30)
+        except (TimeoutError, *_lost_errors(self._ray)):  # the actors are gone: nothing to record
+            return
+        self.outages = found
+        outages.record(self.store, found)
 
     def worker_count(self, planned: int) -> int:
         """One worker per CPU of the cluster, at most one per trial in flight."""
@@ -160,6 +184,7 @@ class RayExecutor(Executor):
         return max(1, min(self.r.exp.run.concurrency, planned, cpus))
 
     async def _start(self, planned: int) -> None:
+        from .ray_breaker import ClusterOutages, EndpointBreaker
         from .ray_slots import EndpointSlots, endpoint_limits
         from .ray_worker import RunData, TrialWorker
 
@@ -169,9 +194,16 @@ class RayExecutor(Executor):
         # in a restartable actor's arguments would pin it in the object store)
         prefix = f"agentrig-{self.run_id}-{os.getpid()}"
         names: dict[str, str] = {}
+        breaker_cls = ray.remote(EndpointBreaker)
+        breaker_names: dict[str, str] = {}
         for eid, limit in (await endpoint_limits(self.r)).items():
             names[eid] = f"{prefix}-slots-{eid}"
             self.slots[eid] = slots_cls.options(name=names[eid], num_cpus=0, max_concurrency=100_000).remote(limit)
+            breaker_names[eid] = f"{prefix}-breaker-{eid}"
+            self.breakers[eid] = breaker_cls.options(name=breaker_names[eid], num_cpus=0,
+                                                     max_concurrency=100_000).remote()
+        self.cluster_outages = ClusterOutages(self.breakers)
+        self.cluster_outages.start()
         # the experiment (parsed tasks, arms; no per-process cache), held by a small actor: each
         # worker fetches it once, through the object store; and the task files, put there once: a
         # worker on another node unpacks them into its node's cache (run/ray_data.py)
@@ -184,7 +216,7 @@ class RayExecutor(Executor):
         for _ in range(self.worker_count(planned)):
             w = worker_cls.options(num_cpus=1, max_restarts=-1, max_task_retries=0, max_concurrency=100_000,
                                    scheduling_strategy="SPREAD")
-            w = w.remote(f"{prefix}-data", self.run_id, names, self._pads, here)
+            w = w.remote(f"{prefix}-data", self.run_id, names, self._pads, here, breaker_names)
             self.workers.append(w)
             self.load.append(0)
         try:
@@ -197,13 +229,17 @@ class RayExecutor(Executor):
 
     def _teardown(self) -> None:
         ray = self._ray
-        for actor in [*self.workers, *self.slots.values(), *([self.data] if self.data is not None else [])]:
+        if self.cluster_outages is not None:
+            self.cluster_outages.stop()
+        for actor in [*self.workers, *self.slots.values(), *self.breakers.values(),
+                      *([self.data] if self.data is not None else [])]:
             try:
                 ray.kill(actor, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.workers.clear()
         self.slots.clear()
+        self.breakers.clear()
         ray.shutdown()
 
     async def play(self, spec: TrialSpec) -> TrialRecord:
@@ -233,9 +269,11 @@ class RayExecutor(Executor):
         return value
 
     async def _recover(self, i: int, token: str) -> None:
-        """A worker died: give back the slots its lost incarnation held, then learn the token of
-        the restarted one (Ray restarts the actor; its next calls wait for it)."""
-        await asyncio.gather(*(s.release_all.remote(token) for s in self.slots.values()), return_exceptions=True)
+        """A worker died: give back the slots its lost incarnation held and its turn to probe an
+        endpoint that is down, then learn the token of the restarted one (Ray restarts the actor;
+        its next calls wait for it)."""
+        await asyncio.gather(*(a.release_all.remote(token) for a in [*self.slots.values(), *self.breakers.values()]),
+                             return_exceptions=True)
         if self.tokens[i] != token:
             return  # another trial of the same worker already did this
         try:

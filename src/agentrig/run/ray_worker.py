@@ -2,7 +2,8 @@
 
 Each ``TrialWorker`` gets the resolved experiment once (from the object store: the parsed tasks,
 the arms and their channel settings — never a key), builds its channels once (warm connection
-pools, with the cluster-wide endpoint slots as their bound) and plays the trials the driver sends
+pools, with the cluster-wide endpoint slots as their bound, and each endpoint's breaker tied to
+the cluster's: run/ray_breaker.py) and plays the trials the driver sends
 it, many at a time on its own event loop, with the local executor's ``play``: the episode, the
 sandbox and the judge all run here. It returns the ``TrialRecord``; the driver stores it.
 
@@ -19,9 +20,10 @@ from typing import Any
 from agentrig.types import TrialKey
 
 from .executor import Executor, _Fatal
+from .ray_breaker import BreakerLink
 from .ray_data import materialize
 from .ray_secrets import unseal
-from .ray_slots import slots_hook
+from .ray_slots import endpoint_id, slots_hook
 from .runner import TrialSpec, make_channels
 
 
@@ -45,11 +47,12 @@ class TrialWorker:
     """Wrapped with ``ray.remote`` by the driver (run/ray_executor.py); plain Python here."""
 
     def __init__(self, data: str, run_id: str, slot_names: dict[str, str], pads: dict[str, str],
-                 driver_node: str | None = None):
+                 driver_node: str | None = None, breaker_names: dict[str, str] | None = None):
         """``data``: the name of the run's ``RunData`` actor; ``slot_names``: endpoint → the name of
         its ``EndpointSlots`` actor (run/ray_slots.py); ``pads``: to unseal the keys the job's
         runtime env holds (run/ray_secrets.py); ``driver_node``: the driver's Ray node, whose
-        workers read the task files where they are (None: every worker gets its copy)."""
+        workers read the task files where they are (None: every worker gets its copy);
+        ``breaker_names``: endpoint → the name of its ``EndpointBreaker`` actor (run/ray_breaker.py)."""
         import ray
 
         holder = ray.get_actor(data)
@@ -66,13 +69,33 @@ class TrialWorker:
                                "the same path")
         self.run_id = run_id
         self.handles = {eid: ray.get_actor(name) for eid, name in slot_names.items()}
-        self.token = uuid.uuid4().hex  # this incarnation's name with the slots actors
+        self.breakers = {eid: ray.get_actor(name) for eid, name in (breaker_names or {}).items()}
+        self.links: list[BreakerLink] = []
+        self.token = uuid.uuid4().hex  # this incarnation's name with the slots and breaker actors
         self.tasks = {(group, task.id): task for group, task in resolved.tasks}
         self.arms = {arm.name: arm for arm in resolved.arms}
         self.executor: Executor | None = None
         self.env = {**os.environ, **unseal(pads, os.environ)}  # what its channels read keys from
 
     async def ready(self) -> str:
+        """Warm up before the first trial (the driver waits for it while starting the workers):
+        the channels and each endpoint's client (the SDK imported), and what every trial reads
+        (``Benchmark.warm``: τ²'s parsed databases). Otherwise the first trials of every worker
+        pay for it while the others wait for their replies."""
+        from agentrig.errors import AgentrigError
+
+        executor = self._executor()
+        for arm in self.r.arms:
+            channel = executor.channels[arm.name]
+            for role in arm.roles_needed:
+                try:
+                    channel.endpoint(channel.role(role))
+                except AgentrigError:  # a missing key: the first call says so, as locally
+                    pass
+        try:
+            self.r.benchmark.warm(self.r)
+        except Exception:  # noqa: BLE001 - only a head start: the trial that needs it reports the problem
+            pass
         return self.token
 
     async def where(self) -> dict[str, Any]:
@@ -84,7 +107,15 @@ class TrialWorker:
 
     def _executor(self) -> Executor:
         if self.executor is None:  # made on the actor's event loop, at the first trial
-            channels = make_channels(self.r, self.run_id, slots_hook(self.handles, self.token), self.env)
+            slots = slots_hook(self.handles, self.token)
+
+            def hook(ep: Any) -> Any:  # an endpoint's first use (on the event loop): its slots and breaker
+                handle = self.breakers.get(endpoint_id(ep.base_url, ep.fingerprint))
+                if handle is not None and ep.breaker.wait_s > 0:
+                    self.links.append(BreakerLink(ep.breaker, handle, self.token))
+                return slots(ep)
+
+            channels = make_channels(self.r, self.run_id, hook, self.env)
             self.executor = Executor(self.r, None, self.run_id, channels)  # type: ignore[arg-type]
         return self.executor
 
@@ -100,6 +131,9 @@ class TrialWorker:
             return "fatal", (d.code, d.message, d.fix, fatal.error.status, fatal.role, fatal.trial)
 
     async def aclose(self) -> None:
+        for link in self.links:
+            link.close()
+        self.links.clear()
         if self.executor is not None:
             from .runner import close_channels
 
