@@ -53,6 +53,15 @@ class Workers:
         return self.actor.limit - self.actor.free
 
 
+async def until(condition, what: str) -> None:
+    """Let the event loop run until ``condition()`` holds (the actor's answers land)."""
+    for _ in range(10_000):
+        if condition():
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError(f"never: {what}")
+
+
 async def test_a_worker_reuses_its_slots_without_asking_the_actor_per_call():
     w = Workers(4, "a")
     await asyncio.gather(*(w.calls("a", 25, 0.001) for _ in range(4)))  # 100 calls, 4 at a time
@@ -73,8 +82,8 @@ async def test_a_lease_takes_what_is_waiting_at_once_and_never_more_than_the_lim
 async def test_a_waiting_worker_gets_slots_from_a_busy_one_and_the_bound_holds():
     w = Workers(3, "ab")
     busy = asyncio.gather(*(w.calls("a", 40) for _ in range(6)))  # "a" alone could use every slot
-    await asyncio.sleep(0.03)
-    assert w.leased() == 3 and w.slots["a"].in_use == 3
+    await until(lambda: w.slots["a"].in_use == 3, '"a" uses every slot')
+    assert w.leased() == 3
     t = asyncio.ensure_future(w.calls("b", 5))
     await asyncio.wait_for(t, timeout=30)  # "b" is served while "a" still has calls waiting
     assert not busy.done()
@@ -97,14 +106,14 @@ async def test_an_idle_worker_gives_its_kept_slots_to_one_that_waits():
 async def test_a_cancelled_call_loses_no_slot_and_a_lost_worker_gives_back_its_lease():
     w = Workers(2, "ab")
     hold = asyncio.gather(w.call("a", 0.2), w.call("a", 0.2))
-    await asyncio.sleep(0.02)
+    await until(lambda: w.slots["a"].in_use == 2, '"a" holds both slots')
     waiting = asyncio.ensure_future(w.call("b"))
-    await asyncio.sleep(0.02)
+    await until(lambda: len(w.actor._waiting) == 1, '"b" waits at the actor')
     waiting.cancel()
     await asyncio.gather(waiting, return_exceptions=True)
     await hold
-    await asyncio.sleep(0.05)  # the give-backs and the late lease of "b" land
-    assert w.actor.free + w.slots["a"].idle + w.slots["b"].idle == 2
+    # the give-backs and the late lease of "b" land: every slot is free or kept, none lost
+    await until(lambda: w.actor.free + w.slots["a"].idle + w.slots["b"].idle == 2, "no slot lost")
     assert w.slots["a"].in_use == w.slots["b"].in_use == 0
     held_by_a = w.actor.held.get("a", 0)
     assert await w.actor.release_all("a") == held_by_a  # "a" died: what it kept is free again
