@@ -191,7 +191,9 @@ async def test_one_workers_outage_holds_the_other_one_probe_at_a_time_and_all_re
         assert b1.state == b2.state == "closed" and actor.state == "closed"
         assert w2.outage_seconds(60) > 1.0  # a trial of w2 knows its calls were held (OUTAGE verdicts)
         (outage,) = await driver.collect()
-        assert outage.resumed is True and outage.calls_held == 10 and outage.probes >= 4
+        # at least the three seen before the reset (the third may itself be the one answered,
+        # when the reset came while it was in flight)
+        assert outage.resumed is True and outage.calls_held == 10 and outage.probes >= 3
         assert "connection" in outage.last_fault
         await wait_until(lambda: driver.ongoing() is None)
     finally:
