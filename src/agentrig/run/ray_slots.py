@@ -31,12 +31,11 @@ class EndpointSlots:
     def __init__(self, limit: int):
         self.limit = limit
         self.free = limit
-        self.waiters: deque[tuple[str, asyncio.Future]] = deque()
         self.held: Counter[str] = Counter()
         self.peak = 0
         self.granted = 0
         self.leases = 0
-        self._waiting: dict[asyncio.Future, str] = {}  # the futures still waiting, and whose
+        self._waiting: dict[asyncio.Future, str] = {}  # the requests waiting, in arrival order → whose
         self._waiting_by: Counter[str] = Counter()
         self._watchers: list[tuple[str, bool, asyncio.Future]] = []
 
@@ -72,12 +71,11 @@ class EndpointSlots:
         self.peak = max(self.peak, self.limit - self.free)
 
     async def acquire(self, holder: str) -> None:
-        if self.free > 0 and not self.waiters:
+        if self.free > 0 and not self._waiting:
             self.free -= 1
             self._grant(holder)
             return
         fut = asyncio.get_running_loop().create_future()
-        self.waiters.append((holder, fut))
         self._waiting[fut] = holder
         self._waiting_by[holder] += 1
         self._notify()
@@ -87,7 +85,7 @@ class EndpointSlots:
             if fut.done() and not fut.cancelled():  # granted just before the cancellation: give it back
                 self._give_back(holder, 1)
             else:
-                self._drop_waiter(fut)
+                self._not_waiting(fut)
             raise
 
     async def lease(self, holder: str, want: int) -> int:
@@ -95,7 +93,7 @@ class EndpointSlots:
         that are free with nobody waiting for them; the number granted."""
         await self.acquire(holder)
         self.leases += 1
-        extra = 0 if self.waiters else max(0, min(want - 1, self.free))
+        extra = 0 if self._waiting else max(0, min(want - 1, self.free))
         for _ in range(extra):
             self.free -= 1
             self._grant(holder)
@@ -113,22 +111,18 @@ class EndpointSlots:
         self._watchers.append((holder, known, fut))
         return await fut
 
-    def _drop_waiter(self, fut: asyncio.Future) -> None:
-        self.waiters = deque(w for w in self.waiters if w[1] is not fut)
-        self._not_waiting(fut)
-
     def _give_back(self, holder: str, n: int) -> None:
         n = min(n, self.held[holder])
         self.held[holder] -= n
         if self.held[holder] <= 0:
             del self.held[holder]
         for _ in range(n):
-            while self.waiters:  # hand the slot straight to the next waiter
-                who, fut = self.waiters.popleft()
+            while self._waiting:  # hand the slot straight to the first waiter
+                fut, who = next(iter(self._waiting.items()))
+                self._not_waiting(fut)
                 if not fut.done():
                     self._grant(who)
                     fut.set_result(None)
-                    self._not_waiting(fut)
                     break
             else:
                 self.free += 1
@@ -139,12 +133,10 @@ class EndpointSlots:
     async def release_all(self, holder: str) -> int:
         """Give back every slot a (lost) worker incarnation held; drop its waiting requests."""
         n = self.held.get(holder, 0)
-        for who, fut in list(self.waiters):
-            if who == holder and not fut.done():
-                fut.cancel()
+        for fut, who in list(self._waiting.items()):
             if who == holder:
                 self._not_waiting(fut)
-        self.waiters = deque(w for w in self.waiters if w[0] != holder)
+                fut.cancel()
         for who, _, fut in self._watchers:
             if who == holder and not fut.done():
                 fut.cancel()
