@@ -66,7 +66,7 @@ INVALID_SHARE = 0.005
 
 
 def real_run(where: Path) -> Path:
-    from agentrig.run.commands import run_command
+    from agentrig.commands.run import run_command
 
     toml = where / "templates.toml"
     toml.write_text(f"""name = "scale-templates"
@@ -111,7 +111,7 @@ def data_root(where: Path, n_tasks: int) -> tuple[Path, list[str], dict[str, str
 
 def synthesize(templates_dir: Path, root: Path, ids: list[str], origin: dict[str, str], trials: int,
                run_dir: Path) -> tuple[int, float]:
-    from agentrig.run.store import Store
+    from agentrig.store.store import Store
     from agentrig.types import Attempt, ModelCall, TrialKey, TrialRecord, Usage, Verdict
 
     rng = random.Random(2026)
@@ -214,12 +214,12 @@ def main() -> None:
 
     from rich.console import Console
 
-    from agentrig.analysis.analyze_cmd import analyze_command
+    from agentrig.commands.analyze import analyze_command
     from agentrig.analysis.build import analyze_run
     from agentrig.report import write_report
     from agentrig.report.command import build_context
     from agentrig.report.collect import collect, open_runs
-    from agentrig.run.store import Store
+    from agentrig.store.store import Store
 
     where = args.keep or Path(tempfile.mkdtemp(prefix="agentrig-scale-"))
     where.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from agentrig.plugins import build_plugin
 from agentrig.plugins.base import PluginSettings
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.types import Message, TrialKey
 
 

@@ -88,9 +88,9 @@ agent = {{ kind = "llm" }}
 
 def resample_once(run_dir: Path, base: str, samples: int, concurrency: int) -> dict:
     """Plan and resample every step of the run against ``base`` (the run's endpoint is replaced)."""
-    from agentrig.analysis import instability_store
-    from agentrig.run import instability_cmd as ic
-    from agentrig.run.rundir import open_run_dir
+    from agentrig.store import instability as instability_store
+    from agentrig.commands import instability as ic
+    from agentrig.store.rundir import open_run_dir
 
     store, config = open_run_dir(run_dir)
     try:
@@ -140,7 +140,7 @@ def main() -> None:
     os.environ[KEY_ENV] = KEY
     from rich.console import Console
 
-    from agentrig.run.commands import run_command
+    from agentrig.commands.run import run_command
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)

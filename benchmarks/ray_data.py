@@ -1,4 +1,4 @@
-"""What shipping task data to Ray workers costs (run/ray_data.py): the driver packs the files a
+"""What shipping task data to Ray workers costs (run/ray/data.py): the driver packs the files a
 run's trials read once per run; a worker on another node unpacks them once per node.
 
 For τ² airline + retail (the shared data) and the built-in terminal tasks: the archive's size
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "src")]
 
 from agentrig.run import experiment  # noqa: E402
-from agentrig.run.ray_data import pack, unpack  # noqa: E402
+from agentrig.run.ray.data import pack, unpack  # noqa: E402
 
 TAU = """name = "ship-tau"
 [benchmark]

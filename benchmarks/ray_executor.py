@@ -53,8 +53,8 @@ def _ray_task_executor():
     """The Ray executor with one Ray task per trial instead of long-lived worker actors."""
     import ray
 
-    from agentrig.run.ray_executor import RayExecutor
-    from agentrig.run.ray_worker import TrialWorker
+    from agentrig.run.ray.executor import RayExecutor
+    from agentrig.run.ray.worker import TrialWorker
 
     @ray.remote(num_cpus=1)
     def play_once(data: str, run_id: str, names: dict, pads: dict, args: tuple):
@@ -101,7 +101,7 @@ async def play(toml: Path, kind: str, stats_url: str | None = None, full: int = 
             base: type = Executor
             channels = runner.make_channels(r, run.run_id)
         else:
-            from agentrig.run.ray_executor import RayExecutor
+            from agentrig.run.ray.executor import RayExecutor
 
             base = RayExecutor if kind == "actors" else _ray_task_executor()
             channels = {}

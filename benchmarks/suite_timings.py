@@ -40,13 +40,13 @@ import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 from agentrig.analysis import compare as cmp  # noqa: E402
-from agentrig.analysis.analyze_cmd import analyze_command  # noqa: E402
+from agentrig.commands.analyze import analyze_command  # noqa: E402
 from agentrig.analysis.bootstrap import intervals  # noqa: E402
 from agentrig.analysis.consistency import rank, task_consistency_from_chains  # noqa: E402
 from agentrig.bench.tau import data  # noqa: E402
 from agentrig.bench.tau.domains import available_domains  # noqa: E402
 from agentrig.bench.tau.state import load_db  # noqa: E402
-from agentrig.run.store import Store  # noqa: E402
+from agentrig.store.store import Store  # noqa: E402
 from tests.analysis.test_analyze_cmd import synthetic_10000  # noqa: E402
 from tests.analysis.test_consistency import random_chains  # noqa: E402
 from tests.bench.tau.test_data import full_size_telecom  # noqa: E402

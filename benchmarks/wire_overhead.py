@@ -23,7 +23,7 @@ import sys
 import time
 
 from agentrig.channel import Channel
-from agentrig.channel.doctor_checks import REPRESENTATIVE_TOOLS
+from agentrig.channel.doctor.checks import REPRESENTATIVE_TOOLS
 from agentrig.config import ChannelConfig
 
 KEY_ENV = "AGENTRIG_BENCH_KEY"

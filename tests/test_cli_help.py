@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from agentrig.bench.base import get_benchmark, playable_kinds
+from agentrig.benchmark import get_benchmark, playable_kinds
 from agentrig.cli import app
 
 WIDTH = 100

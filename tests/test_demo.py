@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentrig.demo import demo_experiment
-from agentrig.run.store import Store
+from agentrig.commands.demo import demo_experiment
+from agentrig.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +43,7 @@ def test_demo_runs_offline_and_stores_both_runs(tmp_path):
 
 def check_terminal_section(out: str, base: Path):
     """Section 3/4: reference agents on built-in terminal tasks, then the bash agent through the channel."""
-    from agentrig.demo_terminal import LLM_TRIALS, TASK_IDS, TRIALS, choose_sandbox
+    from agentrig.commands.demo_terminal import LLM_TRIALS, TASK_IDS, TRIALS, choose_sandbox
 
     kind, _why = choose_sandbox()
     if kind is None:  # no working bwrap and no root: the section says so instead of running
@@ -78,7 +78,7 @@ def test_terminal_section_says_why_it_skips_without_a_sandbox(tmp_path, monkeypa
 
     from rich.console import Console
 
-    from agentrig import demo_terminal
+    from agentrig.commands import demo_terminal
 
     monkeypatch.setattr(demo_terminal, "choose_sandbox", lambda: (None, "root: not running as root"))
     buf = io.StringIO()

@@ -28,7 +28,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-STORAGE = {"agentrig.run.store", "agentrig.run.store_shared", "agentrig.run.store_schema", "agentrig.run.rundir"}
+STORAGE = {"agentrig.store.store", "agentrig.store.shared", "agentrig.store.schema", "agentrig.store.rundir"}
 
 # The one cycle allowed, on purpose: the plug-in registry. ``agentrig.plugins`` loads its built-in
 # plug-ins in a function (``_load_builtin``) and each registers itself with ``agentrig.plugins``
@@ -134,9 +134,9 @@ GRAPH = import_graph(SRC)
 def test_the_graph_is_read_from_the_source():
     # a broken reader would find no edges and pass every rule below
     assert len(GRAPH) > 80
-    assert "agentrig.report" in GRAPH["agentrig.run.commands"]  # a deferred import, inside a function
-    assert "agentrig.run.rundir" in GRAPH["agentrig.report.collect"]
-    assert "agentrig.run.experiment" in GRAPH["agentrig.run.commands"]  # `from . import experiment`
+    assert "agentrig.report" in GRAPH["agentrig.commands.run"]  # a deferred import, inside a function
+    assert "agentrig.store.rundir" in GRAPH["agentrig.report.collect"]
+    assert "agentrig.run.experiment" in GRAPH["agentrig.commands.run"]  # `from . import experiment`
 
 
 def test_the_cycle_finder_finds_a_cycle(tmp_path):

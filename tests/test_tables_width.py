@@ -19,15 +19,15 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from agentrig.analysis.analyze_cmd import analyze_command
-from agentrig.analysis.compare_cmd import compare_command
+from agentrig.commands.analyze import analyze_command
+from agentrig.commands.compare import compare_command
 from agentrig.tables import PIPE_WIDTH, FitTable, Stack
 
 from .analysis.test_memory_figures import write_ablation_run
 from .analysis.test_summary import hand_run, record, write_run
 
 AGENTRIG = str(Path(sys.executable).with_name("agentrig"))
-DEMO = Path(__file__).parents[1] / "src" / "agentrig" / "demo.toml"
+DEMO = Path(__file__).parents[1] / "src" / "agentrig" / "commands" / "demo.toml"
 # a τ²-bench telecom task id (215 characters): wider than any console
 LONG_ID = ("[mms_issue]airplane_mode_on|bad_network_preference|bad_wifi_calling|break_apn_mms_setting|"
            "break_app_storage_permission|data_mode_off|data_usage_exceeded|unseat_sim_card|"

@@ -59,12 +59,12 @@ def doctor(
     if from_file is not None:
         if config is not None or base_url:
             raise AgentrigError("give either --from or --config/--base-url, not both")
-        from .channel.clientdoctor import doctor_from_command
+        from agentrig.channel.clients.doctor import doctor_from_command
 
         raise typer.Exit(doctor_from_command(from_file, model=model, timeout_s=timeout_s, as_json=as_json, console=out))
-    from .channel.diagnose import run_doctor
+    from agentrig.channel.doctor.diagnose import run_doctor
     from .config import ChannelConfig, ChannelSettings, load_channel_config
-    from .report_console import print_doctor
+    from agentrig.channel.doctor.console import print_doctor
 
     if config is not None:
         if base_url or model:
@@ -103,7 +103,7 @@ def run(
     estimate: bool = typer.Option(False, "--estimate", help="Estimate the whole plan's model calls, tokens and cost per arm and role (from the run's stored trials, else a smoke play); play nothing else."),
 ) -> None:
     """Play an experiment: every arm × task × trial not yet stored; rerun the same command to resume."""
-    from .run.commands import run_command
+    from agentrig.commands.run import run_command
 
     raise typer.Exit(run_command(experiment, as_json=as_json, smoke=smoke, force=force, run_dir=run_dir,
                                  estimate=estimate))
@@ -120,7 +120,7 @@ def export(
     out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (mini-swe-agent: a directory; default: RUN_DIR/exports/...)."),
 ) -> None:
     """Export a run's trials: JSONL of every record, or the files tau2-bench, Terminal-Bench or mini-SWE-agent tools open."""
-    from .run.commands import export_command
+    from agentrig.commands.run import export_command
 
     n, target, noun = export_command(run_dir, fmt, arm=arm, domain=domain, out_path=out_path)
     out.print(f"wrote {n} {noun} to {target}", highlight=False)
@@ -141,7 +141,7 @@ def analyze(
     as_json: bool = typer.Option(False, "--json", help="Print the whole analysis as one JSON object."),
 ) -> None:
     """pass^k with CIs, the consistency gap, components, terminations, usage, reruns, forks, failures."""
-    from .analysis.analyze_cmd import analyze_command
+    from agentrig.commands.analyze import analyze_command
 
     raise typer.Exit(analyze_command(run_dir, arm=arm, as_json=as_json, out=_wide(as_json)))
 
@@ -157,7 +157,7 @@ def usage(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Requests, tokens and cost per model per hour (UTC), as a gateway's console shows them: to reconcile the two."""
-    from .analysis.usage_table import usage_command
+    from agentrig.commands.usage import usage_command
 
     raise typer.Exit(usage_command(run_dir, by=by, role=role, arm=arm, as_csv=as_csv, as_json=as_json, out=_wide(as_json or as_csv)))
 
@@ -174,7 +174,7 @@ def compare(
     allow_mismatch: bool = typer.Option(False, "--allow-mismatch", help="Compare even when more than the arms differ (flagged)."),
 ) -> None:
     """Paired A/B over the tasks both sides played: Δpass^1, Δpass^k with CIs, McNemar, flips, config diff."""
-    from .analysis.compare_cmd import compare_command
+    from agentrig.commands.compare import compare_command
 
     raise typer.Exit(compare_command(side_a, side_b, as_json=as_json, fail_if_worse=fail_if_worse, metric=metric,
                                      alpha=alpha, allow_mismatch=allow_mismatch, out=_wide(as_json)))
@@ -207,7 +207,7 @@ def instability(
 ) -> None:
     """Decision instability: re-ask the agent model at each step of stored trials (exact prefix, nothing executed);
     per step, how much the samples disagree with each other and with the action taken; validated against the reruns."""
-    from .run.instability_cmd import instability_command
+    from agentrig.commands.instability import instability_command
 
     raise typer.Exit(instability_command(run_dir, arm=arm, tasks=tasks, samples=samples, temperature=temperature,
                                          max_steps=max_steps, concurrency=concurrency, only_estimate=only_estimate,
@@ -220,20 +220,20 @@ def demo(
     base_dir: Path = typer.Option(Path("runs"), "--dir", help="where the demo's experiment files and runs go"),
 ) -> None:
     """Run the built-in demo offline, with no key: see what agentrig does on this machine."""
-    from .demo import run_demo
+    from agentrig.commands.demo import run_demo
 
     raise typer.Exit(run_demo(out, base_dir))
 
 
-from .bench.commands import AUDIT_SETTINGS, audit_command, tasks_app  # noqa: E402
+from agentrig.commands.tasks import AUDIT_SETTINGS, audit_command, tasks_app  # noqa: E402
 from .bench.tau.commands import data_app  # noqa: E402
 
 app.add_typer(tasks_app, name="tasks", help="List, show and replay a benchmark's tasks (--bench KIND; default tau2).")
 app.add_typer(data_app, name="data", help="Fetch benchmark data.")
-from .analysis.guidelines_cmd import guidelines_app  # noqa: E402
+from agentrig.commands.guidelines import guidelines_app  # noqa: E402
 
 app.add_typer(guidelines_app, name="guidelines", help="Derive consistency guidelines from a run; show a guidelines file for review.")
-from .channel.commands import channel_app  # noqa: E402
+from agentrig.commands.channel import channel_app  # noqa: E402
 
 app.add_typer(channel_app, name="channel", help="Write the channel as another client's file (Codex, Claude Code, mini-swe-agent, .env).")
 app.command("audit", context_settings=AUDIT_SETTINGS, add_help_option=False)(audit_command)

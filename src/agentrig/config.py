@@ -90,7 +90,7 @@ class ChannelSettings(EndpointSettings):
     # per (endpoint, model): after a warm-up, an attempt's timeout follows the observed latency
     adaptive_timeout: bool = True
     # "replay": answered responses kept per trial in the run directory and replayed when the same
-    # trial sends the same request again (run/replay_cache.py); never shared between trials
+    # trial sends the same request again (store/replay_cache.py); never shared between trials
     cache: Literal["off", "replay"] = "off"
 
 

@@ -203,7 +203,7 @@ class Trajectory(_Model):
     messages: list[Message] = []
     model_calls: list[ModelCall] = []
     events: list[PluginEvent] = []
-    # every agent-role request as a delta of the previous one (run/context.py records them; empty
+    # every agent-role request as a delta of the previous one (trial/context.py records them; empty
     # in trials stored before they were recorded: such trials cannot be resampled)
     agent_requests: list[AgentRequest] = []
     # running counts: tool_errors (τ²-bench's num_errors), invalid_tool_args, unknown_tools,

@@ -7,7 +7,7 @@ import pytest
 from agentrig.bench.tau.data import domain_dir, load_policy, load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.channel.client import Channel
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.types import Message, TrialKey
 
 from tests.support import make_channel

@@ -375,7 +375,7 @@ async def test_transient_context_reaches_each_call_and_is_not_kept(fake, session
 
 @pytest.mark.parametrize("mode", ["native", "text"])
 async def test_a_bash_arm_plays_whole_trials_through_the_terminal_episode(mode, tmp_path):
-    from agentrig.bench.base import Limits
+    from agentrig.benchmark import Limits
     from agentrig.bench.terminal.episode import play_trial
     from agentrig.bench.terminal.sandbox import SandboxSettings
 

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from agentrig.agents.reference import _criteria, gold_plan, step_message
-from agentrig.analysis.analyze_cmd import analyze_command, print_analysis
+from agentrig.commands.analyze import analyze_command, print_analysis
 from agentrig.analysis.build import analyze_run
 from agentrig.analysis.summary import Analysis
 from agentrig.bench.tau import data as tau_data
@@ -19,8 +19,8 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.judge import check_actions, check_communicate, trial_tool_calls
 from agentrig.bench.tau.replay import judge_state
 from agentrig.errors import DataError
-from agentrig.run.commands import run_command
-from agentrig.run.store import Store
+from agentrig.commands.run import run_command
+from agentrig.store.store import Store
 from agentrig.types import (Attempt, Message, ModelCall, RewardInfo, ToolCall, Trajectory, TrialKey, TrialRecord,
                             Usage, Verdict)
 

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from agentrig.analysis import compare as cmp
-from agentrig.analysis.compare_cmd import compare_command, split_side
+from agentrig.commands.compare import compare_command, split_side
 from agentrig.errors import ConfigError, DataError
 from agentrig.run import experiment
 from agentrig.run.runner import open_run

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from agentrig.analysis.compare_cmd import compare_command
+from agentrig.commands.compare import compare_command
 from agentrig.analysis.config_diff import SideConfig, differences
 from agentrig.run import experiment, snapshot
-from agentrig.run.commands import run_command
-from agentrig.run.store import Store
+from agentrig.commands.run import run_command
+from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.testing.gold_endpoint import GoldEndpoint
 

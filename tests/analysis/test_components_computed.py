@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.cli import app
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 
 
 def _cli(*args: str, env: dict):

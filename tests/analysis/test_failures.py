@@ -12,8 +12,8 @@ from agentrig.bench.tau.failures import CLASSES, classify, taxonomy, taxonomy_gr
 from agentrig.bench.tau.data import load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.taskmodel import Task
-from agentrig.run.commands import run_command
-from agentrig.run.rundir import open_run_dir
+from agentrig.commands.run import run_command
+from agentrig.store.rundir import open_run_dir
 from agentrig.types import (
     COMPONENTS, Message, RewardInfo, TextCheck, ToolCall, TrialKey, TrialRecord, Trajectory, Verdict,
 )

@@ -28,7 +28,7 @@ import pytest
 
 from agentrig.bench.tau.data import load_splits
 from agentrig.plugins.guidelines.filemodel import file_sha, load, write
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.testing.gold_endpoint import GoldEndpoint, GoldResponder

@@ -29,9 +29,9 @@ from typer.testing import CliRunner
 from agentrig.analysis.instability import action_of, consistency, load_unstable_steps, similarity, steps_of
 from agentrig.analysis.instability_report import fork_step, instability_report, spearman
 from agentrig.cli import app
-from agentrig.run.commands import run_command
-from agentrig.run.instability_cmd import _requests, instability_command
-from agentrig.run.store import Store
+from agentrig.commands.run import run_command
+from agentrig.commands.instability import _requests, instability_command
+from agentrig.store.store import Store
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.testing.gold_endpoint import GoldEndpoint
@@ -262,7 +262,7 @@ def test_actions_of_stored_messages():
 
 
 def test_analyze_and_the_report_show_the_unstable_steps_next_to_the_forks(noisy):
-    from agentrig.analysis.analyze_cmd import analyze_command
+    from agentrig.commands.analyze import analyze_command
     from agentrig.analysis.summary import Analysis
     from agentrig.report.command import write_report
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from agentrig.analysis.analyze_cmd import analyze_command
+from agentrig.commands.analyze import analyze_command
 from agentrig.analysis.memory import baseline_arm, memory_figures, memory_modes
 from agentrig.analysis.build import analyze_run
 from agentrig.analysis.summary import Analysis
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.types import (Attempt, Message, ModelCall, PluginEvent, RewardInfo, Trajectory, TrialKey, TrialRecord,
                             Usage, Verdict)
 

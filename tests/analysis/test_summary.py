@@ -13,7 +13,7 @@ import pytest
 from agentrig.analysis.build import analyze_run
 from agentrig.analysis.summary import Analysis, Estimate
 from agentrig.errors import ConfigError, DataError
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.types import (Attempt, Message, ModelCall, RewardInfo, ToolCall, Trajectory, TrialKey, TrialRecord,
                             Usage, Verdict)
 

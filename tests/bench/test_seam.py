@@ -1,7 +1,7 @@
-"""The benchmark seam (bench/base.py).
+"""The benchmark seam (benchmark.py).
 
 1. The generic code does not know τ²: no module under run/, analysis/, report/ or plugins/ imports
-   ``agentrig.bench.tau`` (nor names it in a dynamic import); only bench/base.py's registry does.
+   ``agentrig.bench.tau`` (nor names it in a dynamic import); only benchmark.py's registry does.
 2. A third benchmark defined here — "arith": each task is a sum, the agent answers, equality
    judges — registered in the test, runs through the generic machinery unchanged: ``agentrig run``
    (runner, executor, store, an invalid trial replayed, resume), ``--smoke``, ``analyze`` (pass^k,
@@ -28,12 +28,12 @@ from typer.testing import CliRunner
 
 import agentrig
 from agentrig.analysis.failures import FailureLabel
-from agentrig.bench import base
-from agentrig.bench.base import Benchmark, Limits, Selection, json_sha
+from agentrig import benchmark as base
+from agentrig.benchmark import Benchmark, Limits, Selection, json_sha
 from agentrig.cli import app
 from agentrig.errors import RetriesExhausted
 from agentrig.run.runner import trial_seed
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import Fault, ThreadedFakeEndpoint
 from agentrig.types import Message, RewardInfo, TrialRecord, Verdict
 
@@ -80,9 +80,9 @@ def test_generic_modules_do_not_import_a_benchmark():
 
 
 def test_the_registry_is_the_only_bench_module_naming_tau():
-    names = _imports(SRC / "bench" / "base.py")
+    names = _imports(SRC / "benchmark.py")
     assert "agentrig.bench.tau.benchmark" in names  # the registry, by import path
-    assert not any(n.startswith("agentrig.bench.tau") for n in _imports(SRC / "bench" / "commands.py"))
+    assert not any(n.startswith("agentrig.bench.tau") for n in _imports(SRC / "commands" / "tasks.py"))
 
 
 def test_the_import_check_sees_relative_and_dynamic_imports():

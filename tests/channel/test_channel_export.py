@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentrig.channel.clientexport import client_base, export_client_file
-from agentrig.channel.clientfiles import parse_dotenv
+from agentrig.channel.clients.export import client_base, export_client_file
+from agentrig.channel.clients.files import parse_dotenv
 from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
 
 from .conftest import KEY, KEY_ENV

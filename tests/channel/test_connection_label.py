@@ -16,7 +16,7 @@ from agentrig.channel import Channel
 from agentrig.channel.faults import connection_detail
 from agentrig.cli import app
 from agentrig.errors import RetriesExhausted
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import Fault
 
 from .conftest import KEY_ENV, make_config
@@ -115,7 +115,7 @@ def test_the_run_and_the_doctor_say_the_same_about_a_refused_connection(tmp_path
 
 
 async def test_the_doctor_names_a_dropped_models_connection_too(fake):
-    from agentrig.channel.diagnose import diagnose
+    from agentrig.channel.doctor.diagnose import diagnose
     from agentrig.config import ChannelConfig, ChannelSettings
 
     from .conftest import KEY

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from agentrig.channel.diagnose import diagnose, path_candidates
+from agentrig.channel.doctor.diagnose import diagnose, path_candidates
 from agentrig.config import ChannelConfig, ChannelSettings
 from agentrig.testing.fake_endpoint import Fault, FakeEndpoint
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.channel.clientdoctor import doctor_from
-from agentrig.channel.clientexport import export_client_file
+from agentrig.channel.clients.doctor import doctor_from
+from agentrig.channel.clients.export import export_client_file
 from agentrig.config import ChannelConfig, ChannelSettings
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 

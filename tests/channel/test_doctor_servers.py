@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agentrig.channel.client import build_params
-from agentrig.channel.diagnose import diagnose
-from agentrig.channel.doctor_checks import REPRESENTATIVE_TOOLS, RequestShape
+from agentrig.channel.doctor.diagnose import diagnose
+from agentrig.channel.doctor.checks import REPRESENTATIVE_TOOLS, RequestShape
 from agentrig.config import ChannelConfig, ChannelSettings
 from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.testing.personalities import make_personality

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from agentrig.channel import Channel
-from agentrig.channel.diagnose import diagnose
+from agentrig.channel.doctor.diagnose import diagnose
 from agentrig.errors import AgentrigError
 from agentrig.testing.fake_endpoint import Fault
 

@@ -4,7 +4,7 @@ leave cached tokens out) are not."""
 
 from __future__ import annotations
 
-from agentrig.channel.truncation import MAX_CHARS_PER_TOKEN, TruncationWatch, request_chars
+from agentrig.trial.truncation import MAX_CHARS_PER_TOKEN, TruncationWatch, request_chars
 from agentrig.types import Usage
 
 POLICY = "Always check the customer's identity before changing a booking. " * 200  # ~12,800 characters

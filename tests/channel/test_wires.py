@@ -11,7 +11,7 @@ import pytest
 
 from agentrig.agents.llm import assistant_dict
 from agentrig.channel.client import Channel
-from agentrig.channel.diagnose import run_doctor
+from agentrig.channel.doctor.diagnose import run_doctor
 from agentrig.config import ChannelConfig, load_channel_config
 from agentrig.errors import AuthError, BadRequest, ConfigError, ModelNotFound
 from agentrig.testing.fake_endpoint import DEFAULT_KEY, Fault, FakeEndpoint

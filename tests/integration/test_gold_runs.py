@@ -30,7 +30,7 @@ import pytest
 from agentrig.bench.tau.data import domain_dir, load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.replay import replay_gold
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 
 from tests.support import EndpointProcess
 

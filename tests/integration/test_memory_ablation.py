@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.bench.tau.data import load_tasks
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 
 from .test_gold_runs import KEY_ENV, GoldServer, _agentrig, _env, assert_no_key
 

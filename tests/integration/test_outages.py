@@ -19,7 +19,7 @@ import pytest
 
 from agentrig.bench.tau.data import load_tasks
 from agentrig.run.outages import stored as stored_outages
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 
 from tests.integration.test_gold_runs import KEY_ENV, GoldServer, _agentrig, _env, _stored, assert_no_key
 

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.cli import app
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.testing.gold_endpoint import GoldEndpoint
 from agentrig.testing.solution_endpoint import SolutionEndpoint

@@ -7,8 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from agentrig.run.commands import run_command
-from agentrig.run.store import Store
+from agentrig.commands.run import run_command
+from agentrig.store.store import Store
 from agentrig.types import Attempt, Message, ModelCall, PluginEvent, ToolCall, TrialRecord, Verdict
 
 SCRIPT_TEXT = "</script><script>window.__pwned=1</script> please book it"

@@ -21,7 +21,7 @@ from agentrig.report.embed import Limits
 from agentrig.report.findings import pairs
 from agentrig.report.safe import json_for_script
 from agentrig.report.svg import Bar, Series, hbars, line_chart, stacked
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 
 from .runs import EVENT_TEXT, IMG_TEXT, INVALID_CAUSE, INVALID_ONLY, REPLAYED, SCRIPT_TEXT, make_run
 
@@ -214,7 +214,7 @@ def test_mismatched_runs_are_flagged(demo_run, tmp_path):
     exp = (tmp_path / "x" / "exp.toml").read_text().replace("concurrency = 8", "concurrency = 8\nmax_steps = 150")
     (tmp_path / "y").mkdir()
     (tmp_path / "y" / "exp.toml").write_text(exp)
-    from agentrig.run.commands import run_command
+    from agentrig.commands.run import run_command
     assert run_command(tmp_path / "y" / "exp.toml", run_dir=tmp_path / "y" / "run", as_json=True) == 0
     html = write_report([other, tmp_path / "y" / "run"], tmp_path / "m.html").read_text()
     assert "not a controlled comparison" in html

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.cli import app
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 
 KEY = "sk-cli-run-test-9e8d7c6b5a493827"

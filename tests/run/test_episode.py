@@ -19,7 +19,7 @@ from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
 from agentrig.errors import AuthError
 from agentrig.plugins import REGISTRY, register
 from agentrig.plugins.base import PluginSettings
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.testing.fake_endpoint import Fault
 from agentrig.types import Transient, TrialKey

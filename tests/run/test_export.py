@@ -14,10 +14,10 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.environment import Environment
 from agentrig.bench.tau.judge import judge_trial
 from agentrig.errors import ConfigError
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.export import export_tau2, tau2_info
-from agentrig.run.export import export_jsonl
-from agentrig.run.store import Store
+from agentrig.store.export import export_jsonl
+from agentrig.store.store import Store
 from agentrig.types import (Attempt, Message, ModelCall, ToolCall, Trajectory, TrialKey,
                             TrialRecord, Usage, Verdict)
 

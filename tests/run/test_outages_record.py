@@ -8,7 +8,7 @@ from agentrig.channel.breaker import Outage
 from agentrig.run import outages
 from agentrig.run.executor import Stats
 from agentrig.run.progress import ProgressView
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 
 DOWN = Outage(endpoint="http://127.0.0.1:8000/v1", started_at="2026-12-03T13:42:10+00:00", duration_s=31.4,
               calls_held=8, probes=5, last_fault="connection: connection refused at 127.0.0.1:8000")

@@ -1,4 +1,4 @@
-"""The cluster-wide circuit breaker without a cluster (run/ray_breaker.py): the breaker actor's
+"""The cluster-wide circuit breaker without a cluster (run/ray/breaker.py): the breaker actor's
 state machine as a plain object, and two "workers" (two channels with their own endpoints and
 breakers, as two Ray workers have) tied to it, against a real local endpoint that goes down."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from agentrig.channel import Channel
 from agentrig.channel.breaker import EndpointDown
-from agentrig.run.ray_breaker import BreakerLink, ClusterOutages, EndpointBreaker
+from agentrig.run.ray.breaker import BreakerLink, ClusterOutages, EndpointBreaker
 from agentrig.testing.fake_endpoint import FakeEndpoint
 
 from tests.channel.conftest import make_config

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 
 from tests.support import EndpointProcess
 
@@ -332,7 +332,7 @@ async def test_data_gone_from_the_driver_is_one_message_before_joining_the_clust
 
     from agentrig.errors import ConfigError
     from agentrig.run import experiment, runner
-    from agentrig.run.ray_executor import RayExecutor
+    from agentrig.run.ray.executor import RayExecutor
     from tests.run.ray_cluster import free_port
 
     copy = tmp_path / "data"

@@ -1,4 +1,4 @@
-"""Workers' leases of an endpoint's cluster-wide slots (run/ray_slots.py), without a cluster: the
+"""Workers' leases of an endpoint's cluster-wide slots (run/ray/slots.py), without a cluster: the
 slots actor is the plain class, and a handle turns ``method.remote(...)`` into a task on the same
 event loop, as Ray's asynchronous actor calls are (sent now, answered later, in order)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from agentrig.run.ray_slots import EndpointSlots, LeasedSlots
+from agentrig.run.ray.slots import EndpointSlots, LeasedSlots
 
 
 class _Method:

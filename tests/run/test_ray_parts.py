@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from agentrig.run.ray_secrets import PREFIX, seal, unseal
-from agentrig.run.ray_slots import EndpointSlots
+from agentrig.run.ray.secrets import PREFIX, seal, unseal
+from agentrig.run.ray.slots import EndpointSlots
 
 
 async def test_slots_bound_hand_over_in_order_and_a_lost_holder_gives_its_slots_back():

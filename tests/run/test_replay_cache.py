@@ -16,8 +16,8 @@ from pathlib import Path
 
 from agentrig.channel.client import Channel
 from agentrig.config import ChannelConfig, ChannelSettings
-from agentrig.run.context import TrialContext
-from agentrig.run.replay_cache import CACHE_FILE, ReplayCache
+from agentrig.trial.context import TrialContext
+from agentrig.store.replay_cache import CACHE_FILE, ReplayCache
 from agentrig.testing.fake_endpoint import FakeEndpoint, ThreadedFakeEndpoint
 from agentrig.testing.gold_endpoint import GoldEndpoint
 from agentrig.types import TrialKey

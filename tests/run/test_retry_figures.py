@@ -14,7 +14,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agentrig.cli import app
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import Fault, ThreadedFakeEndpoint
 
 KEY = "sk-retry-figures-test-0a1b2c3d4e5f"

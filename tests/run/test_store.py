@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.errors import DataError
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.types import (ActionCheck, Attempt, Message, ModelCall, PluginEvent, RewardInfo,
                             TextCheck, ToolCall, Trajectory, TrialKey, TrialRecord, Usage, Verdict)
 
@@ -186,7 +186,7 @@ def test_wal_mode_and_reader_in_another_process(tmp_path: Path):
         # the writer stays open; a reader in another process sees every committed trial
         code = textwrap.dedent(f"""
             import json
-            from agentrig.run.store import Store
+            from agentrig.store.store import Store
             with Store.open({str(path)!r}, create=False) as s:
                 recs = list(s.records())
                 print(json.dumps({{"keys": sorted(s.valid_keys()), "counts": s.counts(),
@@ -208,7 +208,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {repo!r})
 from tests.run.test_store import make_record
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 store = Store.open(Path({path!r}))
 i = 0
 while True:

@@ -1,5 +1,5 @@
 """The agent requests' large parts (system prompt, tool schemas) are stored once per run and put
-back on reading (run/store_shared.py): records come back equal, the trial blobs stay small, a
+back on reading (store/shared.py): records come back equal, the trial blobs stay small, a
 rolled-back append leaves nothing behind, and an old record without requests is untouched."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 from agentrig.types import AgentRequest, TrialRecord
 
 from tests.run.test_store import make_record

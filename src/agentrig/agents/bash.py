@@ -48,7 +48,7 @@ from typing import Any
 
 from agentrig.channel.usage import cost_of
 from agentrig.channel.faults import WINDOW_FIX
-from agentrig.channel.truncation import request_chars
+from agentrig.trial.truncation import request_chars
 from agentrig.errors import ContextOverflow, Diagnosis
 from agentrig.types import Message, ToolCall
 

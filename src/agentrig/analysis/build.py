@@ -61,7 +61,7 @@ def analyze_run(store: Any, config: dict, *, run_dir: str = "", arm: str | None 
         raise ConfigError(f"bootstrap resamples must be at least 1 (got {resamples})")
     if arm is not None and arm not in plan.arms:
         raise ConfigError(f"no arm {arm!r} in this run; arms: {', '.join(plan.arms)} (--arm)")
-    from agentrig.bench.base import benchmark_of_config
+    from agentrig.benchmark import benchmark_of_config
 
     bench = benchmark_of_config(config)  # its taxonomy, components and action sequences
     plan.components = tuple(bench.component_names)

@@ -1,6 +1,6 @@
 """Decision instability of stored trials: actions, their similarity, and the step scores.
 
-``agentrig instability RUN`` (``run/instability_cmd.py``) re-asks an arm's agent model, with the
+``agentrig instability RUN`` (``commands/instability.py``) re-asks an arm's agent model, with the
 exact request it had, at the first decision steps of stored trials and stores the samples
 (``instability_store``). This module scores them; it never calls a model.
 
@@ -165,7 +165,7 @@ def consistency(taken: dict, samples: list[dict]) -> float:
 
 def scored_steps(store: Any, arm: str | None = None) -> list[UnstableStep]:
     """Every resampled step in an open store (of ``arm`` when given), scored."""
-    from .instability_store import read_rows
+    from agentrig.store.instability import read_rows
 
     out = []
     for row in read_rows(store, arm):
@@ -182,7 +182,7 @@ def load_unstable_steps(run_dir: Path, arm: str | None = None, *,
     """Every resampled step of the run (of ``arm`` when given) with instability at least
     ``min_instability``, ordered by (arm, domain, task_id, trial, step, temperature). Empty when
     the run has not been resampled (``agentrig instability RUN``)."""
-    from agentrig.run.rundir import open_run_dir
+    from agentrig.store.rundir import open_run_dir
 
     store, _config = open_run_dir(Path(run_dir))
     try:

@@ -20,7 +20,7 @@ call's ``max_attempts``, and the time a call waits does not count against its ``
 is recorded as that attempt's ``wait_s``. Each outage is kept as an ``Outage`` (start, end,
 calls held, probes, the last fault) in ``Breaker.history`` and ``current()`` while it lasts.
 
-Cluster hooks (the Ray executor's breaker actor, run/ray_breaker.py; unused, they cost one test of
+Cluster hooks (the Ray executor's breaker actor, run/ray/breaker.py; unused, they cost one test of
 ``None``): ``listener`` hears this breaker's own transitions ("open", "close", "down") and its
 probe's fate ("probe_failed", "release") and each new held call ("held"); ``probe_gate`` is asked,
 by the call chosen locally as the probe, whether it may probe now (it waits for the cluster's turn,

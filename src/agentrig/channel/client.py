@@ -196,7 +196,7 @@ class Channel:
         """``endpoints``: pass the same (initially empty) dict to several channels (one per arm of
         a run) so that they share each endpoint's connection pool and concurrency bound.
         ``slots``: ``(Endpoint) -> async context manager`` that bounds an endpoint's requests in
-        place of its own semaphore (the Ray executor's cluster-wide slots, run/ray_slots.py)."""
+        place of its own semaphore (the Ray executor's cluster-wide slots, run/ray/slots.py)."""
         self.config = config or ChannelConfig()
         self.run_id = run_id
         self._env = env

@@ -18,8 +18,8 @@ from typing import Any
 
 from agentrig.analysis.reliability import is_success
 from agentrig.errors import DataError
-from agentrig.run.rundir import open_run_dir
-from agentrig.run.store import Store, VerdictRow
+from agentrig.store.rundir import open_run_dir
+from agentrig.store.store import Store, VerdictRow
 
 FAIL, PASS, INVALID = 0, 1, 2
 

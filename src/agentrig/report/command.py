@@ -68,8 +68,8 @@ def _wanted(c: Collected, views: list[figures.ArmView]) -> dict[int, set[tuple[i
 
 
 def _viewer_hints(c: Collected) -> dict[str, Any]:
-    """The runs' benchmarks' rendering hints for the trajectory viewer, merged (``bench/base.py``)."""
-    from agentrig.bench.base import benchmark_of_config
+    """The runs' benchmarks' rendering hints for the trajectory viewer, merged (``benchmark.py``)."""
+    from agentrig.benchmark import benchmark_of_config
 
     out: dict[str, Any] = {"code_arguments": {}, "events": {}}
     for run in c.runs:

@@ -39,8 +39,8 @@ from agentrig.tables import FitTable, output_console
 
 from . import snapshot
 from .experiment import Resolved
-from .rundir import STORE_FILE
-from .store import Store
+from agentrig.store.rundir import STORE_FILE
+from agentrig.store.store import Store
 
 METRICS = ("calls", "tokens", "cost_usd")
 SMOKE_FACTOR = 2.0  # one sample per arm: the range is estimate / 2 … estimate × 2

@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from agentrig.analysis.reliability import is_success
-from agentrig.bench.base import Limits
-from agentrig.channel.truncation import TRUNCATION_FIX
+from agentrig.benchmark import Limits
+from agentrig.trial.truncation import TRUNCATION_FIX
 from agentrig.errors import Diagnosis, FatalChannelError
 from agentrig.types import TrialRecord
 
 from . import outages
-from .context import TrialContext
+from agentrig.trial.context import TrialContext
 from .experiment import Resolved
 from .runner import TrialSpec
-from .store import Store
+from agentrig.store.store import Store
 
 if TYPE_CHECKING:
     from agentrig.channel.client import Channel
@@ -156,7 +156,7 @@ class Executor:
     def __post_init__(self) -> None:
         run = self.r.exp.run
         self.limits = Limits(max_steps=run.max_steps, max_errors=run.max_errors, trial_timeout_s=run.trial_timeout_s)
-        self.bench = self.r.benchmark  # plays the trials (bench/base.py)
+        self.bench = self.r.benchmark  # plays the trials (benchmark.py)
         self._stop = asyncio.Event()
         self.stored = 0
         self._streak = 0  # invalid attempts since the last valid trial
@@ -196,7 +196,7 @@ class Executor:
                 if self.store.append(record):
                     self.stored += 1
                 self._gc.trial_done()
-                # a trial whose clock ran out while an outage held its calls (run/context.py) is
+                # a trial whose clock ran out while an outage held its calls (trial/context.py) is
                 # replayed without using up a replay or feeding the stall count: the breaker alone
                 # decides when an outage is too long (outage_wait_s)
                 outage = (record.verdict.invalid_cause or "").startswith("OUTAGE:")

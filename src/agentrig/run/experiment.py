@@ -1,6 +1,6 @@
 """Loading an experiment file (models and the file format: ``experiment_settings.py``) and
 resolving it: ``load_experiment`` parses and checks the file (with the model of its benchmark
-kind); ``resolve`` has the benchmark (``bench/base.py``) select its tasks, builds each arm's channel
+kind); ``resolve`` has the benchmark (``benchmark.py``) select its tasks, builds each arm's channel
 configuration and checks that every role that needs a model has one.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentrig.agents.base import AgentSettings
-from agentrig.bench.base import Benchmark, get_benchmark
+from agentrig.benchmark import Benchmark, get_benchmark
 from agentrig.config import ROLES, ChannelConfig, RoleConfig, read_toml
 from agentrig.errors import ConfigError
 from agentrig.plugins.base import PluginSettings
@@ -63,7 +63,7 @@ class Resolved:
     arms: list[ArmPlan]
     run_dir: Path
     splits: dict[str, str | None] = field(default_factory=dict)  # the split used per domain
-    bench: Benchmark | None = None  # the benchmark that plays the tasks (bench/base.py)
+    bench: Benchmark | None = None  # the benchmark that plays the tasks (benchmark.py)
     cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the benchmark's, per run
     excluded: dict[str, str] = field(default_factory=dict)  # "group/id" → why the benchmark left it out
 

@@ -2,7 +2,7 @@
 
     name = "airline-gpt41"               # default: the file's stem; names the run directory
 
-    [benchmark]                          # the benchmark's own model (bench/base.py registry):
+    [benchmark]                          # the benchmark's own model (benchmark.py registry):
     kind = "tau2"                        # "tau2" (bench.tau.settings.Tau2Settings) | "terminal"
     data = "../tau2-data"                # default: $AGENTRIG_TAU2_DATA (not needed for bikeshop)
     domains = ["airline"]
@@ -58,7 +58,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from agentrig.agents.base import AgentSettings
-from agentrig.bench import base as bench_registry
+from agentrig import benchmark as bench_registry
 from agentrig.config import ChannelSettings, Price, Role, RoleConfig
 from agentrig.plugins.base import PluginSettings
 
@@ -83,7 +83,7 @@ class RunSettings(_Strict):
     max_invalid_retries: int = Field(3, ge=0, le=100)
     dir: str | None = None
     send_seed: bool = True
-    executor: Literal["local", "ray"] = "local"  # "ray": trials on a Ray cluster (run/ray_executor.py)
+    executor: Literal["local", "ray"] = "local"  # "ray": trials on a Ray cluster (run/ray/executor.py)
     ray_address: str = "auto"  # "auto" | "ray://host:port" | "host:port" (with executor = "ray")
     # the run's spending limit (run/budget.py): USD (needs [prices] for every model) and tokens
     max_cost: float | None = Field(None, gt=0)

@@ -15,7 +15,7 @@ from agentrig.channel.breaker import Breaker, Outage
 if TYPE_CHECKING:
     from agentrig.channel.client import Channel
 
-    from .store import Store
+    from agentrig.store.store import Store
 
 META = "outages"
 

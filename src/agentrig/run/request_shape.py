@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from agentrig.agents.base import GREETING
-from agentrig.channel.doctor_checks import RequestShape, estimate_tokens
+from agentrig.channel.doctor.checks import RequestShape, estimate_tokens
 from agentrig.errors import AgentrigError
 
 # what a user's first message usually takes (the user simulator writes it; about 100 tokens)

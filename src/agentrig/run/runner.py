@@ -25,8 +25,8 @@ from agentrig.types import TrialKey
 
 from . import snapshot
 from .experiment import ArmPlan, Resolved
-from .rundir import CONFIG_FILE, STORE_FILE
-from .store import Store
+from agentrig.store.rundir import CONFIG_FILE, STORE_FILE
+from agentrig.store.store import Store
 
 if TYPE_CHECKING:
     from agentrig.channel.client import Channel

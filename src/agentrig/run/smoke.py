@@ -24,9 +24,9 @@ from agentrig.types import CallContext, TrialKey
 from .experiment import ArmPlan, Resolved
 from . import snapshot
 from .executor import Executor, last_failed_role
-from .rundir import CONFIG_FILE
+from agentrig.store.rundir import CONFIG_FILE
 from .runner import TrialSpec, close_channels, make_channels, trial_seed
-from .store import Store
+from agentrig.store.store import Store
 
 PROBE = [{"role": "user", "content": "Reply with the single word OK."}]
 

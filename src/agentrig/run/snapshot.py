@@ -21,7 +21,7 @@ from typing import Any
 
 from agentrig import __version__
 from agentrig.agents import prompts as agent_prompts
-from agentrig.bench.base import sha
+from agentrig.benchmark import sha
 from agentrig.redact import read_secret, redact, redact_url
 
 from .experiment import Resolved

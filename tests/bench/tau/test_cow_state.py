@@ -15,7 +15,7 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.environment import Environment
 from agentrig.bench.tau.state import CowTable, cow_state, equal_to_diff, record_diff, shared_db
 from agentrig.bench.tau.user import UserSettings
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.types import TrialKey
 

@@ -16,7 +16,7 @@ from agentrig.bench.tau.replay import replay_gold
 from agentrig.channel.client import Channel
 from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
 from agentrig.errors import AgentrigError, ConfigError
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.types import Message, ToolCall, TrialKey
 

@@ -11,7 +11,7 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.judge import trial_tool_calls
 from agentrig.bench.tau.replay import judge_state
 from agentrig.bench.tau.user import UserSettings
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.types import TrialKey
 

@@ -27,7 +27,7 @@ from agentrig.bench.tau.user import (
 from agentrig.bench.tau.user_prompts import builtin_guidelines
 from agentrig.channel.client import Channel
 from agentrig.errors import ChannelError, ConfigError, DataError
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.types import Message, ToolCall, TrialKey
 

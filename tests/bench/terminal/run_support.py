@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 
 AGENTRIG = str(Path(sys.executable).with_name("agentrig"))
 BUILTIN_TASKS, _ = load_tasks(builtin_tasks_dir())

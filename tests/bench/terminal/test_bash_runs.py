@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.run.store import Store
+from agentrig.store.store import Store
 
 from tests.support import EndpointProcess
 

@@ -20,9 +20,9 @@ import pytest
 from rich.console import Console
 
 from agentrig.analysis.instability import steps_of
-from agentrig.run.commands import run_command
-from agentrig.run.instability_cmd import _requests, instability_command
-from agentrig.run.store import Store
+from agentrig.commands.run import run_command
+from agentrig.commands.instability import _requests, instability_command
+from agentrig.store.store import Store
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.testing.solution_endpoint import SolutionEndpoint

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.analysis.guidelines_derive import leaked_values, parse_reply
-from agentrig.bench.base import get_benchmark, literal_values
+from agentrig.plugins.guidelines.derive import leaked_values, parse_reply
+from agentrig.benchmark import get_benchmark, literal_values
 from agentrig.errors import ConfigError
 from agentrig.plugins import build_plugin
 from agentrig.plugins.base import PluginSettings
 from agentrig.plugins.guidelines import factory
 from agentrig.plugins.guidelines.filemodel import GuidelinesFile, load, markdown, write
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.types import Message, TrialKey
 
 AGENTRIG = str(Path(sys.executable).with_name("agentrig"))

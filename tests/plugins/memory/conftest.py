@@ -15,7 +15,7 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.user import UserSettings
 from agentrig.channel.client import Channel
 from agentrig.plugins.base import PluginSettings
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.types import TrialKey, TrialRecord

@@ -1,4 +1,4 @@
-"""τ²-bench as a ``Benchmark`` (``bench/base.py``): domains of tool-agent-user conversations.
+"""τ²-bench as a ``Benchmark`` (``benchmark.py``): domains of tool-agent-user conversations.
 
     [benchmark] kind = "tau2", data, domains, split, task_ids, num_tasks   (settings.Tau2Settings)
     [user]  the user simulator (user.UserSettings)       [judge]  NL assertions (settings.JudgeSettings)
@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentrig.bench.base import Benchmark, Limits, Selection, json_sha, sha
+from agentrig.benchmark import Benchmark, Limits, Selection, json_sha, sha
 from agentrig.errors import ConfigError, DataError
 from agentrig.types import COMPONENTS
 
@@ -226,7 +226,7 @@ class Tau2Benchmark(Benchmark):
     def task_values(self, config: dict) -> dict[str, list[str]]:
         """Per task: its id, the values in its gold actions, assertions, information to
         communicate and initial state, and the ids and amounts in the user's instructions."""
-        from agentrig.bench.base import literal_values
+        from agentrig.benchmark import literal_values
 
         out: dict[str, list[str]] = {}
         for domain, (tasks, _) in self.failure_context(config).items():

@@ -41,12 +41,12 @@ from typing import Any
 
 from agentrig.agents import build_agent
 from agentrig.agents.base import GREETING, AgentSettings, AgentStop
-from agentrig.bench.base import Limits
+from agentrig.benchmark import Limits
 from agentrig.channel.faults import window_too_small
 from agentrig.errors import ContextOverflow, PromptTruncated, RetriesExhausted
 from agentrig.plugins import build_plugin
 from agentrig.plugins.base import PluginSettings
-from agentrig.run.context import TrialContext
+from agentrig.trial.context import TrialContext
 from agentrig.types import Message, ToolCall, TrialRecord, Verdict
 
 from .environment import Environment, field_of

@@ -29,8 +29,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentrig.errors import ConfigError
-from agentrig.run.export import _atomic, _parse_time
-from agentrig.run.store import Store
+from agentrig.store.export import _atomic, _parse_time
+from agentrig.store.store import Store
 from agentrig.types import Message, ModelCall, RewardInfo, TrialRecord
 
 from .judge import tau2_reward_info as _judge_reward_info

@@ -86,7 +86,7 @@ class UserSim(Protocol):
 
 
 def build_user(settings: UserSettings, ctx: Any) -> UserSim:
-    """The user simulator for one trial (``ctx``: ``agentrig.run.context.TrialContext``)."""
+    """The user simulator for one trial (``ctx``: ``agentrig.trial.context.TrialContext``)."""
     if settings.kind == "scripted":
         return ScriptedUser(ctx.task)
     tools = user_tool_schemas(ctx.spec, ctx.task)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from agentrig.agents.base import AgentSettings
-from agentrig.bench.base import Limits
+from agentrig.benchmark import Limits
 from agentrig.types import TrialKey
 
 from .sandbox.base import SandboxSettings
@@ -49,7 +49,7 @@ class TaskAudit(BaseModel):
 
 
 async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> AgentOutcome:
-    from agentrig.run.context import TrialContext
+    from agentrig.trial.context import TrialContext
 
     from .episode import play_trial
 

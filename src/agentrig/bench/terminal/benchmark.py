@@ -1,4 +1,4 @@
-"""Terminal tasks as a ``Benchmark`` (``bench/base.py``): Terminal-Bench 1 and Harbor task directories.
+"""Terminal tasks as a ``Benchmark`` (``benchmark.py``): Terminal-Bench 1 and Harbor task directories.
 
     [benchmark] kind = "terminal", tasks, task_ids, num_tasks, skip_invalid   (settings.TerminalSettings)
     [sandbox]   kind, keep, network, memory_mb, pids, cpus, shell, output_limit, …  (sandbox.base.SandboxSettings)
@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agentrig.bench.base import Benchmark, Limits, Selection, sha
+from agentrig.benchmark import Benchmark, Limits, Selection, sha
 from agentrig.errors import ConfigError, DataError
 
 from .availability import bwrap_problem, build_check, task_support, warn_local_once
@@ -55,7 +55,7 @@ FAILURE_CLASSES: dict[str, str] = {
     "wrong_output": "Wrong output (tests failed)",
     "other": "Other",
 }
-# how the report's trajectory viewer shows a terminal trial (bench/base.py VIEWER_HINTS)
+# how the report's trajectory viewer shows a terminal trial (benchmark.py VIEWER_HINTS)
 VIEWER_HINTS: dict[str, Any] = {
     "code_arguments": {"bash": "command"},
     "events": {
@@ -281,7 +281,7 @@ class TerminalBenchmark(Benchmark):
     def task_values(self, config: dict) -> dict[str, list[str]]:
         """Per task: its id, the quoted phrases, paths and numbers of its instruction, and the
         paths and numbers of its solution (steps or script) — not the shared working directory."""
-        from agentrig.bench.base import literal_values
+        from agentrig.benchmark import literal_values
         from agentrig.errors import AgentrigError
 
         from .taskfile import load_tasks

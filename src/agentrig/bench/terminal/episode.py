@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentrig.agents.base import AgentSettings, AgentStop
-from agentrig.bench.base import Limits
+from agentrig.benchmark import Limits
 from agentrig.channel.faults import window_too_small
 from agentrig.errors import ContextOverflow, PromptTruncated, RetriesExhausted
 from agentrig.types import Message, RewardInfo, TrialRecord, Verdict
@@ -192,7 +192,7 @@ async def _agent_phase(session: TerminalSession, agent: Any) -> str:
 
 
 class _OutageTimeout(Exception):
-    """The agent's time ran out while an outage held its model calls (run/context.py)."""
+    """The agent's time ran out while an outage held its model calls (trial/context.py)."""
 
 
 def verdict_of(termination: str, result: Any) -> Verdict:

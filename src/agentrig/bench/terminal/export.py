@@ -46,7 +46,7 @@ from typing import Any
 from agentrig import __version__
 from agentrig.agents.bash_prompts import SUBMIT_SENTINEL
 from agentrig.errors import ConfigError
-from agentrig.run.export import _atomic, _parse_time
+from agentrig.store.export import _atomic, _parse_time
 
 from .parsers import PASSING
 

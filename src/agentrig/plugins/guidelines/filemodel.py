@@ -113,7 +113,7 @@ class GuidelinesFile(_Strict):
 
 def file_sha(path: str | Path) -> str:
     """The content hash of a guidelines file (the same short hash comparability snapshots use)."""
-    from agentrig.bench.base import sha
+    from agentrig.benchmark import sha
 
     return sha(Path(path).read_bytes())
 

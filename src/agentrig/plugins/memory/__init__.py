@@ -25,7 +25,7 @@ class MemoryFactory:
     def prompts_sha(self) -> str:
         """A hash of every text the plug-in sends to the memory model or shows the agent: part of
         the comparability snapshot, so a run is not resumed across a change of those texts."""
-        from agentrig.bench.base import json_sha
+        from agentrig.benchmark import json_sha
 
         from . import prompts
 

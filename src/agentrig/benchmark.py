@@ -1,0 +1,350 @@
+"""The one seam between agentrig's generic machinery and a benchmark.
+
+A *benchmark* is a source of tasks plus the rules to play and judge them. Everything else — the
+runner, the executor, the store, resume, invalid-trial replay, fail-fast, smoke, progress, the
+analysis, compare, the report and the plug-in hooks — is generic: it asks the benchmark of the
+run (``get_benchmark(kind)``) and never imports a benchmark's package. This module is the only
+place that names the benchmark packages (the registry below, by import path, loaded lazily).
+
+A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the process):
+
+    class Benchmark:
+        kind: str                                    # [benchmark] kind = "..."
+        settings_model: type[BaseModel]              # the [benchmark] table (kind: Literal[kind])
+        tables: dict[str, type[BaseModel]]           # other top-level tables it owns ([user], …)
+        agent_kinds: tuple[str, ...] | None          # the arm agent kinds it accepts (None: any)
+        failure_classes: dict[str, str]              # its taxonomy: id → label, precedence order
+        component_names: tuple[str, ...]             # reward components tabulated (() = as stored)
+        export_formats: dict[str, str]               # format → help, beyond the generic "jsonl"
+        viewer_hints: dict                           # how the report's trajectory viewer shows its parts
+                                                     # (data only; see VIEWER_HINTS below)
+
+        select(exp, source) -> Selection             # load and select the tasks
+        check(exp, source, selection) -> None        # experiment-wide checks (ConfigError)
+        roles_needed(exp, arm, tasks) -> set[str]    # roles its trials call for this arm
+        role_reason(exp, role, arm, tasks) -> (why, fix)   # a needed role without a model
+        check_arm(exp, where, arm, tasks) -> None    # benchmark-specific arm checks
+        comparability(r) -> dict                     # what makes trials comparable (hashed files…)
+        trial_context(r, spec, ctx) -> TrialContext        # adds its parts to the executor's
+        async play(r, ctx, arm, limits, attempt) -> TrialRecord   # the episode and its Verdict
+        worker_data(r) -> [Path]                     # files under r.data_root a trial reads (Ray
+                                                     # workers on other nodes get them; run/ray/data.py)
+        relocate(r, root) -> None                    # make r read them from root, a node-local copy
+        smoke_task(r) -> (group, task)               # the task `run --smoke` plays
+        smoke_transcript(record) -> [(label, text)]  # what `run --smoke` shows of its trial ([]: nothing)
+        smoke_problem(record) -> str | None          # a valid smoke trial that still fails the check
+        failure_context(config) -> Any               # what classify needs (AgentrigError: none)
+        classify(record, context) -> FailureLabel | None
+        action_sequence(record) -> tuple[token, …]   # for divergence; default: the tool calls
+        task_values(config) -> {"group/id": [str, …]}  # each task's literal values (ids, names,
+                                                     # amounts…) a derived guideline must not repeat
+        export(fmt, store, config, run_dir, arm=, domain=, out_path=) -> (n, path, noun)
+        tasks_app() -> typer.Typer | None            # `agentrig tasks … --bench KIND`
+        audit_command() -> callable | None           # `agentrig audit --bench KIND`
+
+Tasks are ``(group, task)`` pairs: the group is the ``TrialKey.domain`` of its trials (τ²'s
+domain; one group for a benchmark without domains) and ``task.id`` its ``task_id``.
+
+Playing: ``play`` returns a ``TrialRecord`` whatever happens inside the trial except a
+``FatalChannelError`` (it propagates: the run stops). An infrastructure fault (the channel's
+retries exhausted, a sandbox that cannot start) is a ``Verdict(valid=False, invalid_cause=…)``:
+the executor stores it as an attempt and replays the trial. The ``Verdict``'s ``reward_info``
+carries the named reward components.
+
+Adding a benchmark: one package under ``bench/`` with a ``Benchmark`` subclass, and one line
+in ``_BUILTIN`` below (or ``register(kind, cls)`` from a plug-in or a test). docs/benchmarks.md
+walks through it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+from pydantic import BaseModel
+
+from agentrig.errors import ConfigError
+
+from agentrig.task_values import literal_values
+
+__all__ = ["Benchmark", "Limits", "Selection", "register", "get_benchmark", "settings_model",
+           "tables", "known_kinds", "playable_kinds", "DEFAULT_KIND", "sha", "json_sha", "literal_values"]
+
+DEFAULT_KIND = "tau2"
+
+
+def sha(data: bytes | str) -> str:
+    """The short hash comparability snapshots use (of a file's bytes, a prompt's text, …)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def json_sha(value: Any) -> str:
+    """``sha`` of a JSON value, independent of key order."""
+    return sha(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+
+
+VIEWER_HINTS = """Rendering hints a benchmark gives the report's trajectory viewer (plain data, JSON):
+
+    {"code_arguments": {TOOL: ARGUMENT},   # a call of TOOL shows its string ARGUMENT as code
+                                           # (a shell command), not as the JSON of its arguments
+     "events": {"PLUGIN.KIND": {           # an event of the trajectory, shown as one line:
+         "label": str,                     #   its name in the viewer
+         "fields": [KEY, …],               #   data values shown on the line (KEY value)
+         "table": KEY,                     #   a list of objects shown as a table (e.g. tests)
+         "text": KEY}}}                    #   a long text shown folded (e.g. the verifier's output)
+
+The event's whole data stays one click away. Without hints the viewer shows calls and events as JSON."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The generic limits of a trial, from the experiment's [run] table."""
+
+    max_steps: int = 200
+    max_errors: int = 10
+    trial_timeout_s: float | None = 1800.0
+
+
+@dataclass
+class Selection:
+    """The tasks an experiment selected: ``(group, task)`` pairs in play order, where they come
+    from (``data_root``, stored in the config snapshot) and per group the subset used."""
+
+    tasks: list[tuple[str, Any]]
+    data_root: Path | None = None
+    splits: dict[str, str | None] = field(default_factory=dict)
+    # tasks the benchmark left out before the run, with why ("group/id" → reason): listed before
+    # the run and in config.json, never played (terminal: a task the sandbox cannot run)
+    excluded: dict[str, str] = field(default_factory=dict)
+
+
+class Benchmark:
+    """Base class of a benchmark (see the module docstring for the protocol)."""
+
+    kind: ClassVar[str]
+    settings_model: ClassVar[type[BaseModel]]
+    tables: ClassVar[dict[str, type[BaseModel]]] = {}
+    agent_kinds: ClassVar[tuple[str, ...] | None] = None
+    failure_classes: ClassVar[dict[str, str]] = {"other": "Other"}
+    component_names: ClassVar[tuple[str, ...]] = ()
+    export_formats: ClassVar[dict[str, str]] = {}
+    viewer_hints: ClassVar[dict[str, Any]] = {}  # see VIEWER_HINTS
+
+    # -- tasks ------------------------------------------------------------------------------
+    def select(self, exp: Any, source: Path) -> Selection:
+        raise NotImplementedError
+
+    def check(self, exp: Any, source: Path, selection: Selection) -> None:
+        """Experiment-wide checks, before anything is played (raise ConfigError)."""
+
+    # -- arms -------------------------------------------------------------------------------
+    def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
+        """The roles this benchmark's own participants call for this arm (not the agent's)."""
+        return set()
+
+    def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
+        """(why the role is needed, how to fix a missing model) for a role of ``roles_needed``."""
+        return (f"the {self.kind} benchmark calls it", f"set `model` in [roles.{role}] (or [channel])")
+
+    def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:
+        """Benchmark-specific checks of one arm (raise ConfigError naming ``where``)."""
+        if self.agent_kinds is not None and arm.agent.kind not in self.agent_kinds:
+            raise ConfigError(f"{where}: agent kind {arm.agent.kind!r} cannot play {self.kind} tasks.\n"
+                              f"  fix: use one of: {', '.join(self.agent_kinds)}")
+
+    # -- runs -------------------------------------------------------------------------------
+    def comparability(self, r: Any) -> dict[str, Any]:
+        """The benchmark's part of the comparability snapshot: settings and file hashes whose
+        change makes old and new trials incomparable (merged into the generic snapshot)."""
+        return {}
+
+    def trial_context(self, r: Any, spec: Any, ctx: Any) -> Any:
+        """The trial's context: the executor's ``TrialContext`` (key, task, seed, channel, run id)
+        with what the benchmark's participants need added (τ²: the domain, its data, the policy)."""
+        return ctx
+
+    async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> Any:
+        raise NotImplementedError
+
+    def warm(self, r: Any) -> None:
+        """Load now what every trial of ``r`` reads (parsed data files, modules): a Ray worker
+        calls it once before its first trial, so trials start warm. Default: nothing."""
+
+    def worker_data(self, r: Any) -> list[Path]:
+        """The files and directories under ``r.data_root`` that a trial reads while it plays (beyond
+        the parsed tasks): a Ray worker on a node without the driver's filesystem gets a copy of
+        them (run/ray/data.py). Default: none (trials read nothing from disk)."""
+        return []
+
+    def relocate(self, r: Any, root: Path) -> None:
+        """Make ``r`` (a Ray worker's copy of the experiment) read its trials' files from ``root``,
+        a node-local copy of ``worker_data`` laid out as under ``r.data_root``; adapt anything else
+        that names a path of the driver's machine. Default: ``r.data_root = root``."""
+        r.data_root = root
+
+    def smoke_task(self, r: Any) -> tuple[str, Any]:
+        return r.tasks[0]
+
+    def smoke_transcript(self, record: Any) -> list[tuple[str, str]]:
+        """What ``run --smoke`` prints of the arm's smoke trial, as (label, text) lines in order
+        (e.g. ``("action", "ls -la")``); [] prints nothing beyond the verdict and the roles."""
+        return []
+
+    def smoke_problem(self, record: Any) -> str | None:
+        """Why a valid smoke trial still fails the smoke check (e.g. the model's replies could not
+        be parsed into actions); None: a valid trial passes, whatever its reward."""
+        return None
+
+    # -- analysis ---------------------------------------------------------------------------
+    def failure_context(self, config: dict) -> Any:
+        """What ``classify`` needs for the run (e.g. the tasks); raise AgentrigError when it
+        cannot be had (the analysis then says the failures section is unavailable)."""
+        return None
+
+    def classify(self, record: Any, context: Any) -> Any:
+        """The ``FailureLabel`` of a failed valid trial (None: not classified)."""
+        from agentrig.analysis.failures import FailureLabel
+
+        v = record.verdict
+        return FailureLabel(primary="other", classes=["other"], termination=v.termination,
+                            evidence={"other": [f"termination {v.termination}"]})
+
+    def action_sequence(self, record: Any) -> tuple:
+        """The trial's actions as hashable tokens (divergence of repeated trials compares them)."""
+        from agentrig.analysis.consistency import chain_of
+
+        return chain_of(record)
+
+    def task_values(self, config: dict) -> dict[str, list[str]]:
+        """Each task of the run (``"group/task id"``, from its config snapshot) → the literal values
+        of its data that a guideline written from it must not repeat (``literal_values``). The
+        default knows only the task ids; a benchmark adds its tasks' ids, names, amounts, paths."""
+        return {f"{g}/{t}": [t] if len(t) >= 3 else [] for g, ids in (config.get("tasks") or {}).items()
+                for t in ids}
+
+    # -- exports and commands ---------------------------------------------------------------
+    def export(self, fmt: str, store: Any, config: dict, run_dir: Path, *, arm: str | None = None,
+               domain: str | None = None, out_path: Path | None = None) -> tuple[int, Path, str]:
+        raise ConfigError(f"the {self.kind} benchmark has no export format {fmt!r}")
+
+    def tasks_app(self) -> Any:
+        return None
+
+    def audit_command(self) -> Callable[..., Any] | None:
+        return None
+
+
+# ------------------------------------------------------------------------------------ registry
+
+
+@dataclass
+class _Entry:
+    settings: str | type[BaseModel]
+    implementation: str | type[Benchmark] | None = None
+    tables: dict[str, str | type[BaseModel]] = field(default_factory=dict)
+
+
+# kind → where its parts are (imported only when asked for).
+_BUILTIN: dict[str, _Entry] = {
+    "tau2": _Entry("agentrig.bench.tau.settings:Tau2Settings", "agentrig.bench.tau.benchmark:Tau2Benchmark",
+                   {"user": "agentrig.bench.tau.user:UserSettings",
+                    "judge": "agentrig.bench.tau.settings:JudgeSettings"}),
+    "terminal": _Entry("agentrig.bench.terminal.settings:TerminalSettings",
+                       "agentrig.bench.terminal.benchmark:TerminalBenchmark",
+                       {"sandbox": "agentrig.bench.terminal.sandbox.base:SandboxSettings"}),
+}
+_REGISTRY: dict[str, _Entry] = dict(_BUILTIN)
+_INSTANCES: dict[str, Benchmark] = {}
+_listeners: list[Callable[[], None]] = []
+
+
+def _load(ref: Any) -> Any:
+    if not isinstance(ref, str):
+        return ref
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def register(kind: str, implementation: type[Benchmark] | str, *,
+             settings: type[BaseModel] | str | None = None,
+             tables: dict[str, type[BaseModel] | str] | None = None) -> None:
+    """Register (or replace) a benchmark. A class gives its own ``settings_model`` and ``tables``."""
+    if settings is None:
+        impl = _load(implementation)
+        settings, tables = impl.settings_model, dict(impl.tables) if tables is None else tables
+    _REGISTRY[kind] = _Entry(settings, implementation, dict(tables or {}))
+    _INSTANCES.pop(kind, None)
+    for listener in _listeners:
+        listener()
+
+
+def unregister(kind: str) -> None:
+    """Remove a benchmark registered at run time (built-in kinds are restored, not removed)."""
+    if kind in _BUILTIN:
+        _REGISTRY[kind] = _BUILTIN[kind]
+    else:
+        _REGISTRY.pop(kind, None)
+    _INSTANCES.pop(kind, None)
+    for listener in _listeners:
+        listener()
+
+
+def on_change(listener: Callable[[], None]) -> None:
+    """Call ``listener`` whenever the registry changes (caches of models built from it)."""
+    _listeners.append(listener)
+
+
+def known_kinds() -> list[str]:
+    """Every kind whose [benchmark] table can be read."""
+    return list(_REGISTRY)
+
+
+def playable_kinds() -> list[str]:
+    """The kinds that can be played (a benchmark implementation is registered)."""
+    return [k for k, e in _REGISTRY.items() if e.implementation is not None]
+
+
+def _entry(kind: str) -> _Entry:
+    entry = _REGISTRY.get(kind)
+    if entry is None:
+        raise ConfigError(f"unknown benchmark kind {kind!r}.\n  fix: use one of: {', '.join(known_kinds())}")
+    return entry
+
+
+def settings_model(kind: str) -> type[BaseModel]:
+    """The model of the [benchmark] table of ``kind``."""
+    return _load(_entry(kind).settings)
+
+
+def tables(kind: str) -> dict[str, type[BaseModel]]:
+    """The other top-level tables of an experiment file that ``kind`` owns (name → model)."""
+    return {name: _load(ref) for name, ref in _entry(kind).tables.items()}
+
+
+def get_benchmark(kind: str) -> Benchmark:
+    """The benchmark of ``kind`` (one object per process)."""
+    bench = _INSTANCES.get(kind)
+    if bench is not None:
+        return bench
+    entry = _entry(kind)
+    if entry.implementation is None:
+        raise ConfigError(f"benchmark kind {kind!r} cannot be played by this version of agentrig yet "
+                          f"(its [benchmark] table is read, its trials are not).\n"
+                          f"  fix: use one of: {', '.join(playable_kinds())}")
+    bench = _load(entry.implementation)()
+    _INSTANCES[kind] = bench
+    return bench
+
+
+def benchmark_of_config(config: dict) -> Benchmark:
+    """The benchmark of a run, from its config snapshot (runs before the seam: τ²)."""
+    exp = config.get("experiment") if isinstance(config, dict) else None
+    bench = (exp or {}).get("benchmark") if isinstance(exp, dict) else None
+    kind = bench.get("kind") if isinstance(bench, dict) else None
+    return get_benchmark(kind or DEFAULT_KIND)

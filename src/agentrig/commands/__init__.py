@@ -1,0 +1,1 @@
+"""One module per ``agentrig`` verb: parse nothing (cli.py does), open, call, print, exit code."""

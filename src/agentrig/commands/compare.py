@@ -1,0 +1,189 @@
+"""``agentrig compare RUN_A[:ARM] RUN_B[:ARM]``: open both sides, compare, print, exit code.
+
+A side is a run directory, optionally followed by ``:ARM`` (required when the run has several
+arms). The usual A/B is one run directory with two arms: ``runs/x:baseline runs/x:candidate``.
+Exit code 0, or 1 when ``--fail-if-worse`` trips (see ``analysis.compare`` for the rule); user
+errors raise ConfigError / DataError.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from agentrig.errors import ConfigError
+from agentrig.tables import FitTable
+from agentrig.store.rundir import STORE_FILE, open_run_dir
+
+from agentrig.analysis import compare as cmp
+from agentrig.analysis.config_diff import SideConfig, differences
+
+SHOWN_FLIPS = 20
+SHOWN_DIFFS = 25
+
+
+@dataclass
+class _Loaded:
+    side: cmp.Side
+    counts: cmp.Counts
+    config: SideConfig
+
+
+def split_side(spec: str) -> tuple[Path, str | None]:
+    """``RUN_DIR[:ARM]`` → (run dir, arm or None). A directory whose name holds ':' still works."""
+    whole = Path(spec).expanduser()
+    if (whole / STORE_FILE).is_file() or whole.is_dir():
+        return whole, None
+    head, sep, arm = spec.rpartition(":")
+    if sep and head and arm and Path(head).expanduser().is_dir():
+        return Path(head).expanduser(), arm
+    return whole, None  # open_run_dir names the problem
+
+
+def _arm_names(config: dict) -> list[str]:
+    return [a["name"] for a in (config.get("experiment") or {}).get("arms", []) if "name" in a]
+
+
+def load_side(spec: str, which: str) -> _Loaded:
+    run_dir, arm = split_side(spec)
+    store, config = open_run_dir(run_dir)
+    try:
+        arms = _arm_names(config)
+        if arm is None:
+            if len(arms) != 1:
+                choices = ", ".join(f"{run_dir}:{a}" for a in arms)
+                raise ConfigError(f"side {which} ({spec}): the run has {len(arms)} arms ({', '.join(arms)}); "
+                                  f"name one after a colon: {choices}")
+            arm = arms[0]
+        elif arm not in arms:
+            raise ConfigError(f"side {which} ({spec}): no arm {arm!r} in {run_dir}; its arms: {', '.join(arms)}")
+        rows = store.verdict_rows(arm=arm, valid=True)
+        counts = cmp.task_counts((r.domain, r.task_id, r.reward) for r in rows)
+        comparability = store.get_meta("comparability")
+    finally:
+        store.close()
+    trials = ((config.get("experiment") or {}).get("run") or {}).get("trials")
+    label = f"{run_dir}:{arm}"
+    side = cmp.Side(label=label, run_dir=str(run_dir), arm=arm, run_id=config.get("run_id"),
+                    trials=trials, tasks=len(counts), valid_trials=sum(n for n, _ in counts.values()))
+    return _Loaded(side, counts, SideConfig(label, arm, config, comparability))
+
+
+def leakage(*sides: _Loaded) -> list[str]:
+    """Warnings for sides whose guidelines were derived from tasks they are evaluated on."""
+    out: list[str] = []
+    for s in sides:
+        out += cmp.guideline_leakage(s.side.label, s.config.comparability, s.side.arm, s.counts)
+    return out
+
+
+def _k(a: _Loaded, b: _Loaded) -> int:
+    if a.side.trials and b.side.trials:
+        return min(a.side.trials, b.side.trials)
+    most = [max((n for n, _ in s.counts.values()), default=1) for s in (a, b)]
+    return max(1, min(most))
+
+
+def compare_command(side_a: str, side_b: str, *, as_json: bool, fail_if_worse: bool, metric: str = "pass^1",
+                    alpha: float = 0.05, allow_mismatch: bool, out: Console) -> int:
+    if metric not in cmp.METRICS:
+        raise ConfigError(f"--metric {metric!r}: use one of {', '.join(cmp.METRICS)}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"--alpha {alpha}: give a level between 0 and 1 (e.g. 0.05)")
+    a, b = load_side(side_a, "A"), load_side(side_b, "B")
+    if Path(a.side.run_dir).resolve() == Path(b.side.run_dir).resolve() and a.side.arm == b.side.arm:
+        raise ConfigError(f"both sides are {a.side.label}; compare two arms (RUN:ARM_A RUN:ARM_B) or two runs")
+    if not set(a.counts) & set(b.counts):
+        raise ConfigError(f"{a.side.label} and {b.side.label} have no task with a valid trial on both sides; "
+                          "nothing to pair (check the run directories, or play the runs first)")
+    diffs = differences(a.config, b.config)
+    result = cmp.build(a.side, b.side, a.counts, b.counts, diffs, k=_k(a, b), metric=metric, alpha=alpha,
+                       fail_if_worse=fail_if_worse, allow_mismatch=allow_mismatch, warnings=leakage(a, b))
+    if as_json:
+        out.file.write(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+        out.file.flush()
+    else:
+        render(out, result)
+    return result.exit_code
+
+
+# ------------------------------------------------------------------------------------- output
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _flip(f: cmp.Flip) -> str:
+    return f"{f.domain}/{f.task_id} ({f.a[0]}/{f.a[1]} → {f.b[0]}/{f.b[1]})"
+
+
+def render(out: Console, r: cmp.Comparison) -> None:
+    if r.mismatch and r.allow_mismatch:
+        out.print(Text(f"!! MISMATCH ALLOWED (--allow-mismatch): the sides differ in {len(r.mismatch)} setting(s) "
+                       "besides the arms' intended changes; the significance below is NOT a controlled "
+                       "comparison", style="bold white on red"))
+    out.print(Text.assemble(("A ", "bold"), r.a.label, (f"  ({r.a.run_id})" if r.a.run_id else "", "dim")))
+    out.print(Text.assemble(("B ", "bold"), r.b.label, (f"  ({r.b.run_id})" if r.b.run_id else "", "dim")))
+    p = r.paired
+    out.print(Text(f"paired tasks: {p.tasks} (only on A: {p.only_a}, only on B: {p.only_b}); "
+                   f"pass^{p.k} over {p.tasks_k} task(s) with ≥ {p.k} valid trials on both sides"
+                   + (f", {p.excluded_k} excluded" if p.excluded_k else "")))
+    level = f"{100 * r.ci_level:g}% CI"
+    t = FitTable()
+    for col, justify in (("", "left"), ("tasks", "right"), ("A", "right"), ("B", "right"),
+                         ("Δ (B − A)", "right"), (level, "right"), ("", "left")):
+        t.add_column(col, justify, group="ci" if col in (level, "") else None)  # type: ignore[arg-type]
+    # pass^k with k = 1 is the same figure as pass^1
+    shown = [m for key, m in r.metrics.items() if not (key == "pass^k" and m.k == 1)]
+    for m in shown:
+        ci = "-" if m.ci is None else f"[{m.ci[0]:+.3f}, {m.ci[1]:+.3f}]"
+        delta = "-" if m.delta is None else f"{m.delta:+.3f}"
+        sig = {"worse": Text("worse", style="red"), "better": Text("better", style="green"),
+               "none": Text("n.s.", style="dim"), None: Text("")}[m.significance]
+        t.add_row(m.name, str(m.tasks), _f(m.a), _f(m.b), delta, ci, sig)
+    t.print(out)
+    mc = r.mcnemar
+    out.print(Text(f"McNemar (task passes when > half its valid trials succeed): both {mc.both}, "
+                   f"A only {mc.a_only}, B only {mc.b_only}, neither {mc.neither}; exact p = {mc.p:.4g}"))
+    for m in shown:
+        if m.note:
+            out.print(Text(f"{m.name}: {m.note}", style="yellow"))
+    for name, flips, style in (("worse", r.flips.worse, "red"), ("better", r.flips.better, "green")):
+        if flips:
+            out.print(Text(f"flipped {name} ({len(flips)}), A → B successes/valid trials:", style=style))
+            for f in flips[:SHOWN_FLIPS]:
+                out.print(Text(f"  {_flip(f)}"), soft_wrap=True)  # a task id is never broken
+            if len(flips) > SHOWN_FLIPS:
+                out.print(Text(f"  … {len(flips) - SHOWN_FLIPS} more (see --json)", style="dim"))
+    _render_config(out, r)
+    for w in r.warnings:
+        out.print(Text("WARNING: ", style="bold yellow") + Text(w), soft_wrap=True)
+    refused = bool(r.mismatch) and not r.allow_mismatch
+    out.print(Text("verdict: ", style="bold") + Text(r.verdict, style="bold red" if refused else "bold"))
+    if r.gate.enabled:
+        if r.gate.tripped:
+            out.print(Text("gate: FAIL — ", style="bold red") + Text(r.gate.reason or ""))
+        else:
+            out.print(Text("gate: pass — ", style="bold green") + Text(f"rule: {r.gate.rule}"))
+
+
+def _render_config(out: Console, r: cmp.Comparison) -> None:
+    diffs = r.config.differences
+    if not diffs:
+        out.print(Text("configuration: the sides are identical apart from the arm name"))
+        return
+    n = {k: sum(d.kind == k for d in diffs) for k in ("intended", "info", "mismatch")}
+    out.print(Text(f"configuration: {len(diffs)} difference(s): {n['intended']} intended (arm tables), "
+                   f"{n['mismatch']} mismatch, {n['info']} informational"))
+    order = sorted(diffs, key=lambda d: ("mismatch", "intended", "info").index(d.kind))
+    for d in order[:SHOWN_DIFFS]:
+        tag, style = {"mismatch": ("MISMATCH", "bold red"), "intended": ("intended", "cyan"),
+                      "info": ("info", "dim")}[d.kind]
+        out.print(Text(f"  {tag:<9}", style=style) + Text(d.line()))
+    if len(order) > SHOWN_DIFFS:
+        out.print(Text(f"  … {len(order) - SHOWN_DIFFS} more (see --json)", style="dim"))

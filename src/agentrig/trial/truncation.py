@@ -1,0 +1,112 @@
+"""Silent truncation: a server that cuts a prompt to fit its window and answers 200 as if nothing
+happened (Ollama's OpenAI-compatible endpoint with its default ``num_ctx``). The model then never
+sees the start of the conversation — for τ², the policy — and the score means nothing.
+
+Without a tokenizer, each answered request is held against two things (``TruncationWatch.check``):
+
+- **its own size.** No tokenizer packs more than ``MAX_CHARS_PER_TOKEN`` (12) characters of a
+  chat request into one token on average (English prose is about 4, JSON and code 3, and the
+  template adds tokens, never removes them). A server counting fewer prompt tokens than the
+  request's size / 12 did not read all of it. The size is the messages' text plus HALF the tool
+  schemas' JSON (a server that does not render the tools must not look like a cutting one: that
+  holds while the schemas are under four times the messages' text), and ``<think>`` blocks left
+  in assistant messages are not counted (chat templates often drop them from earlier turns).
+- **the role's previous request in the trial.** A conversation only grows: when the request grew
+  by ``GROWTH_MIN_CHARS`` (48) characters or more — at least 4 tokens by the bound above — and
+  the server's count did not grow at all, the prompt was cut at the window.
+
+Either way the count must also sit at the role's ceiling (at least ``MIN_CUT_TOKENS`` = 512 tokens
+and at least 90 % of the largest count seen for the role in the trial): a cut prompt fills the
+window, whereas a server that leaves cached tokens out of ``prompt_tokens`` (which the OpenAI API
+does not do, but a proxy might) reports small, varying counts. Cached tokens a server does report
+(``prompt_tokens_details.cached_tokens``) are added to the count, which can only make it larger.
+A response without usage is never judged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrig.errors import Diagnosis
+
+MAX_CHARS_PER_TOKEN = 12
+GROWTH_MIN_CHARS = 48
+MIN_CUT_TOKENS = 512
+CEILING = 0.9
+
+TRUNCATION_FIX = ("give the server a context window larger than the longest prompt: Ollama — `num_ctx` "
+                  "(a Modelfile `PARAMETER num_ctx 32768`, or start the server with OLLAMA_CONTEXT_LENGTH=32768); "
+                  "llama.cpp — `-c` / `--ctx-size`; then rerun the same command (truncated trials are replayed)")
+
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
+def request_chars(messages: list[dict]) -> int:
+    """Characters of the text a request's messages carry (content, tool call names and arguments;
+    ``<think>`` blocks of assistant messages left out)."""
+    n = 0
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            if m.get("role") == "assistant" and "<think>" in content:
+                content = _THINK.sub("", content)
+            n += len(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    n += len(part["text"])
+        for call in m.get("tool_calls") or ():
+            fn = (call or {}).get("function") or {}
+            n += len(str(fn.get("name") or "")) + len(str(fn.get("arguments") or ""))
+    return n
+
+
+@dataclass
+class _Seen:
+    chars: int
+    counted: int
+    peak: int
+
+
+@dataclass
+class TruncationWatch:
+    """One per trial: the previous answered request of each role."""
+
+    seen: dict[str, _Seen] = field(default_factory=dict)
+    _tools: tuple[Any, int] = (None, 0)  # (the last tools list, its JSON's length): agents reuse theirs
+
+    def _tools_chars(self, tools: list[dict] | None) -> int:
+        if not tools:
+            return 0
+        if self._tools[0] is not tools:
+            self._tools = (tools, len(json.dumps(tools, ensure_ascii=False, separators=(",", ":"))))
+        return self._tools[1]
+
+    def check(self, role: str, messages: list[dict], usage: Any, tools: list[dict] | None = None) -> Diagnosis | None:
+        """The diagnosis when the answer to this request shows a cut prompt, else None."""
+        if not getattr(usage, "reported", False) or (usage.prompt_tokens or 0) <= 0:
+            return None
+        counted = usage.prompt_tokens + (usage.cached_tokens or 0)
+        chars = request_chars(messages) + self._tools_chars(tools) // 2
+        before = self.seen.get(role)
+        peak = max(counted, before.peak if before is not None else 0)
+        self.seen[role] = _Seen(chars, counted, peak)
+        if counted < MIN_CUT_TOKENS or counted < CEILING * peak:
+            return None
+        floor = chars // MAX_CHARS_PER_TOKEN
+        if counted < floor:
+            return Diagnosis("PROMPT_TRUNCATED", (
+                f"the server cut role '{role}''s prompt: it counted {counted:,} prompt tokens for a request of "
+                f"{chars:,} characters (at least {floor:,} tokens by any tokenizer); the model did "
+                f"not see the whole conversation, so the trial measures nothing"), TRUNCATION_FIX)
+        if before is not None and chars - before.chars >= GROWTH_MIN_CHARS and counted <= before.counted:
+            return Diagnosis("PROMPT_TRUNCATED", (
+                f"the server cut role '{role}''s prompt: the conversation grew by {chars - before.chars:,} characters "
+                f"since the previous request, but the server's prompt token count did not grow "
+                f"({before.counted:,} → {counted:,}): the prompt was cut at a window of about {before.counted:,} "
+                f"tokens, so the model did not see the start of the conversation"), TRUNCATION_FIX)
+        return None
