@@ -217,7 +217,7 @@ def main() -> None:
     from agentrig.commands.analyze import analyze_command
     from agentrig.analysis.build import analyze_run
     from agentrig.report import write_report
-    from agentrig.report.command import build_context
+    from agentrig.report.write import build_context
     from agentrig.report.collect import collect, open_runs
     from agentrig.store.store import Store
 

@@ -1,4 +1,4 @@
-"""Imports among agentrig's modules flow one way: no cycles, and a fixed order of layers.
+"""Imports among agentrig's modules flow one way: down the floors, never up, and no circles.
 
 The graph is read from the source with ``ast`` (nothing is imported): one node per module of
 ``src/agentrig``, one edge per ``import`` / ``from … import`` naming another agentrig module,
@@ -7,18 +7,19 @@ runs as soon as the function does. ``from pkg import name`` points at ``pkg.name
 module, else at ``pkg``. The implicit import of a module's parent packages is not an edge (a
 package's ``__init__`` importing its own submodules is ordinary Python, not a layering problem).
 
-The order of a run's flow is run → analysis → report: trials are played and stored, the stored
-trials are analysed, the analysis is rendered. Imports go the other way — from the consumer to
-the service it uses — and the run package holds both ends:
+The floors, bottom to top (docs/architecture.md draws them). A module may import modules of its
+own floor and of the floors below; never one above, and never a neighbour on the same level (two
+folders on one level know nothing of each other):
 
-- the **storage layer** of a run, ``run.store`` (with ``run.store_schema`` and ``run.store_shared``, the values its trials
-  share) and ``run.rundir`` (opening a run directory),
-  is at the bottom: it imports nothing from ``analysis``, ``report`` or the rest of ``run``;
-- ``analysis`` reads runs through the storage layer only; it never imports ``report``;
-- ``report`` reads runs through the storage layer and figures through ``analysis``;
-- the **driver** of a run (``run.runner``, ``run.executor``, ``run.commands`` …) is at the top:
-  it may use ``analysis`` (pass^k in the summary) and ``report`` (``agentrig run`` writes the
-  report at the end), and nothing in ``analysis`` or ``report`` reaches it, even indirectly.
+  0  core       errors, types, redact, config, tables, cli_errors, task_values (and the package)
+  1  channel    the only code that speaks HTTP to models          store   the run directory and its SQLite store
+  2  benchmark  the seam (benchmark.py)                          trial   one trial's context, envelope, truncation watch
+  3  analysis   pure figures from stored trials
+  4  agents     agents under test and reference agents           plugins hooks around agent steps
+  5  bench      the benchmarks (τ², terminal, …), each reached by the others only through the seam's registry
+  6  report     the HTML report                                  testing real local endpoints for tests and the demo
+  7  run        planning and executing a run (run/ray/ included)
+  8  commands   one module per ``agentrig`` verb, and cli.py that mounts them
 """
 
 from __future__ import annotations
@@ -28,7 +29,29 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-STORAGE = {"agentrig.store.store", "agentrig.store.shared", "agentrig.store.schema", "agentrig.store.rundir"}
+# floor → (level, the packages and modules it holds)
+FLOORS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "core": (0, ("agentrig", "agentrig.errors", "agentrig.types", "agentrig.redact", "agentrig.config",
+                 "agentrig.tables", "agentrig.cli_errors", "agentrig.task_values")),
+    "channel": (1, ("agentrig.channel",)),
+    "store": (1, ("agentrig.store",)),
+    "benchmark": (2, ("agentrig.benchmark",)),
+    "trial": (2, ("agentrig.trial",)),
+    "analysis": (3, ("agentrig.analysis",)),
+    "agents": (4, ("agentrig.agents",)),
+    "plugins": (4, ("agentrig.plugins",)),
+    "bench": (5, ("agentrig.bench",)),
+    "report": (6, ("agentrig.report",)),
+    "testing": (6, ("agentrig.testing",)),
+    "run": (7, ("agentrig.run",)),
+    "commands": (8, ("agentrig.commands", "agentrig.cli")),
+}
+
+# Edges that break the floors, each with its reason. Keep this empty; an entry is a debt with a name.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("agentrig.benchmark", "agentrig.analysis.failures"): "FailureLabel is typed by the taxonomy in analysis (moving down with the seam work)",
+    ("agentrig.benchmark", "agentrig.analysis.consistency"): "the default action_sequence uses chain_of (moving down with the seam work)",
+}
 
 # The one cycle allowed, on purpose: the plug-in registry. ``agentrig.plugins`` loads its built-in
 # plug-ins in a function (``_load_builtin``) and each registers itself with ``agentrig.plugins``
@@ -131,12 +154,59 @@ def under(graph: dict[str, set[str]], package: str) -> set[str]:
 GRAPH = import_graph(SRC)
 
 
+def floor_of(module: str) -> str:
+    """The floor holding ``module``: the longest package or module prefix named in FLOORS."""
+    best, size = None, -1
+    for name, (_, prefixes) in FLOORS.items():
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > size:
+                best, size = name, len(p)
+    assert best is not None, f"{module} is on no floor: add it to FLOORS (and to docs/architecture.md)"
+    return best
+
+
+def wrong_way(graph: dict[str, set[str]]) -> list[str]:
+    """Every edge that points up a floor, or sideways to another folder on the same level."""
+    bad = []
+    for a, targets in graph.items():
+        fa = floor_of(a)
+        for b in targets:
+            fb = floor_of(b)
+            if fa != fb and FLOORS[fb][0] >= FLOORS[fa][0] and (a, b) not in EXCEPTIONS:
+                bad.append(f"{a} ({fa}) → {b} ({fb})")
+    return sorted(bad)
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {f: set() for f in FLOORS}
+    for a, targets in graph.items():
+        for b in targets:
+            if floor_of(a) != floor_of(b) and (a, b) not in EXCEPTIONS:
+                out[floor_of(a)].add(floor_of(b))
+    return out
+
+
+GRAPH = import_graph(SRC)
+
+
 def test_the_graph_is_read_from_the_source():
     # a broken reader would find no edges and pass every rule below
     assert len(GRAPH) > 80
     assert "agentrig.report" in GRAPH["agentrig.commands.run"]  # a deferred import, inside a function
     assert "agentrig.store.rundir" in GRAPH["agentrig.report.collect"]
-    assert "agentrig.run.experiment" in GRAPH["agentrig.commands.run"]  # `from . import experiment`
+    assert "agentrig.run.experiment" in GRAPH["agentrig.commands.run"]  # `from agentrig.run import experiment`
+
+
+def test_every_module_is_on_a_floor():
+    for m in GRAPH:
+        floor_of(m)
+
+
+def test_the_floor_check_finds_an_upward_and_a_sideways_arrow():
+    graph = {"agentrig.store.store": {"agentrig.run.runner"}, "agentrig.run.runner": set(),
+             "agentrig.channel.client": {"agentrig.store.rundir"}, "agentrig.store.rundir": set()}
+    assert wrong_way(graph) == ["agentrig.channel.client (channel) → agentrig.store.rundir (store)",
+                                "agentrig.store.store (store) → agentrig.run.runner (run)"]
 
 
 def test_the_cycle_finder_finds_a_cycle(tmp_path):
@@ -157,24 +227,25 @@ def test_no_import_cycle_among_agentrig_modules():
     assert found == [], f"import cycles: {found}"
 
 
-def test_the_storage_layer_of_a_run_imports_nothing_above_it():
-    above = under(GRAPH, "agentrig.analysis") | under(GRAPH, "agentrig.report") | (under(GRAPH, "agentrig.run") - STORAGE)
-    for m in STORAGE:
-        assert m in GRAPH
-        assert not (GRAPH[m] & above), f"{m} imports {sorted(GRAPH[m] & above)}"
+def test_no_circle_among_folders():
+    found = [sorted(c) for c in cycles(folder_graph(GRAPH))]
+    assert found == [], f"folders importing each other: {found}"
 
 
-def test_analysis_never_imports_the_report():
-    for m in under(GRAPH, "agentrig.analysis"):
-        bad = GRAPH[m] & under(GRAPH, "agentrig.report")
-        assert not bad, f"{m} imports {sorted(bad)} (the report is above the analysis)"
+def test_imports_go_down_the_floors():
+    assert wrong_way(GRAPH) == []
 
 
-def test_analysis_and_report_reach_runs_through_the_storage_layer_only():
-    driver = under(GRAPH, "agentrig.run") - STORAGE
+def test_every_named_exception_still_exists():
+    # an exception whose edge is gone must leave the list (so the list never hides a new edge)
+    stale = [f"{a} → {b}" for a, b in EXCEPTIONS if b not in GRAPH.get(a, set())]
+    assert stale == [], f"remove these from EXCEPTIONS: {stale}"
+
+
+def test_analysis_and_report_never_reach_the_run_s_driver():
+    # pure figures and the report are read-only consumers of a run: nothing they import, even
+    # indirectly, plans or plays trials
+    driver = under(GRAPH, "agentrig.run") | under(GRAPH, "agentrig.commands")
     for package in ("agentrig.analysis", "agentrig.report"):
-        mods = under(GRAPH, package)
-        direct = {m: GRAPH[m] & driver for m in mods if GRAPH[m] & driver}
-        assert direct == {}, f"{package} imports the run's driver: {direct}"
-        indirect = reachable(GRAPH, mods) & driver
+        indirect = reachable(GRAPH, under(GRAPH, package)) & driver
         assert indirect == set(), f"{package} reaches the run's driver through other modules: {sorted(indirect)}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +10,6 @@ from rich.console import Console
 
 from . import __version__
 from .cli_errors import user_errors
-from .errors import AgentrigError
 
 app = typer.Typer(
     name="agentrig",
@@ -50,46 +47,11 @@ def doctor(
     """Diagnose the endpoints before a run: key, URL, network, model list, model, chat, the server,
     the agent's own tool request, a forced tool call, silent prompt truncation, the context window.
     With --sandbox [KIND]: what the terminal sandboxes can do on this machine."""
-    if sandbox or kind is not None:
-        if not sandbox:
-            raise AgentrigError(f"unexpected argument {kind!r}; to check a sandbox kind write `agentrig doctor --sandbox {kind}`")
-        from .bench.terminal.commands import sandbox_doctor
+    from .commands.doctor import doctor_command
 
-        raise typer.Exit(sandbox_doctor(kind, as_json))
-    if from_file is not None:
-        if config is not None or base_url:
-            raise AgentrigError("give either --from or --config/--base-url, not both")
-        from agentrig.channel.clients.doctor import doctor_from_command
-
-        raise typer.Exit(doctor_from_command(from_file, model=model, timeout_s=timeout_s, as_json=as_json, console=out))
-    from agentrig.channel.doctor.diagnose import run_doctor
-    from .config import ChannelConfig, ChannelSettings, load_channel_config
-    from agentrig.channel.doctor.console import print_doctor
-
-    if config is not None:
-        if base_url or model:
-            raise AgentrigError("give either --config or --base-url/--model, not both")
-        cfg = load_channel_config(config)
-        if timeout_s:
-            cfg.channel.timeout_s = timeout_s
-        from .run.request_shape import first_request_shapes
-
-        shapes, note = first_request_shapes(config)  # the doctor sends what the experiment's agent sends
-        if note and not as_json:
-            out.print(f"[dim]note: {note}[/]", highlight=False)
-    else:
-        if wire not in (None, "chat", "responses", "anthropic"):
-            raise AgentrigError(f"--wire {wire!r}: expected chat, responses or anthropic (docs/channel.md, Wire formats)")
-        cfg = ChannelConfig(channel=ChannelSettings(base_url=base_url, model=model, api_key_env=api_key_env,
-                                                    timeout_s=timeout_s, wire=wire))
-    import asyncio
-
-    report = asyncio.run(run_doctor(cfg, shapes=shapes if config is not None else None))
-    if as_json:
-        sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
-    else:
-        print_doctor(report, out)
-    raise typer.Exit(0 if report.ok else 1)
+    raise typer.Exit(doctor_command(config=config, base_url=base_url, model=model, api_key_env=api_key_env,
+                                    timeout_s=timeout_s, wire=wire, as_json=as_json, from_file=from_file,
+                                    sandbox=sandbox, kind=kind, out=out))
 
 
 @app.command()
@@ -120,7 +82,7 @@ def export(
     out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (mini-swe-agent: a directory; default: RUN_DIR/exports/...)."),
 ) -> None:
     """Export a run's trials: JSONL of every record, or the files tau2-bench, Terminal-Bench or mini-SWE-agent tools open."""
-    from agentrig.commands.run import export_command
+    from agentrig.commands.export import export_command
 
     n, target, noun = export_command(run_dir, fmt, arm=arm, domain=domain, out_path=out_path)
     out.print(f"wrote {n} {noun} to {target}", highlight=False)
@@ -187,7 +149,7 @@ def report(
     out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: FIRST_RUN/report.html)."),
 ) -> None:
     """One self-contained HTML report: pass^k curves, gap, outcome grid, failures, A/B, usage, trajectories."""
-    from .report import report_command
+    from .commands.report import report_command
 
     report_command(run_dirs, out_path=out_path, console=out)
 

@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from agentrig.analysis import compare as cmp
-from agentrig.commands.compare import compare_command, split_side
+from agentrig.analysis.sides import split_side
+from agentrig.commands.compare import compare_command
 from agentrig.errors import ConfigError, DataError
 from agentrig.run import experiment
 from agentrig.run.runner import open_run

@@ -264,7 +264,7 @@ def test_actions_of_stored_messages():
 def test_analyze_and_the_report_show_the_unstable_steps_next_to_the_forks(noisy):
     from agentrig.commands.analyze import analyze_command
     from agentrig.analysis.summary import Analysis
-    from agentrig.report.command import write_report
+    from agentrig.report.write import write_report
 
     run_dir = noisy["run_dir"]
     buf = io.StringIO()

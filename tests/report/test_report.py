@@ -16,7 +16,8 @@ import pytest
 from rich.console import Console
 
 from agentrig.errors import DataError
-from agentrig.report import REPORT_FILE, report_command, write_report
+from agentrig.commands.report import report_command
+from agentrig.report import REPORT_FILE, write_report
 from agentrig.report.embed import Limits
 from agentrig.report.findings import pairs
 from agentrig.report.safe import json_for_script

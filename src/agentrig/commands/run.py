@@ -1,4 +1,4 @@
-"""The glue of ``agentrig run`` and ``agentrig export``: load, open, plan, play, print.
+"""``agentrig run``: load, open, plan, play, print.
 
 Output: people get a progress line (on a terminal) and a summary per arm; ``--json`` prints one
 JSON object on stdout and nothing else (messages go to stderr). Exit codes: 0 done, 1 a user
@@ -21,7 +21,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from agentrig.errors import ConfigError
 from agentrig.tables import FitTable, output_console
 
 from agentrig.run import experiment
@@ -31,7 +30,6 @@ from agentrig.run.outages import as_json as outage_json
 from agentrig.run.outages import describe
 from agentrig.run.budget import Budget, check_prices
 from agentrig.store.replay_cache import ReplayCache
-from agentrig.store.rundir import open_run_dir
 from agentrig.run.runner import Run, close_channels, make_channels, open_run, plan, summarize
 
 if TYPE_CHECKING:
@@ -301,33 +299,3 @@ def _print_transcript(out: Console, lines: list[tuple[str, str]]) -> None:
         out.print(Text(f"  {label:<13}", style=_LABEL_STYLE.get(label, "")) + Text(body[0]))
         for line in body[1:]:
             out.print(Text(" " * 15 + line))
-
-
-# --------------------------------------------------------------------------------------- export
-
-
-def export_command(run_dir: Path, fmt: str, *, arm: str | None = None, domain: str | None = None,
-                   out_path: Path | None = None) -> tuple[int, Path, str]:
-    """Write the export; returns (how many, the file or directory written, what they are: "record(s)",
-    "simulation(s)" …). ``jsonl`` is generic; other formats are the run's benchmark's
-    (``Benchmark.export``; τ²: ``tau2``; terminal: ``terminal-bench``, ``mini-swe-agent``)."""
-    from agentrig.benchmark import benchmark_of_config
-
-    from agentrig.store.export import export_jsonl
-
-    store, config = open_run_dir(run_dir)
-    try:
-        arms = [a["name"] for a in config["experiment"]["arms"]]
-        if fmt == "jsonl":
-            if arm is not None and arm not in arms:
-                raise ConfigError(f"no arm {arm!r} in this run; arms: {', '.join(arms)}")
-            target = out_path or Path(run_dir) / "exports" / (f"{arm}.jsonl" if arm else "trials.jsonl")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            return export_jsonl(store, target, arm), target, "record(s)"
-        bench = benchmark_of_config(config)
-        if fmt not in bench.export_formats:
-            raise ConfigError(f"unknown export format {fmt!r}; use {' or '.join(['jsonl', *bench.export_formats])}")
-        return bench.export(fmt, store, config, Path(run_dir), arm=arm, domain=domain, out_path=out_path)
-    finally:
-        store.close()
-

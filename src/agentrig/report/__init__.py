@@ -1,5 +1,5 @@
-"""The HTML report: ``write_report(run_dirs, out_path)`` and the CLI's ``report_command``."""
+"""The HTML report: ``write_report(run_dirs, out_path)`` (``agentrig report`` is commands/report.py)."""
 
-from .command import REPORT_FILE, report_command, write_report
+from .write import REPORT_FILE, build_context, write_report
 
-__all__ = ["REPORT_FILE", "report_command", "write_report"]
+__all__ = ["REPORT_FILE", "build_context", "write_report"]

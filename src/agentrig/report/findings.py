@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.analysis import compare as cmp
-from agentrig.commands.compare import leakage, load_side
+from agentrig.analysis.sides import leakage, load_side
 from agentrig.analysis.config_diff import differences
 
 from . import svg

@@ -1,7 +1,7 @@
-"""``agentrig report RUN [RUN …] [--out report.html]``: one self-contained HTML file.
+"""The report of one or more runs: one self-contained HTML file.
 
-``write_report(run_dirs, out_path)`` builds it (``agentrig run`` and ``agentrig demo`` call it at
-the end); ``report_command`` is the CLI's entry (prints where the file went). The file needs no
+``write_report(run_dirs, out_path)`` builds it (``agentrig run``, ``agentrig report`` and
+``agentrig demo`` call it; commands/report.py prints where the file went). The file needs no
 network: CSS, script and plots are inline; trajectories are JSON blocks parsed only when opened.
 
 Steps: open the runs → the outcome grid from the stores' light rows (``collect``) → the analysis
@@ -12,13 +12,9 @@ or runs (``analysis.compare``) → choose and embed trajectories (``embed``) →
 from __future__ import annotations
 
 import os
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
 
 from agentrig import __version__
 from agentrig.analysis.build import analyze_run
@@ -182,13 +178,3 @@ def write_report(run_dirs: list[Path], out_path: Path | None = None, *, analyses
     tmp.write_text(html, encoding="utf-8")
     os.replace(tmp, target)
     return target
-
-
-def report_command(run_dirs: list[Path], *, out_path: Path | None, console: Console) -> Path:
-    start = time.perf_counter()
-    path = write_report(run_dirs, out_path)
-    size = path.stat().st_size
-    console.print(f"report: {escape(str(path))} ({size / 1e6:.1f} MB, {time.perf_counter() - start:.1f} s)",
-                  highlight=False)
-    console.print(f"open it in a browser: file://{escape(str(path.resolve()))}", highlight=False, style="dim")
-    return path

@@ -1,0 +1,58 @@
+"""``agentrig doctor``: the endpoints of an experiment (or one endpoint) checked before a run; another
+client's file (``--from``); or the terminal sandboxes (``--sandbox [KIND]``). Exit 0 when every check
+that matters passed, 1 otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from agentrig.errors import AgentrigError
+
+
+def doctor_command(*, config: Path | None, base_url: str | None, model: str | None, api_key_env: str,
+                   timeout_s: float | None, wire: str | None, as_json: bool, from_file: str | None,
+                   sandbox: bool, kind: str | None, out: Console) -> int:
+    if sandbox or kind is not None:
+        if not sandbox:
+            raise AgentrigError(f"unexpected argument {kind!r}; to check a sandbox kind write `agentrig doctor --sandbox {kind}`")
+        from agentrig.bench.terminal.commands import sandbox_doctor
+
+        return sandbox_doctor(kind, as_json)
+    if from_file is not None:
+        if config is not None or base_url:
+            raise AgentrigError("give either --from or --config/--base-url, not both")
+        from agentrig.channel.clients.doctor import doctor_from_command
+
+        return doctor_from_command(from_file, model=model, timeout_s=timeout_s, as_json=as_json, console=out)
+    from agentrig.channel.doctor.console import print_doctor
+    from agentrig.channel.doctor.diagnose import run_doctor
+    from agentrig.config import ChannelConfig, ChannelSettings, load_channel_config
+
+    shapes = None
+    if config is not None:
+        if base_url or model:
+            raise AgentrigError("give either --config or --base-url/--model, not both")
+        cfg = load_channel_config(config)
+        if timeout_s:
+            cfg.channel.timeout_s = timeout_s
+        from agentrig.run.request_shape import first_request_shapes
+
+        shapes, note = first_request_shapes(config)  # the doctor sends what the experiment's agent sends
+        if note and not as_json:
+            out.print(f"[dim]note: {note}[/]", highlight=False)
+    else:
+        if wire not in (None, "chat", "responses", "anthropic"):
+            raise AgentrigError(f"--wire {wire!r}: expected chat, responses or anthropic (docs/channel.md, Wire formats)")
+        cfg = ChannelConfig(channel=ChannelSettings(base_url=base_url, model=model, api_key_env=api_key_env,
+                                                    timeout_s=timeout_s, wire=wire))
+    report = asyncio.run(run_doctor(cfg, shapes=shapes))
+    if as_json:
+        sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+    else:
+        print_doctor(report, out)
+    return 0 if report.ok else 1
