@@ -224,7 +224,8 @@ def test_the_doctor_command_takes_a_wire():
 
 def test_a_changed_wire_makes_runs_incomparable(tmp_path):
     from agentrig.run.experiment import load
-    from agentrig.run.snapshot import comparability, differences
+    from agentrig.run.snapshot import comparability
+    from agentrig.store.rundir import differences
 
     def snap(wire_line: str) -> dict:
         path = tmp_path / "exp.toml"

@@ -9,6 +9,7 @@ import pytest
 
 from agentrig.errors import ConfigError
 from agentrig.run import experiment, snapshot
+from agentrig.store import rundir
 from agentrig.run.executor import Executor, Stats
 from agentrig.run.runner import close_channels, make_channels, open_run, plan, summarize, trial_seed
 from agentrig.testing.fake_endpoint import Fault, FakeEndpoint
@@ -166,11 +167,11 @@ def test_differences_treat_new_arms_and_tasks_as_additions_but_not_new_settings(
     new = {"arms": {"a": {"roles": {"agent": {"model": "m", "extra_body": {"reasoning": "high"}},
                                     "judge": {"model": "j"}}}, "b": {}},
            "tasks": {"d/1": "x", "d/2": "y"}, "limits": {"max_steps": 200}}
-    diffs = snapshot.differences(old, new)
+    diffs = rundir.differences(old, new)
     assert diffs == ['arms.a.roles.agent.extra_body.reasoning: (absent) → "high"']
     new["tasks"]["d/1"] = "changed"
-    assert 'tasks.d/1: "x" → "changed"' in snapshot.differences(old, new)
-    merged = snapshot.merged(old, {**old, "arms": {**old["arms"], "b": {"z": 1}}})
+    assert 'tasks.d/1: "x" → "changed"' in rundir.differences(old, new)
+    merged = rundir.merged(old, {**old, "arms": {**old["arms"], "b": {"z": 1}}})
     assert set(merged["arms"]) == {"a", "b"}
 
 

@@ -39,7 +39,7 @@ from agentrig.tables import FitTable, output_console
 
 from . import snapshot
 from .experiment import Resolved
-from agentrig.store.rundir import STORE_FILE
+from agentrig.store.rundir import STORE_FILE, differences
 from agentrig.store.store import Store
 
 METRICS = ("calls", "tokens", "cost_usd")
@@ -199,7 +199,7 @@ def _stored_source(r: Resolved) -> tuple[Store | None, str | None]:
         return None, None
     store = Store.open(path, create=False)
     old = store.get_meta("comparability")
-    diffs = snapshot.differences(old, snapshot.comparability(r)) if old is not None else []
+    diffs = differences(old, snapshot.comparability(r)) if old is not None else []
     if diffs:
         store.close()
         return None, (f"the configuration changed since the trials in {r.run_dir} were played "

@@ -11,11 +11,8 @@ Resume is the same command again: ``plan`` leaves out every trial stored as vali
 from __future__ import annotations
 
 import hashlib
-import json
-import secrets
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +22,8 @@ from agentrig.types import TrialKey
 
 from . import snapshot
 from .experiment import ArmPlan, Resolved
-from agentrig.store.rundir import CONFIG_FILE, STORE_FILE
+from agentrig.store import rundir
+from agentrig.store.rundir import STORE_FILE, Run
 from agentrig.store.store import Store
 
 if TYPE_CHECKING:
@@ -44,26 +42,6 @@ def trial_seed(run_seed: int, domain: str, task_id: str, trial: int) -> int:
 # ------------------------------------------------------------------------------- run directory
 
 
-@dataclass
-class Run:
-    dir: Path
-    store: Store
-    run_id: str
-    created: bool  # a new run (nothing stored before)
-    note: str | None = None  # e.g. why --force chose another directory
-
-    def close(self) -> None:
-        self.store.close()
-
-
-def _candidates(base: Path):
-    yield base
-    n = 2
-    while True:
-        yield base.with_name(f"{base.name}-{n}")
-        n += 1
-
-
 def _refusal(r: Resolved, directory: Path, diffs: list[str]) -> ConfigError:
     shown = diffs[:20]
     more = f"\n    … and {len(diffs) - 20} more" if len(diffs) > 20 else ""
@@ -75,49 +53,12 @@ def _refusal(r: Resolved, directory: Path, diffs: list[str]) -> ConfigError:
 
 
 def open_run(r: Resolved, *, force: bool = False, store_file: str = STORE_FILE) -> Run:
-    """Open (or create) the run directory for ``r``; refuses an incomparable configuration.
-
-    With ``force``, the first of ``dir``, ``dir-2``, ``dir-3`` … that is new or holds a
-    comparable run is used (so rerunning with --force resumes the forced run)."""
-    new_snap = snapshot.comparability(r)
-    first_diffs: list[str] | None = None
-    for directory in _candidates(r.run_dir):
-        path = directory / store_file
-        store = Store.open(path)
-        try:
-            old = store.get_meta("comparability")
-            diffs = snapshot.differences(old, new_snap) if old is not None else []
-            if diffs:
-                if not force:
-                    raise _refusal(r, directory, diffs)
-                first_diffs = first_diffs if first_diffs is not None else diffs
-                store.close()
-                continue
-            run_meta = store.get_meta("run") or {}
-            run_id = run_meta.get("run_id") or _new_run_id(r.name)
-            now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            if not run_meta:
-                store.set_meta("run", {"run_id": run_id, "name": r.name, "created_at": now})
-            store.set_meta("comparability", snapshot.merged(old, new_snap) if old is not None else new_snap)
-            config = snapshot.config_snapshot(r, run_id)
-            store.set_meta("config", config)
-            (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n",
-                                                 encoding="utf-8")
-        except BaseException:
-            store.close()
-            raise
-        note = None
-        if directory != r.run_dir:
-            what = "a new run" if old is None else "the comparable run there"
-            note = (f"the configuration differs from the run in {r.run_dir} ({len(first_diffs or [])} "
-                    f"difference(s)); --force: using {what} in {directory}")
-        return Run(directory, store, run_id, created=old is None, note=note)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _new_run_id(name: str) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return f"{name}-{stamp}-{secrets.token_hex(3)}"
+    """Open (or create) the run directory for ``r``: store/rundir.py ``open_run`` with this
+    experiment's snapshots (run/snapshot.py); refuses an incomparable configuration."""
+    return rundir.open_run(r.run_dir, name=r.name, comparability=snapshot.comparability(r),
+                           config_for=lambda run_id: snapshot.config_snapshot(r, run_id),
+                           refusal=lambda directory, diffs: _refusal(r, directory, diffs),
+                           force=force, store_file=store_file)
 
 
 # ------------------------------------------------------------------------------------- planning

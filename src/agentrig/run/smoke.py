@@ -11,7 +11,6 @@ role ends with "ok" or the doctor's diagnosis (code, message, fix).
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +23,7 @@ from agentrig.types import CallContext, TrialKey
 from .experiment import ArmPlan, Resolved
 from . import snapshot
 from .executor import Executor, last_failed_role
-from agentrig.store.rundir import CONFIG_FILE
+from agentrig.store.rundir import CONFIG_FILE, write_config
 from .runner import TrialSpec, close_channels, make_channels, trial_seed
 from agentrig.store.store import Store
 
@@ -160,9 +159,7 @@ async def run_smoke(r: Resolved, run_dir: Path) -> SmokeReport:
         config.update(smoke=True, tasks={domain: [task.id]})
         config["experiment"]["run"]["trials"] = 1
         config.pop("excluded", None)
-        store.set_meta("config", config)
-        (smoke_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n",
-                                             encoding="utf-8")
+        write_config(smoke_dir, store, config)
         arms = await asyncio.gather(*(_smoke_arm(ex, r, arm, domain, task, store) for arm in r.arms))
     finally:
         await close_channels(channels)

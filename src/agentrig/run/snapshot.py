@@ -9,9 +9,9 @@ environment never, every text passed through ``agentrig.redact``.
 policy texts, the user simulator's settings and a hash of its guidelines, the judge settings),
 the limits, and per arm the agent settings, the hash of its system prompt preamble, its
 plug-ins (with the hash of a plug-in's prompts where it has one) and the model settings of every role it calls (model, temperature, max_tokens, seed,
-extra_body, base_url, tool_choice, and wire when it is not chat — not keys, not concurrency or timeouts). ``differences(old, new)`` lists
-what changed; an arm, a task, a domain or a role present on one side only is an addition, not a
-difference (more trials, still comparable).
+extra_body, base_url, tool_choice, and wire when it is not chat — not keys, not concurrency or timeouts). Comparing two
+snapshots (``differences``, ``merged``) and writing them are the run directory's
+(store/rundir.py ``open_run``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from agentrig.redact import read_secret, redact, redact_url
 from .experiment import Resolved
 
 COMPARED_ROLE_FIELDS = ("model", "temperature", "max_tokens", "seed", "extra_body", "base_url", "tool_choice")
-# containers whose children may appear or disappear between runs ("*" matches any name)
-ADDITIVE = {("arms",), ("tasks",), ("domains",), ("domains", "*", "policies"), ("arms", "*", "roles")}
 
 
 def _role_settings(r: Resolved, arm_index: int) -> dict[str, dict]:
@@ -84,56 +82,6 @@ def comparability(r: Resolved) -> dict[str, Any]:
         **r.benchmark.comparability(r),  # τ²: user, judge, domains, tasks
         "arms": arms,
     }
-
-
-_ABSENT = object()
-
-
-def _show(value: Any) -> str:
-    if value is _ABSENT:
-        return "(absent)"
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return text if len(text) <= 80 else text[:79] + "…"
-
-
-def _additive(path: tuple[str, ...]) -> bool:
-    for pattern in ADDITIVE:
-        if len(pattern) == len(path) and all(p == "*" or p == q for p, q in zip(pattern, path)):
-            return True
-    return False
-
-
-def differences(old: dict, new: dict) -> list[str]:
-    """``field: old → new`` for every compared value that changed."""
-    out: list[str] = []
-
-    def walk(a: Any, b: Any, path: tuple[str, ...]) -> None:
-        if isinstance(a, dict) and isinstance(b, dict):
-            additive = _additive(path)
-            for k in sorted(set(a) | set(b)):
-                if k in a and k in b:
-                    walk(a[k], b[k], path + (k,))
-                elif not additive:
-                    out.append(f"{'.'.join(path + (k,))}: {_show(a.get(k, _ABSENT))} → {_show(b.get(k, _ABSENT))}")
-        elif a != b:
-            out.append(f"{'.'.join(path) or '(all)'}: {_show(a)} → {_show(b)}")
-
-    walk(old, new, ())
-    return out
-
-
-def merged(old: dict, new: dict) -> dict:
-    """The stored snapshot after a comparable rerun: the old one with the new additions."""
-    def walk(a: Any, b: Any, path: tuple[str, ...]) -> Any:
-        if isinstance(a, dict) and isinstance(b, dict) and _additive(path):
-            out = dict(a)
-            for k, v in b.items():
-                out[k] = walk(a[k], v, path + (k,)) if k in a else v
-            return out
-        if isinstance(a, dict) and isinstance(b, dict):
-            return {k: walk(a[k], b[k], path + (k,)) if k in a else b[k] for k in b}
-        return a
-    return walk(old, new, ())
 
 
 # ------------------------------------------------------------------------------ config.json
