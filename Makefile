@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup chromium test test-fast demo bench clean
+.PHONY: setup chromium appworld test test-fast demo bench clean
 
 setup: $(STAMP)
 
@@ -23,6 +23,20 @@ chromium:
 	  if [ "$$SUDO" = none ]; then echo "note: chromium is missing and cannot be installed here (apt-get install chromium); the report's browser test will skip"; \
 	  else echo "installing Debian's chromium for the report test"; $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi; }
 
+# AppWorld's own environment (it pins pydantic 1, SQLAlchemy 1.4 …: a venv of its own): the AppWorld
+# tests use it (tests/bench/appworld/conftest.py); `agentrig appworld setup` runs `appworld install`.
+APPWORLD_VENV := .venv-appworld
+APPWORLD_STAMP := $(APPWORLD_VENV)/.installed
+
+appworld: $(APPWORLD_STAMP)
+
+# Outside CI a machine that cannot install it still runs the rest of the suite (the AppWorld tests
+# skip); under CI (CI=true) a failure here fails the build.
+$(APPWORLD_STAMP): $(STAMP)
+	@$(BIN)/agentrig appworld setup --env $(APPWORLD_VENV) && touch $(APPWORLD_STAMP) || { \
+	  case "$$CI" in 1|true|yes) echo "error: AppWorld's environment could not be made (required under CI)"; exit 1;; \
+	  *) echo "note: AppWorld's environment could not be made; the AppWorld tests will skip";; esac; }
+
 # pytest-xdist workers: most tests wait on subprocesses and local servers, so 3 workers pay on
 # 2 cores; one test file stays in one worker (module fixtures: the Ray cluster, shared servers).
 # PYTEST_WORKERS=0 runs serially. Figures: docs/performance.md ("The test suite").
@@ -30,11 +44,11 @@ PYTEST_WORKERS ?= 3
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The whole suite, slow scale tests included (CI runs exactly this).
-test: setup chromium
+test: setup chromium appworld
 	$(BIN)/python -m pytest -q $(XDIST)
 
 # Everything but the slow scale tests.
-test-fast: setup
+test-fast: setup appworld
 	$(BIN)/python -m pytest -q $(XDIST) -m 'not slow'
 
 demo: setup
@@ -44,4 +58,4 @@ bench: setup
 	$(BIN)/python benchmarks/channel_overhead.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(APPWORLD_VENV) .appworld-test-data .pytest_cache build *.egg-info src/*.egg-info

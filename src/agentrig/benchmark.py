@@ -258,6 +258,8 @@ _BUILTIN: dict[str, _Entry] = {
     "terminal": _Entry("agentrig.bench.terminal.settings:TerminalSettings",
                        "agentrig.bench.terminal.benchmark:TerminalBenchmark",
                        {"sandbox": "agentrig.bench.terminal.sandbox.base:SandboxSettings"}),
+    "appworld": _Entry("agentrig.bench.appworld.settings:AppWorldSettings",
+                       "agentrig.bench.appworld.benchmark:AppWorldBenchmark"),
 }
 _REGISTRY: dict[str, _Entry] = dict(_BUILTIN)
 _INSTANCES: dict[str, Benchmark] = {}

@@ -43,6 +43,7 @@ def doctor(
                                                                  "mini-swe-agent:PATH or env:PATH (docs/clients.md)."),
     sandbox: bool = typer.Option(False, "--sandbox", help="Check the terminal-task sandboxes instead (bwrap, local, docker, podman; or the KIND named)."),
     kind: Optional[str] = typer.Argument(None, help="With --sandbox: the one sandbox kind to check.", show_default=False),
+    bench: Optional[str] = typer.Option(None, "--bench", help="Check a benchmark's own environment instead (appworld: its venv, data, a world)."),
 ) -> None:
     """Diagnose the endpoints before a run: key, URL, network, model list, model, chat, the server,
     the agent's own tool request, a forced tool call, silent prompt truncation, the context window.
@@ -51,7 +52,7 @@ def doctor(
 
     raise typer.Exit(doctor_command(config=config, base_url=base_url, model=model, api_key_env=api_key_env,
                                     timeout_s=timeout_s, wire=wire, as_json=as_json, from_file=from_file,
-                                    sandbox=sandbox, kind=kind, out=out))
+                                    sandbox=sandbox, kind=kind, bench=bench, out=out))
 
 
 @app.command()
@@ -199,6 +200,9 @@ from agentrig.commands.channel import channel_app  # noqa: E402
 
 app.add_typer(channel_app, name="channel", help="Write the channel as another client's file (Codex, Claude Code, mini-swe-agent, .env).")
 app.command("audit", context_settings=AUDIT_SETTINGS, add_help_option=False)(audit_command)
+from .bench.appworld.commands import appworld_app  # noqa: E402
+
+app.add_typer(appworld_app, name="appworld", help="AppWorld: set up its own environment, check it, build synthetic data.")
 
 
 def main() -> None:

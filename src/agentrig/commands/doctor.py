@@ -1,5 +1,6 @@
 """``agentrig doctor``: the endpoints of an experiment (or one endpoint) checked before a run; another
-client's file (``--from``); or the terminal sandboxes (``--sandbox [KIND]``). Exit 0 when every check
+client's file (``--from``); the terminal sandboxes (``--sandbox [KIND]``); or a benchmark's own
+environment (``--bench appworld``: its venv, its data, a world opened). Exit 0 when every check
 that matters passed, 1 otherwise."""
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from agentrig.errors import AgentrigError
 
 def doctor_command(*, config: Path | None, base_url: str | None, model: str | None, api_key_env: str,
                    timeout_s: float | None, wire: str | None, as_json: bool, from_file: str | None,
-                   sandbox: bool, kind: str | None, out: Console) -> int:
+                   sandbox: bool, kind: str | None, out: Console, bench: str | None = None) -> int:
+    if bench is not None:
+        if bench != "appworld":
+            raise AgentrigError(f"--bench {bench!r}: only appworld has an environment of its own to check")
+        from agentrig.bench.appworld.commands import doctor as appworld_doctor
+
+        return appworld_doctor(None, None, as_json, out)
     if sandbox or kind is not None:
         if not sandbox:
             raise AgentrigError(f"unexpected argument {kind!r}; to check a sandbox kind write `agentrig doctor --sandbox {kind}`")

@@ -56,7 +56,8 @@ def _dispatch(ctx: typer.Context, kind: str, prog: str, target: Callable[[Any], 
     if asked_help and code == 0:
         here = ctx.command
         text = (here.help or "").split("\n\n")[0]
-        lines = textwrap.wrap(text, 96) + ["", f"  --bench KIND  {BENCH_HELP}; playable: {', '.join(playable_kinds())}"]
+        lines = textwrap.wrap(text, 96) + [""] + textwrap.wrap(
+            f"  --bench KIND  {BENCH_HELP}; playable: {', '.join(playable_kinds())}", 96, subsequent_indent=" " * 16)
         sys.stdout.write("\n" + "\n".join(lines) + "\n")
     raise typer.Exit(code)
 

@@ -1,0 +1,204 @@
+"""AppWorld as a ``Benchmark`` (``agentrig/benchmark.py``).
+
+    [benchmark] kind = "appworld", data, dataset, task_ids, num_tasks, python, workers,
+                execute_timeout_s, output_limit, random_seed            (settings.AppWorldSettings)
+
+Tasks: one group, ``appworld``; the selected dataset's tasks (``data.py``). Trials: ``episode.play_trial``
+in a pooled worker of AppWorld's own environment (``pool.py``, ``env.py``), judged by AppWorld's
+``world.evaluate()``. Agents: ``llm`` (our code agent), ``oracle``, ``noop``.
+
+The failure taxonomy reads the failed tests' requirements (AppWorld's own test names): a failed
+answer test is ``wrong_answer``; a failed "nothing else changed" test (``changed_model_names``,
+"other than", "no other") is ``collateral_change``; other failed tests ``wrong_state``; plus the
+terminations (``never_completed``, limits, format errors, context overflow, timeout). The action
+sequence for divergence is the trial's executed code, whitespace-normalised.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentrig.benchmark import Benchmark, Limits, Selection, literal_values, sha
+from agentrig.errors import ConfigError
+
+from .settings import AppWorldSettings
+
+GROUP = "appworld"
+
+FAILURE_CLASSES: dict[str, str] = {
+    "format_errors": "Format errors",
+    "limits_exceeded": "Limits exceeded (steps, cost, tokens)",
+    "context_overflow": "Context overflow",
+    "agent_timeout": "Trial timeout",
+    "never_completed": "Never completed the task",
+    "collateral_change": "Collateral change (changed what the task did not ask)",
+    "wrong_answer": "Wrong answer",
+    "wrong_state": "Wrong end state (a required change missing or wrong)",
+    "other": "Other",
+}
+VIEWER_HINTS: dict[str, Any] = {
+    "code_arguments": {"execute": "code"},
+    "events": {
+        "world.open": {"label": "world opened", "fields": ["seconds", "worker", "worker_trials"]},
+        "world.execute": {"label": "code ran", "fields": ["failed", "seconds", "output_chars", "completed"]},
+        "world.evaluate": {"label": "AppWorld evaluation", "fields": ["success", "num_tests", "completed", "seconds"],
+                           "table": "tests"},
+        "agent.stop": {"label": "agent stopped", "fields": ["termination", "detail"]},
+        "agent.format_error": {"label": "format error", "fields": ["problem"], "text": "reply"},
+    },
+}
+_COLLATERAL = re.compile(r"changed_model_names|other than|no other|nothing else|no model", re.I)
+_ANSWER = re.compile(r"\banswer", re.I)
+
+
+def task_hash(root: Path, task_id: str) -> str:
+    """What makes a task's trials comparable: its specs, its tests and its answer."""
+    folder = root / "data" / "tasks" / task_id
+    parts = []
+    for rel in ("specs.json", "ground_truth/evaluation.py", "ground_truth/test_data.json", "ground_truth/answer.json"):
+        p = folder / rel
+        parts.append(rel.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"") + b"\0")
+    return sha(b"".join(parts))
+
+
+def classify_failed_tests(names: list[str]) -> list[str]:
+    classes = []
+    for name in names:
+        c = "collateral_change" if _COLLATERAL.search(name) else "wrong_answer" if _ANSWER.search(name) else "wrong_state"
+        if c not in classes:
+            classes.append(c)
+    return classes
+
+
+class AppWorldBenchmark(Benchmark):
+    kind = "appworld"
+    settings_model = AppWorldSettings
+    agent_kinds = ("llm", "oracle", "noop")
+    failure_classes = FAILURE_CLASSES
+    component_names = ()
+    viewer_hints = VIEWER_HINTS
+
+    # -- tasks ------------------------------------------------------------------------------
+    def select(self, exp: Any, source: Path) -> Selection:
+        from .data import load_tasks, resolve_root
+
+        b = exp.benchmark
+        root = resolve_root(b.data, source.parent)
+        tasks = load_tasks(root, b.dataset, b.task_ids, b.num_tasks)
+        if not tasks:
+            raise ConfigError(f"{source}: the {b.dataset!r} dataset under {root} selects no task.\n"
+                              "  fix: check [benchmark] dataset / task_ids / num_tasks")
+        return Selection([(GROUP, t) for t in tasks], root, splits={GROUP: b.dataset})
+
+    def check(self, exp: Any, source: Path, selection: Selection) -> None:
+        from .env import check, resolve_python
+
+        status = check(resolve_python(exp.benchmark.python))
+        if not status.ok:
+            where = "[benchmark] python" if exp.benchmark.python else "the AppWorld environment"
+            raise ConfigError(f"{source}: {where}: {status.problem}.\n  fix: {status.fix}")
+
+    # -- arms -------------------------------------------------------------------------------
+    def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
+        return {"agent"} if arm.agent.kind == "llm" else set()
+
+    def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
+        if role == "agent":
+            return ("its agent kind is 'llm' (the AppWorld code agent)",
+                    "set `model` in [roles.agent] (or [channel]), or use a reference agent (kind = \"oracle\" / \"noop\")")
+        return super().role_reason(exp, role, arm, tasks)
+
+    # -- runs -------------------------------------------------------------------------------
+    def comparability(self, r: Any) -> dict[str, Any]:
+        b = r.exp.benchmark
+        return {"appworld": {"dataset": b.dataset, "execute_timeout_s": b.execute_timeout_s,
+                             "output_limit": b.output_limit, "random_seed": b.random_seed},
+                "tasks": {f"{g}/{t.id}": task_hash(Path(r.data_root), t.id) for g, t in r.tasks}}
+
+    def _run(self, r: Any) -> Any:
+        run = r.cache.get("appworld.run")
+        if run is None:
+            from .env import resolve_python
+            from .episode import AppWorldRun
+            from .pool import get_pool
+
+            b = r.exp.benchmark
+            pool = get_pool(resolve_python(b.python), Path(r.data_root), b.workers)
+            run = r.cache["appworld.run"] = AppWorldRun(pool, Path(r.data_root), b.execute_timeout_s, b.output_limit,
+                                                         b.random_seed)
+        return run
+
+    async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> Any:
+        from .episode import play_trial
+
+        return await play_trial(ctx, ctx.task, agent=arm.agent, run=self._run(r), limits=limits, attempt=attempt,
+                                plugins=arm.plugins)
+
+    def worker_data(self, r: Any) -> list[Path]:
+        data = Path(r.data_root) / "data"
+        return [data / "base_dbs", data / "api_docs", data / "datasets",
+                *[data / "tasks" / t.id for _, t in r.tasks]]
+
+    def relocate(self, r: Any, root: Path) -> None:
+        r.data_root = root
+        r.cache.pop("appworld.run", None)
+
+    # -- analysis ---------------------------------------------------------------------------
+    def classify(self, record: Any, context: Any) -> Any:
+        from agentrig.analysis.failures import FailureLabel
+
+        v = record.verdict
+        info = v.reward_info
+        failed_tests = [c.split("::", 1)[1] for c, x in (info.components if info else {}).items()
+                        if "::" in c and x is not None and x < 1]
+        classes: list[str] = []
+        evidence: dict[str, list[str]] = {}
+        if v.termination in FAILURE_CLASSES:
+            classes.append(v.termination)
+            evidence[v.termination] = [f"the agent phase ended with {v.termination}"]
+        for c in classify_failed_tests(failed_tests):
+            classes.append(c)
+            evidence[c] = [n for n in failed_tests if c == classify_failed_tests([n])[0]][:10]
+        if not classes:
+            classes, evidence = ["other"], {"other": [f"termination {v.termination}"]}
+        order = list(FAILURE_CLASSES)
+        classes = sorted(dict.fromkeys(classes), key=order.index)
+        return FailureLabel(primary=classes[0], secondary=classes[1:], classes=classes,
+                            components=[c for c in (info.components if info else {}) if "::" in c
+                                        and (info.components[c] or 0) < 1],
+                            termination=v.termination, evidence=evidence)
+
+    def action_sequence(self, record: Any) -> tuple:
+        out = []
+        for e in record.trajectory.events:
+            if e.plugin == "world" and e.kind == "execute":
+                out.append(("execute", sys.intern(" ".join(str(e.data.get("code", "")).split()))))
+        return tuple(out)
+
+    def task_values(self, config: dict) -> dict[str, list[str]]:
+        from .data import load_task
+
+        wanted = list((config.get("tasks") or {}).get(GROUP) or [])
+        root = config.get("data_root")
+        if not wanted or not root:
+            return super().task_values(config)
+        out: dict[str, list[str]] = {}
+        for task_id in wanted:
+            try:
+                task = load_task(Path(root), task_id)
+            except Exception:  # noqa: BLE001 - a task gone from the data: its id only
+                out[f"{GROUP}/{task_id}"] = [task_id]
+                continue
+            values = {task_id} | literal_values(task.instruction, prose=True)
+            values |= {v for v in task.supervisor.values() if len(v) >= 3}
+            out[f"{GROUP}/{task_id}"] = sorted(values)
+        return out
+
+    # -- commands ---------------------------------------------------------------------------
+    def tasks_app(self) -> Any:
+        from .commands import tasks_app
+
+        return tasks_app

@@ -1,0 +1,163 @@
+"""AppWorld's commands: ``agentrig appworld setup|doctor|synthetic`` and
+``agentrig tasks list|show --bench appworld``.
+
+    agentrig appworld setup [--env DIR]          # AppWorld's venv: pip install appworld, appworld install
+    agentrig appworld doctor [--data DIR]        # is the environment ready, is the data there, does a world open
+    agentrig appworld synthetic DIR              # a small synthetic data/ tree (no download; for trying it out)
+    agentrig tasks list --bench appworld [--data DIR] [--dataset dev]
+    agentrig tasks show --bench appworld TASK_ID [--data DIR]
+
+``agentrig doctor --bench appworld`` is the same check as ``agentrig appworld doctor``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from agentrig.cli_errors import user_errors
+from agentrig.errors import AgentrigError, ConfigError
+
+from . import env as aw_env
+from .data import DOWNLOAD_FIX, ENV_VAR, dataset_ids, load_task, load_tasks, resolve_root, root_problem
+from .settings import DATASETS
+
+out = Console(highlight=False)
+appworld_app = typer.Typer(help="AppWorld: its environment, a readiness check, synthetic data.", no_args_is_help=True,
+                           pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None)
+tasks_app = typer.Typer(help="AppWorld's tasks.", no_args_is_help=True, pretty_exceptions_enable=False,
+                        add_completion=False, rich_markup_mode=None)
+
+DataOpt = typer.Option(None, "--data", help=f"the AppWorld root holding data/ (default: ${ENV_VAR})")
+EnvOpt = typer.Option(None, "--env", help=f"the venv for AppWorld (default: ${aw_env.ENV_VAR} or ~/.cache/agentrig/appworld-env)")
+PythonOpt = typer.Option(None, "--python", help="the python of an AppWorld environment made another way")
+
+
+@appworld_app.command("setup")
+@user_errors
+def setup_command(env: Optional[Path] = EnvOpt,
+                  base_python: Optional[str] = typer.Option(None, "--base-python", help="the python >= 3.11 to make the venv with")) -> None:
+    """Make AppWorld's own environment: a venv, `pip install appworld`, `appworld install` (offline)."""
+    where = (env or aw_env.default_env()).expanduser().resolve()
+    out.print(f"AppWorld environment: {where}")
+    try:
+        status = aw_env.setup(where, base_python=base_python)
+    except (OSError, Exception) as exc:  # noqa: BLE001 - a failed pip or venv: say which step
+        raise AgentrigError(f"setting up the AppWorld environment at {where} failed: {exc}\n"
+                            "  fix: check that pip can reach the package index (pip config), then run the command again") from None
+    if not status.ok:
+        raise AgentrigError(f"{status.problem}\n  fix: {status.fix}")
+    out.print(f"ready: appworld {status.appworld} ({status.python})")
+    if env is not None and env.expanduser().resolve() != aw_env.default_env().resolve():
+        out.print(escape(f"use it with: export {aw_env.ENV_VAR}={where}   (or [benchmark] python = \"{status.python}\")"))
+
+
+@appworld_app.command("synthetic")
+@user_errors
+def synthetic_command(root: Path = typer.Argument(..., help="where to write data/ and synthetic.json"),
+                      python: Optional[str] = PythonOpt) -> None:
+    """Build a small synthetic AppWorld data/ tree with AppWorld's own models (five tasks over Simple Note)."""
+    from .synthetic import build
+
+    py = aw_env.resolve_python(python)
+    status = aw_env.check(py)
+    if not status.ok:
+        raise ConfigError(f"{status.problem}\n  fix: {status.fix}")
+    build(py, root)
+    out.print(f"wrote {root.resolve() / 'data'} (datasets: {', '.join(DATASETS)}); try: export {ENV_VAR}={root.resolve()}")
+
+
+def doctor(data: str | None, python: str | None, as_json: bool = False, console: Console | None = None) -> int:
+    """Check the AppWorld environment, the data, and that a world opens; print each problem's fix. 0: ready."""
+    console = console or out
+    checks: list[dict] = []
+    py = aw_env.resolve_python(python)
+    status = aw_env.check(py)
+    checks.append({"check": "environment", "ok": status.ok,
+                   "detail": f"appworld {status.appworld} at {py}" if status.ok else status.problem, "fix": status.fix})
+    root = None
+    try:
+        root = resolve_root(data)
+        ids = {d: len(dataset_ids(root, d)) for d in DATASETS if (root / "data" / "datasets" / f"{d}.txt").is_file()}
+        checks.append({"check": "data", "ok": bool(ids), "detail": f"{root}/data: " + ", ".join(f"{d} {n}" for d, n in ids.items()),
+                       "fix": None if ids else DOWNLOAD_FIX})
+    except AgentrigError as exc:
+        checks.append({"check": "data", "ok": False, "detail": str(exc).split("\n")[0], "fix": DOWNLOAD_FIX})
+    if status.ok and root is not None and checks[-1]["ok"]:
+        checks.append(_world_check(py, root))
+    ok = all(c["ok"] for c in checks)
+    if as_json:
+        sys.stdout.write(json.dumps({"ok": ok, "checks": checks}, indent=2) + "\n")
+    else:
+        for c in checks:
+            mark = "[green]ok[/]  " if c["ok"] else "[red]FAIL[/]"
+            console.print(f"{mark} {escape(c['check'])}: {escape(str(c['detail']))}", soft_wrap=True)
+            if not c["ok"] and c.get("fix"):
+                console.print(f"      fix: {escape(c['fix'])}", soft_wrap=True)
+        console.print("AppWorld is ready." if ok else "AppWorld is not ready (see the fixes above).")
+    return 0 if ok else 1
+
+
+def _world_check(python: Path, root: Path) -> dict:
+    from .pool import EngineError, WorkerError, WorkerPool
+
+    first = next((i for d in DATASETS if (root / "data" / "datasets" / f"{d}.txt").is_file()
+                  for i in dataset_ids(root, d)), None)
+    if first is None:
+        return {"check": "world", "ok": False, "detail": "no task listed in any dataset", "fix": DOWNLOAD_FIX}
+
+    async def probe() -> dict:
+        pool = WorkerPool(python, root, 1)
+        try:
+            async with pool.lease() as w:
+                opened = await w.call("open", task_id=first, exec_timeout_s=30, timeout_s=120)
+                await w.call("execute", code="apis.supervisor.show_profile()", timeout_s=60)
+                return {"check": "world", "ok": True, "fix": None,
+                        "detail": f"task {first} opened in {opened.get('open_s', 0):.2f} s (worker import "
+                                  f"{w.info.get('import_s')} s)"}
+        finally:
+            pool.close()
+
+    try:
+        return asyncio.run(probe())
+    except (WorkerError, EngineError) as exc:
+        return {"check": "world", "ok": False, "detail": f"task {first} did not open: {exc}",
+                "fix": f"{aw_env.SETUP_FIX}; if it persists, download the data again ({DOWNLOAD_FIX})"}
+
+
+@appworld_app.command("doctor")
+@user_errors
+def doctor_command(data: Optional[str] = DataOpt, python: Optional[str] = PythonOpt,
+                   as_json: bool = typer.Option(False, "--json", help="print the checks as JSON")) -> None:
+    """Say whether AppWorld's environment and data are ready, and how to fix each problem."""
+    raise typer.Exit(doctor(data, python, as_json))
+
+
+@tasks_app.command("list")
+@user_errors
+def list_command(data: Optional[str] = DataOpt,
+                 dataset: str = typer.Option("dev", "--dataset", help=f"one of {', '.join(DATASETS)}")) -> None:
+    """List a dataset's tasks: id, scenario, difficulty, apps, instruction."""
+    root = resolve_root(data)
+    for t in load_tasks(root, dataset):
+        out.print(f"{t.id}  scenario {t.scenario}  difficulty {t.difficulty}  apps {t.num_apps}  {t.instruction[:90]}")
+
+
+@tasks_app.command("show")
+@user_errors
+def show_command(task_id: str = typer.Argument(...), data: Optional[str] = DataOpt) -> None:
+    """Show one task in full (as JSON)."""
+    root = resolve_root(data)
+    if not (root / "data" / "tasks" / task_id).is_dir():
+        raise ConfigError(f"no task {task_id!r} under {root}/data/tasks.\n  fix: list them with `agentrig tasks list --bench appworld`")
+    sys.stdout.write(json.dumps(load_task(root, task_id).model_dump(), indent=2, ensure_ascii=False) + "\n")
+
+
+__all__ = ["appworld_app", "doctor", "root_problem", "tasks_app"]

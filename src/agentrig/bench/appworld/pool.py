@@ -1,0 +1,250 @@
+"""Pooled AppWorld workers: processes in AppWorld's venv (``engine/worker.py``), one world each.
+
+    pool = get_pool(python, data_root, size)       # one pool per (python, data root) per process
+    async with pool.lease() as worker:             # an idle worker (started when none is free)
+        await worker.call("open", task_id=…)       # → the answer's dict
+        await worker.call("execute", code=…, timeout_s=…)
+
+A worker is started once and reused trial after trial (the import of AppWorld, ~1 s, is paid once);
+each trial opens its task's world anew, which resets it. Requests are JSON lines over the worker's
+pipes, one at a time.
+
+Faults of the worker are infrastructure faults (``WorkerError``): the process died or closed its
+pipe, an answer was not JSON, or a request outlived its timeout (the worker is then killed: a
+hung world). The trial that met one is invalid and replayed; the worker is discarded and the
+pool starts a fresh one for the next lease. An error the engine itself raised while answering
+(an unknown task id …) is an ``EngineError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .env import ENGINE_DIR
+
+WORKER_SCRIPT = ENGINE_DIR / "worker.py"
+START_TIMEOUT_S = 180.0  # importing AppWorld on a busy machine
+LINE_LIMIT = 64 * 1024 * 1024
+# the threads that wait on workers' pipes (one per request in flight: at most the pools' sizes)
+_EXECUTOR = ThreadPoolExecutor(max_workers=64, thread_name_prefix="appworld-pipe")
+
+
+class WorkerError(Exception):
+    """The worker process failed (died, hung, garbled its answer): an infrastructure fault."""
+
+
+class EngineError(Exception):
+    """AppWorld answered a request with an error of its own (``trace``: its traceback)."""
+
+    def __init__(self, message: str, trace: str = ""):
+        super().__init__(message)
+        self.trace = trace
+
+
+class Worker:
+    """One worker process. Its pipes are plain blocking pipes read with ``select`` in a thread of
+    the pool's executor, not asyncio transports: a worker outlives the event loop of the run
+    that started it (``run_command`` in tests and notebooks runs one loop per run)."""
+
+    def __init__(self, proc: subprocess.Popen, info: dict):
+        self.proc = proc
+        self.info = info
+        self.pid = proc.pid
+        self.next_id = 0
+        self.broken: str | None = None
+        self.trials = 0
+        self._buf = b""
+
+    @classmethod
+    async def start(cls, python: Path, data_root: Path) -> "Worker":
+        return await asyncio.get_running_loop().run_in_executor(_EXECUTOR, cls._start, python, data_root)
+
+    @classmethod
+    def _start(cls, python: Path, data_root: Path) -> "Worker":
+        try:
+            proc = subprocess.Popen([str(python), "-u", str(WORKER_SCRIPT), str(data_root)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except OSError as exc:
+            raise WorkerError(f"the AppWorld worker could not start ({python}: {exc})") from None
+        worker = cls(proc, {})
+        try:
+            info = json.loads(worker._readline(START_TIMEOUT_S, "start") or b"{}")
+        except (WorkerError, ValueError):
+            info = {}
+        if not info.get("ready"):
+            _kill(proc)
+            why = info.get("error") or ("it exited" if proc.poll() is not None else "no ready line")
+            raise WorkerError(f"the AppWorld worker did not start: {why}")
+        worker.info = info
+        return worker
+
+    def _readline(self, timeout_s: float, op: str) -> bytes:
+        """One line from the worker within ``timeout_s`` (b"" at end of file)."""
+        deadline = time.monotonic() + timeout_s
+        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(op)
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                line, self._buf = self._buf, b""
+                return line
+            self._buf += chunk
+            if len(self._buf) > LINE_LIMIT:
+                raise ValueError("an answer over the line limit")
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line + b"\n"
+
+    def _roundtrip(self, line: bytes, timeout_s: float, op: str) -> bytes:
+        self.proc.stdin.write(line)  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+        return self._readline(timeout_s, op)
+
+    async def call(self, op: str, *, timeout_s: float = 60.0, **args: Any) -> dict:
+        """One request and its answer. WorkerError: the worker failed (it is killed); EngineError:
+        AppWorld raised an error answering (the worker stays usable)."""
+        if self.broken:
+            raise WorkerError(self.broken)
+        self.next_id += 1
+        rid = self.next_id
+        line = (json.dumps({"id": rid, "op": op, **args}) + "\n").encode()
+        try:
+            raw = await asyncio.get_running_loop().run_in_executor(_EXECUTOR, self._roundtrip, line, timeout_s, op)
+        except TimeoutError:
+            self._fail(f"the AppWorld worker (pid {self.pid}) did not answer `{op}` within {timeout_s:g} s (killed)")
+        except BrokenPipeError:
+            raw = b""  # it died before it could read the request: said below as an exit
+        except (OSError, ValueError) as exc:  # a failed read, a line over the limit
+            self._fail(f"the AppWorld worker (pid {self.pid}) failed during `{op}`: {type(exc).__name__}: {exc}")
+        if not raw:
+            self._fail(f"the AppWorld worker (pid {self.pid}) exited during `{op}` (exit code {self._exit_code()})")
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            self._fail(f"the AppWorld worker (pid {self.pid}) sent an unreadable answer to `{op}`")
+        if answer.get("id") != rid:
+            self._fail(f"the AppWorld worker (pid {self.pid}) answered request {answer.get('id')}, not {rid}")
+        if not answer.get("ok"):
+            raise EngineError(str(answer.get("error") or "error"), str(answer.get("trace") or ""))
+        return answer
+
+    def _exit_code(self) -> int | None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return self.proc.wait(2.0)
+        return None
+
+    def _fail(self, why: str) -> None:
+        self.broken = why
+        _kill(self.proc)
+        raise WorkerError(why)
+
+    def alive(self) -> bool:
+        return self.broken is None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        _kill(self.proc)
+
+
+def _kill(proc: Any) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+    for pipe in (proc.stdin, proc.stdout):
+        with contextlib.suppress(OSError):
+            if pipe is not None:
+                pipe.close()
+
+
+class WorkerPool:
+    """Up to ``size`` workers, started on demand and reused; trials wait for a free one."""
+
+    def __init__(self, python: Path, data_root: Path, size: int):
+        self.python, self.data_root, self.size = python, data_root, size
+        self.idle: list[Worker] = []
+        self.started = 0  # workers ever started (figures and tests)
+        self.discarded = 0
+        self._slots: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.all: set[Worker] = set()
+
+    def _bind(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._loop is not loop:  # a semaphore belongs to one event loop
+            self._slots, self._loop = asyncio.Semaphore(self.size), loop
+        return self._slots
+
+    @contextlib.asynccontextmanager
+    async def lease(self) -> AsyncIterator[Worker]:
+        slots = self._bind()
+        async with slots:
+            worker = None
+            while self.idle and worker is None:
+                w = self.idle.pop()
+                if w.alive():
+                    worker = w
+                else:
+                    self._discard(w)
+            if worker is None:
+                worker = await Worker.start(self.python, self.data_root)
+                self.started += 1
+                self.all.add(worker)
+            try:
+                yield worker
+            finally:
+                worker.trials += 1
+                if worker.alive():
+                    self.idle.append(worker)
+                else:
+                    self._discard(worker)
+
+    def _discard(self, worker: Worker) -> None:
+        worker.kill()
+        self.all.discard(worker)
+        self.discarded += 1
+
+    def close(self) -> None:
+        for w in list(self.all):
+            w.kill()
+        self.all.clear()
+        self.idle.clear()
+
+
+_POOLS: dict[tuple[str, str], WorkerPool] = {}
+
+
+def get_pool(python: Path, data_root: Path, size: int) -> WorkerPool:
+    key = (str(python), str(data_root))
+    pool = _POOLS.get(key)
+    if pool is None:
+        pool = _POOLS[key] = WorkerPool(python, data_root, size)
+    if size != pool.size:  # the next run's setting (a new semaphore at its first lease)
+        pool.size, pool._slots = size, None
+        while len(pool.idle) > size:
+            pool._discard(pool.idle.pop(0))
+    return pool
+
+
+@atexit.register
+def close_pools() -> None:
+    """Kill every worker this process started (they are in their own process groups)."""
+    for pool in _POOLS.values():
+        pool.close()

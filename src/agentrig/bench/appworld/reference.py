@@ -1,0 +1,64 @@
+"""The agent of one AppWorld trial, as the arm's ``agent`` settings say, and the reference agents.
+
+- ``kind = "llm"``: the code agent (``agent.CodeAgent``), native or text tool mode;
+- ``kind = "oracle"``: plays the task's ground-truth solution (the body of ``solution(apis,
+  requester)`` in ``ground_truth/compiled_solution.py``, else ``solution.py``; AppWorld ships them
+  for train and dev) as one execution, recorded as the native mode records a step (an assistant
+  message with one ``execute`` call, then its output). A task without a solution: an
+  ``oracle``/``no_solution`` event and nothing runs;
+- ``kind = "noop"``: runs nothing (AppWorld's no-op baseline: only tests labelled ``no_op_pass``
+  can pass).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentrig.agents.base import AgentSettings
+from agentrig.errors import ConfigError
+from agentrig.types import Message, ToolCall
+
+from . import prompts as texts
+from .data import solution_code
+
+APPWORLD_KINDS = ("llm", "oracle", "noop")
+
+
+class OracleAgent:
+    def __init__(self, session: Any, root: Any):
+        self.session, self.root = session, root
+
+    async def run(self, session: Any = None) -> None:
+        s = self.session
+        code = solution_code(self.root, s.task.id)
+        if code is None:
+            s.ctx.event("oracle", "no_solution", task=s.task.id)
+            return
+        call = ToolCall(id="oracle-1", name=texts.TOOL_NAME, arguments={"code": code},
+                        arguments_raw=json.dumps({"code": code}))
+        s.add(Message(role="assistant", content="", tool_calls=[call]))
+        result = await s.execute(code)
+        s.add(Message(role="tool", content=texts.observation(result.output, result.omitted_chars),
+                      tool_call_id=call.id, requestor="assistant", error=result.failed))
+
+
+class NoopAgent:
+    async def run(self, session: Any = None) -> None:
+        return None
+
+
+def build_appworld_agent(settings: AgentSettings, session: Any, run: Any) -> Any:
+    kind = settings.kind
+    if kind == "llm":
+        if session.ctx.channel is None:
+            raise ConfigError("agent kind 'llm' needs a model, but the trial has no channel "
+                              "(fix: configure [channel] / [roles.agent] with a base URL and a model)")
+        from .agent import CodeAgent
+
+        return CodeAgent(settings, session)
+    if kind == "oracle":
+        return OracleAgent(session, run.data_root)
+    if kind == "noop":
+        return NoopAgent()
+    raise ConfigError(f"agent setting `kind`: {kind!r} cannot play AppWorld tasks (fix: use one of {', '.join(APPWORLD_KINDS)})")

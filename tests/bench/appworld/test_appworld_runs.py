@@ -1,0 +1,257 @@
+"""AppWorld through the real stack (issue 25 acceptance): experiment TOML → the runner → our code
+agent → the channel → a real local endpoint that plays each synthetic task's code → pooled
+workers in AppWorld's own venv → AppWorld's own ``world.evaluate()`` → the SQLite store.
+
+- ``oracle`` passes every task; ``noop`` fails every task but the lenient one;
+- the LLM code agent solves every task in native and text mode;
+- a wrong answer and a collateral change fail, with AppWorld's own test names (the evaluation's
+  requirements), classified ``wrong_answer`` / ``collateral_change``;
+- 20% channel faults (429 / 500 / malformed) change no verdict;
+- a worker killed in the middle of a trial makes it invalid, and it is replayed (valid);
+- SIGKILL of ``agentrig run``, then the same command: every trial stored once.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from agentrig.benchmark import get_benchmark
+from agentrig.commands.run import run_command
+from agentrig.store.store import Store
+from agentrig.testing.appworld_endpoint import AppWorldEndpoint
+from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
+
+KEY_ENV = "AGENTRIG_APPWORLD_TEST_KEY"
+KEY = "sk-appworld-test-5d1f0c9a7e"
+LENIENT = "8d4f3ab_1"
+ARMS = {  # arm → (agent table, model)
+    "oracle": ('{ kind = "oracle" }', None),
+    "noop": ('{ kind = "noop" }', None),
+    "native": ('{ kind = "llm" }', "appworld-solution"),
+    "text": ('{ kind = "llm", tool_mode = "text" }', "appworld-solution"),
+    "wrong": ('{ kind = "llm" }', "appworld-wrong_answer"),
+    "collateral": ('{ kind = "llm" }', "appworld-collateral"),
+}
+
+
+def experiment(path: Path, name: str, root: Path, python: Path, base_url: str, arms: dict, *, dataset: str = "dev",
+               trials: int = 1, concurrency: int = 4, workers: int = 2, extra: str = "") -> Path:
+    blocks = []
+    for arm, (agent, model) in arms.items():
+        roles = f'\nroles = {{ agent = {{ model = "{model}" }} }}' if model else ""
+        blocks.append(f'[[arms]]\nname = "{arm}"\nagent = {agent}{roles}\n')
+    path.write_text(textwrap.dedent(f"""\
+        name = "{name}"
+        [benchmark]
+        kind = "appworld"
+        data = "{root}"
+        dataset = "{dataset}"
+        python = "{python}"
+        workers = {workers}
+        [run]
+        trials = {trials}
+        concurrency = {concurrency}
+        max_invalid_retries = 3
+        {extra}
+        [channel]
+        base_url = "{base_url}"
+        api_key_env = "{KEY_ENV}"
+        max_attempts = 10
+        [roles.agent]
+        model = "appworld-solution"
+        """) + "\n".join(blocks), encoding="utf-8")
+    return path
+
+
+def records(run_dir: Path, valid: bool | None = True) -> list:
+    with Store.open(run_dir / "trials.sqlite", create=False) as store:
+        return list(store.records(valid=valid))
+
+
+def outcomes(run_dir: Path) -> dict[tuple[str, str, int], float]:
+    return {(r.key.arm, r.key.task_id, r.key.trial): r.verdict.reward for r in records(run_dir)}
+
+
+def failed_tests(record) -> list[str]:
+    ev = next(e for e in record.trajectory.events if e.plugin == "world" and e.kind == "evaluate")
+    return [t["test"] for t in ev.data["tests"] if not t["passed"]]
+
+
+@pytest.fixture(scope="module")
+def clean_and_faulty(tmp_path_factory, synthetic_root, appworld_python):
+    tmp = tmp_path_factory.mktemp("aw-runs")
+    os.environ[KEY_ENV] = KEY
+    runs = {}
+    try:
+        for label, rate in (("clean", 0.0), ("faulty", 0.2)):
+            endpoint = AppWorldEndpoint(synthetic_root, api_key=KEY, fault_rate=rate, seed=11)
+            with ThreadedFakeEndpoint(endpoint=endpoint) as served:
+                arms = ARMS if label == "clean" else {k: v for k, v in ARMS.items() if v[1]}
+                exp = experiment(tmp / f"{label}.toml", label, synthetic_root, appworld_python, served.base_url, arms)
+                run_dir = tmp / label
+                assert run_command(exp, run_dir=run_dir, as_json=True, out=Console(file=io.StringIO())) == 0
+                runs[label] = run_dir
+        yield runs
+    finally:
+        os.environ.pop(KEY_ENV, None)
+
+
+def test_reference_and_llm_agents_through_the_engine(clean_and_faulty, synthetic_root):
+    from agentrig.bench.appworld.synthetic import load
+
+    tasks = set(load(synthetic_root)["tasks"])
+    got = outcomes(clean_and_faulty["clean"])
+    assert {t for (_a, t, _i) in got} == tasks
+    for task in tasks:
+        assert got[("oracle", task, 0)] == 1.0, task
+        assert got[("noop", task, 0)] == (1.0 if task == LENIENT else 0.0), task
+        assert got[("native", task, 0)] == 1.0 and got[("text", task, 0)] == 1.0, task
+        assert got[("wrong", task, 0)] == 0.0 and got[("collateral", task, 0)] == 0.0, task
+    for r in records(clean_and_faulty["clean"]):
+        if r.key.arm in ("oracle", "native", "text"):
+            assert r.verdict.termination == "completed" and r.verdict.reward_info.components["task_goal_completion"] == 1.0
+        if r.key.arm == "text":  # one python block per reply, each run in the world, no format errors
+            assert r.trajectory.counters.get("format_errors", 0) == 0
+            assert sum(1 for e in r.trajectory.events if e.kind == "execute") == 3
+
+
+def test_wrong_answer_and_collateral_change_fail_with_appworld_test_names(clean_and_faulty):
+    bench = get_benchmark("appworld")
+    by = {(r.key.arm, r.key.task_id): r for r in records(clean_and_faulty["clean"])}
+    wrong = by[("wrong", "6b2d1ef_1")]
+    assert failed_tests(wrong) == ["assert the answer matches the number of notes with the tag"]
+    assert bench.classify(wrong, None).primary == "wrong_answer"
+    assert "6b2d1ef_1::assert the answer matches the number of notes with the tag" in wrong.verdict.reward_info.components
+    note = by[("wrong", "5a1c0de_1")]
+    assert failed_tests(note) == ["assert the added note has the requested title and content"]
+    assert bench.classify(note, None).primary == "wrong_state"
+    for task in ("5a1c0de_1", "5a1c0de_2", "6b2d1ef_1"):
+        collateral = by[("collateral", task)]
+        names = failed_tests(collateral)
+        assert names and all(n.startswith("assert no model other than") for n in names), (task, names)
+        assert bench.classify(collateral, None).primary == "collateral_change"
+    noop = by[("noop", "5a1c0de_1")]
+    label = bench.classify(noop, None)
+    assert label.primary == "never_completed" and "wrong_state" in label.secondary
+
+
+def test_channel_faults_change_no_verdict(clean_and_faulty):
+    clean, faulty = outcomes(clean_and_faulty["clean"]), outcomes(clean_and_faulty["faulty"])
+    assert faulty and all(faulty[k] == clean[k] for k in faulty)
+    recs = records(clean_and_faulty["faulty"], valid=None)
+    assert all(r.verdict.valid for r in recs)
+    retries = sum(len(c.attempts) - 1 for r in recs for c in r.trajectory.model_calls)
+    assert retries > 0
+
+
+def _kill_workers_of(pid: int) -> int:
+    killed = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid and any(part.endswith(b"engine/worker.py") for part in cmd):
+            os.kill(int(proc.name), signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+class _Killer:
+    """Wraps the endpoint's responder: the first agent request of the victim task's first attempt
+    kills this process's AppWorld workers (its trial's world dies mid-trial)."""
+
+    def __init__(self, inner, victim: str):
+        self.inner, self.victim, self.killed = inner, victim, 0
+
+    def __call__(self, body, headers=None):
+        from agentrig.testing._fake_server import REQUEST_HEADERS
+
+        headers = headers if headers is not None else REQUEST_HEADERS.get()
+        if (headers or {}).get("X-Agentrig-Task") == self.victim and not self.killed:
+            msgs = body.get("messages") or []
+            if any(m.get("role") == "tool" for m in msgs):  # after its first execution
+                self.killed = _kill_workers_of(os.getpid())
+                time.sleep(0.2)
+        return self.inner(body, headers)
+
+
+def test_a_killed_worker_makes_the_trial_invalid_and_it_is_replayed(tmp_path, synthetic_root, appworld_python):
+    os.environ[KEY_ENV] = KEY
+    try:
+        endpoint = AppWorldEndpoint(synthetic_root, api_key=KEY)
+        killer = _Killer(endpoint.scripts, "7c3e2fa_1")
+        endpoint.responder = killer
+        with ThreadedFakeEndpoint(endpoint=endpoint) as served:
+            arms = {"native": ARMS["native"]}
+            exp = experiment(tmp_path / "k.toml", "killed", synthetic_root, appworld_python, served.base_url, arms,
+                             dataset="train", concurrency=1, workers=1)
+            assert run_command(exp, run_dir=tmp_path / "run", as_json=True, out=Console(file=io.StringIO())) == 0
+    finally:
+        os.environ.pop(KEY_ENV, None)
+    assert killer.killed >= 1
+    every = records(tmp_path / "run", valid=None)
+    invalid = [r for r in every if not r.verdict.valid]
+    assert [r.key.task_id for r in invalid] == ["7c3e2fa_1"]
+    assert invalid[0].verdict.termination == "worker_error" and "exited" in invalid[0].verdict.invalid_cause
+    valid = {r.key.task_id: r for r in every if r.verdict.valid}
+    assert set(valid) == {"5a1c0de_1", "6b2d1ef_1", "7c3e2fa_1"}
+    assert all(r.verdict.reward == 1.0 for r in valid.values())
+    assert valid["7c3e2fa_1"].attempt == 1
+
+
+def _valid_count(db: Path) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return conn.execute("SELECT count(*) FROM trials WHERE valid = 1").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def test_sigkill_of_the_runner_then_resume_stores_every_trial_once(tmp_path, synthetic_root, appworld_python):
+    env = {**os.environ, KEY_ENV: KEY}
+    endpoint = AppWorldEndpoint(synthetic_root, api_key=KEY, delay_s=0.15)
+    with ThreadedFakeEndpoint(endpoint=endpoint) as served:
+        exp = experiment(tmp_path / "kill.toml", "kill", synthetic_root, appworld_python, served.base_url,
+                         {"native": ARMS["native"]}, trials=3, concurrency=2, workers=2)
+        db = tmp_path / "runs" / "kill" / "trials.sqlite"
+        exe = str(Path(sys.executable).with_name("agentrig"))
+        proc = subprocess.Popen([exe, "run", str(exp), "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        deadline = time.monotonic() + 180
+        while _valid_count(db) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, f"the run ended before the kill: {proc.stderr.read()[-2000:]}"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        with Store.open(db, create=False) as store:
+            before = {r.key: r.started_at for r in store.verdict_rows(valid=True)}
+        planned = {("native", t, i) for t in ("5a1c0de_1", "6b2d1ef_1", "7c3e2fa_1", "5a1c0de_2", "8d4f3ab_1")
+                   for i in range(3)}
+        assert 3 <= len(before) < len(planned)
+        done = subprocess.run([exe, "run", str(exp), "--json"], capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    every = records(db.parent, valid=True)
+    keys = [(r.key.arm, r.key.task_id, r.key.trial) for r in every]
+    assert sorted(keys) == sorted(planned) and len(keys) == len(set(keys))
+    assert all(r.verdict.reward == 1.0 for r in every)
+    with Store.open(db, create=False) as store:
+        after = {r.key: r.started_at for r in store.verdict_rows(valid=True)}
+    assert all(after[k] == v for k, v in before.items())
