@@ -124,6 +124,7 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
                          usage=u.role_usage(calls, plan.prices), reruns=u.reruns(valid, n),
                          retries=u.retry_effect(valid))
     result.consistency = rank(extracts.consistency.results())
+    result.benchmark = tables.bench.arm_figures(rows, n)
     if extracts.memory is not None:
         result.memory = extracts.memory.figures(arm, modes)
     if tables.loaded is not None:

@@ -218,6 +218,7 @@ class ArmAnalysis(_M):
     failures: Taxonomy | None = None
     failures_by_domain: dict[str, Taxonomy] = {}
     memory: MemoryFigures | None = None
+    benchmark: dict[str, float | None] = {}  # the benchmark's own figures (Benchmark.arm_figures)
 
 
 class Analysis(_M):

@@ -146,6 +146,19 @@ def test_wrong_answer_and_collateral_change_fail_with_appworld_test_names(clean_
     assert label.primary == "never_completed" and "wrong_state" in label.secondary
 
 
+def test_analyze_shows_task_and_scenario_goal_completion(clean_and_faulty):
+    exe = str(Path(sys.executable).with_name("agentrig"))
+    done = subprocess.run([exe, "analyze", str(clean_and_faulty["clean"]), "--json"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+
+    arms = json.loads(done.stdout)["arms"]
+    assert arms["oracle"]["benchmark"] == {"task goal completion": 1.0, "scenario goal completion": 1.0}
+    # noop passes the lenient task only: 1 of 5 tasks, 1 of 4 scenarios
+    assert arms["noop"]["benchmark"] == pytest.approx({"task goal completion": 0.2, "scenario goal completion": 0.25})
+
+
 def test_channel_faults_change_no_verdict(clean_and_faulty):
     clean, faulty = outcomes(clean_and_faulty["clean"]), outcomes(clean_and_faulty["faulty"])
     assert faulty and all(faulty[k] == clean[k] for k in faulty)
@@ -155,7 +168,7 @@ def test_channel_faults_change_no_verdict(clean_and_faulty):
     assert retries > 0
 
 
-def _kill_workers_of(pid: int) -> int:
+def _kill_workers_of(pid: int, sig: int) -> int:
     killed = 0
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -167,17 +180,17 @@ def _kill_workers_of(pid: int) -> int:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         if ppid == pid and any(part.endswith(b"engine/worker.py") for part in cmd):
-            os.kill(int(proc.name), signal.SIGKILL)
+            os.kill(int(proc.name), sig)
             killed += 1
     return killed
 
 
 class _Killer:
     """Wraps the endpoint's responder: the first agent request of the victim task's first attempt
-    kills this process's AppWorld workers (its trial's world dies mid-trial)."""
+    kills (``sig`` SIGKILL) or freezes (SIGSTOP: a hung world) this process's AppWorld workers."""
 
-    def __init__(self, inner, victim: str):
-        self.inner, self.victim, self.killed = inner, victim, 0
+    def __init__(self, inner, victim: str, sig: int = signal.SIGKILL):
+        self.inner, self.victim, self.sig, self.killed = inner, victim, sig, 0
 
     def __call__(self, body, headers=None):
         from agentrig.testing._fake_server import REQUEST_HEADERS
@@ -186,21 +199,26 @@ class _Killer:
         if (headers or {}).get("X-Agentrig-Task") == self.victim and not self.killed:
             msgs = body.get("messages") or []
             if any(m.get("role") == "tool" for m in msgs):  # after its first execution
-                self.killed = _kill_workers_of(os.getpid())
+                self.killed = _kill_workers_of(os.getpid(), self.sig)
                 time.sleep(0.2)
         return self.inner(body, headers)
 
 
-def test_a_killed_worker_makes_the_trial_invalid_and_it_is_replayed(tmp_path, synthetic_root, appworld_python):
+@pytest.mark.parametrize("sig,cause", [(signal.SIGKILL, "exited"), (signal.SIGSTOP, "did not answer")])
+def test_a_killed_or_hung_worker_makes_the_trial_invalid_and_it_is_replayed(tmp_path, synthetic_root, appworld_python,
+                                                                              sig, cause):
     os.environ[KEY_ENV] = KEY
     try:
         endpoint = AppWorldEndpoint(synthetic_root, api_key=KEY)
-        killer = _Killer(endpoint.scripts, "7c3e2fa_1")
+        killer = _Killer(endpoint.scripts, "7c3e2fa_1", sig)
         endpoint.responder = killer
         with ThreadedFakeEndpoint(endpoint=endpoint) as served:
             arms = {"native": ARMS["native"]}
             exp = experiment(tmp_path / "k.toml", "killed", synthetic_root, appworld_python, served.base_url, arms,
-                             dataset="train", concurrency=1, workers=1)
+                             dataset="train", concurrency=1, workers=1,
+                             extra="")
+            text = exp.read_text().replace("workers = 1", "workers = 1\nexecute_timeout_s = 2\nworker_grace_s = 2")
+            exp.write_text(text)
             assert run_command(exp, run_dir=tmp_path / "run", as_json=True, out=Console(file=io.StringIO())) == 0
     finally:
         os.environ.pop(KEY_ENV, None)
@@ -208,7 +226,7 @@ def test_a_killed_worker_makes_the_trial_invalid_and_it_is_replayed(tmp_path, sy
     every = records(tmp_path / "run", valid=None)
     invalid = [r for r in every if not r.verdict.valid]
     assert [r.key.task_id for r in invalid] == ["7c3e2fa_1"]
-    assert invalid[0].verdict.termination == "worker_error" and "exited" in invalid[0].verdict.invalid_cause
+    assert invalid[0].verdict.termination == "worker_error" and cause in invalid[0].verdict.invalid_cause
     valid = {r.key.task_id: r for r in every if r.verdict.valid}
     assert set(valid) == {"5a1c0de_1", "6b2d1ef_1", "7c3e2fa_1"}
     assert all(r.verdict.reward == 1.0 for r in valid.values())

@@ -117,3 +117,18 @@ def test_settings_are_checked():
         model.model_validate({"kind": "appworld", "dataset": "everything"})
     with pytest.raises(Exception, match="extra"):
         model.model_validate({"kind": "appworld", "split": "dev"})
+
+
+def test_task_and_scenario_goal_completion_per_rerun():
+    from types import SimpleNamespace as Row
+
+    from agentrig.bench.appworld.goals import goal_completion
+
+    rows = [Row(task_id=t, trial=i, valid=True, reward=r) for t, i, r in (
+        ("aaa1111_1", 0, 1.0), ("aaa1111_2", 0, 1.0), ("bbb2222_1", 0, 0.0),   # rerun 0: TGC 2/3, SGC 1/2
+        ("aaa1111_1", 1, 1.0), ("aaa1111_2", 1, 0.0), ("bbb2222_1", 1, 1.0))]  # rerun 1: TGC 2/3, SGC 1/2
+    rows.append(Row(task_id="bbb2222_1", trial=2, valid=False, reward=0.0))    # rerun 2: nothing valid
+    got = goal_completion(rows, 3)
+    assert got["task goal completion"] == pytest.approx(2 / 3)
+    assert got["scenario goal completion"] == pytest.approx(0.5)
+    assert goal_completion([], 2) == {"task goal completion": None, "scenario goal completion": None}

@@ -128,7 +128,7 @@ class AppWorldBenchmark(Benchmark):
             b = r.exp.benchmark
             pool = get_pool(resolve_python(b.python), Path(r.data_root), b.workers)
             run = r.cache["appworld.run"] = AppWorldRun(pool, Path(r.data_root), b.execute_timeout_s, b.output_limit,
-                                                         b.random_seed)
+                                                         b.random_seed, b.worker_grace_s)
         return run
 
     async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> Any:
@@ -170,6 +170,12 @@ class AppWorldBenchmark(Benchmark):
                             components=[c for c in (info.components if info else {}) if "::" in c
                                         and (info.components[c] or 0) < 1],
                             termination=v.termination, evidence=evidence)
+
+    def arm_figures(self, rows: list[Any], n: int) -> dict[str, float | None]:
+        """Task and scenario goal completion, as AppWorld defines them (``goals.py``)."""
+        from .goals import goal_completion
+
+        return goal_completion(rows, n)
 
     def action_sequence(self, record: Any) -> tuple:
         out = []

@@ -46,7 +46,7 @@ from .pool import EngineError, WorkerError, WorkerPool
 CODE_EVENT_CHARS = 4000
 OPEN_TIMEOUT_S = 120.0
 EVAL_TIMEOUT_S = 300.0
-MARGIN_S = 30.0  # beyond AppWorld's own execution timeout before a worker counts as hung
+MARGIN_S = 30.0  # default [benchmark] worker_grace_s: beyond AppWorld's own execution timeout, a worker is hung
 TGC = "task_goal_completion"
 
 
@@ -59,6 +59,7 @@ class AppWorldRun:
     execute_timeout_s: int = 100
     output_limit: int = 20000
     random_seed: int = 100
+    grace_s: float = MARGIN_S
 
 
 @dataclass
@@ -75,6 +76,7 @@ class SessionSettings:
     limits: Limits
     execute_timeout_s: int
     output_limit: int
+    grace_s: float = MARGIN_S
 
 
 def clip(text: str, limit: int) -> tuple[str, int]:
@@ -114,10 +116,10 @@ class AppWorldSession:
         self.steps += 1
         self.ctx.trajectory.bump("executions")
         answer = await self.worker.call("execute", code=code,
-                                        timeout_s=self.settings.execute_timeout_s + MARGIN_S)
+                                        timeout_s=self.settings.execute_timeout_s + self.settings.grace_s)
         output = str(answer.get("output", ""))
         failed = output.lstrip().startswith(texts.FAILED)
-        done = await self.worker.call("completed", timeout_s=MARGIN_S)
+        done = await self.worker.call("completed", timeout_s=self.settings.grace_s)
         self.completed = bool(done.get("completed"))
         shown, omitted = clip(output, self.settings.output_limit)
         self.ctx.event("world", "execute", code=code[:CODE_EVENT_CHARS], failed=failed,
@@ -196,7 +198,7 @@ async def play_trial(ctx: Any, task: AppWorldTask, *, agent: AgentSettings, run:
     started_at = datetime.now(timezone.utc).isoformat()
     ctx.started = time.perf_counter()
     settings = SessionSettings(agent=agent, limits=limits, execute_timeout_s=run.execute_timeout_s,
-                               output_limit=run.output_limit)
+                               output_limit=run.output_limit, grace_s=run.grace_s)
     try:
         async with run.pool.lease() as worker:
             opened = await worker.call("open", task_id=task.id, exec_timeout_s=run.execute_timeout_s,

@@ -13,6 +13,8 @@
     execute_timeout_s = 100      # AppWorld's own limit on one code execution
     output_limit = 20000         # characters of one execution's output shown to the agent
     random_seed = 100            # AppWorld's seed for its APIs (its default)
+    worker_grace_s = 30          # seconds a worker may take beyond execute_timeout_s before it counts
+                                 # as hung (killed; the trial is invalid and replayed)
 """
 
 from __future__ import annotations
@@ -37,3 +39,4 @@ class AppWorldSettings(BaseModel):
     execute_timeout_s: int = Field(100, ge=1)
     output_limit: int = Field(20000, ge=200)
     random_seed: int = 100
+    worker_grace_s: float = Field(30.0, gt=0)
