@@ -17,7 +17,9 @@ answer). The task is named by the ``X-Agentrig-Task`` header; its play is read f
 - the steps already played are counted in the conversation: ``execute`` tool calls (native mode,
   the request offers tools) or assistant replies holding exactly one ``python`` block (text mode,
   parsed as the code agent parses them);
-- after the last step every later request gets ``apis.supervisor.complete_task()``.
+- after the last step every later request gets ``apis.supervisor.complete_task()``;
+- role ``memory`` (the memory plug-in) gets the gold endpoint's memory replies, the task's first
+  step (its label and first line of code) as the note.
 
 **Noisy mode** (``noise=Noise(...)``, see ``_noise``): at a chosen step (0-based index of the
 solution step about to be played) a request sampled with ``temperature`` > 0 gets, with
@@ -36,7 +38,7 @@ from typing import Any
 
 from ._fake_bodies import Fault
 from ._fake_server import REQUEST_HEADERS, FakeEndpoint
-from ._gold_texts import GoldRequestError, header_form
+from ._gold_texts import GoldRequestError, header_form, memory_reply
 from ._noise import Noise, obeys
 
 VARIANTS = ("solution", "wrong_answer", "collateral")
@@ -45,6 +47,17 @@ NOISE_CODE = "print('not sure yet; looking around')\n"
 COMPLETE_CODE = "apis.supervisor.complete_task()\n"
 GROUP = "appworld"
 TOOL_NAME = "execute"
+
+
+class _FirstStep:
+    """What the gold endpoint's memory replies need of a script: its first step, as text."""
+
+    def __init__(self, steps: list[tuple[str, str]]):
+        self.steps = steps
+
+    def first_step_text(self) -> str:
+        label, code = self.steps[0]
+        return f"{label}: {code.strip().splitlines()[0][:200]}"
 
 
 class AppWorldResponder:
@@ -90,15 +103,18 @@ class AppWorldResponder:
             return Fault("bad_request", message=f"appworld endpoint: {exc}")
 
     def reply(self, body: dict, headers: Any) -> dict:
-        if headers.get("X-Agentrig-Role") != "agent":
-            raise GoldRequestError("the AppWorld endpoint plays the agent role only")
+        role = headers.get("X-Agentrig-Role")
+        if role not in ("agent", "memory"):
+            raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the AppWorld endpoint plays the roles agent and memory")
         task_id = headers.get("X-Agentrig-Task")
         task = self.tasks().get(task_id or "")
         if task is None:
             raise GoldRequestError(f"unknown task {str(task_id)[:120]!r} (X-Agentrig-Task) in {self.root}/synthetic.json")
+        steps = self.steps(task, body.get("model"))
+        if role == "memory":
+            return memory_reply(_FirstStep(steps), body)
         messages = body.get("messages") or []
         native = bool(body.get("tools"))
-        steps = self.steps(task, body.get("model"))
         n = self.played(messages, native)
         label, code = steps[n] if n < len(steps) else ("complete_task", COMPLETE_CODE)
         if self.noise is not None and n < len(steps) and self.noise.wrong(body, GROUP, task["id"], n) \

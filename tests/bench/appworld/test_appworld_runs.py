@@ -42,6 +42,7 @@ ARMS = {  # arm → (agent table, model)
     "text": ('{ kind = "llm", tool_mode = "text" }', "appworld-solution"),
     "wrong": ('{ kind = "llm" }', "appworld-wrong_answer"),
     "collateral": ('{ kind = "llm" }', "appworld-collateral"),
+    "memory": ('{ kind = "llm" }\nplugins = [{ kind = "memory" }]', "appworld-solution"),
 }
 
 
@@ -69,6 +70,8 @@ def experiment(path: Path, name: str, root: Path, python: Path, base_url: str, a
         api_key_env = "{KEY_ENV}"
         max_attempts = 10
         [roles.agent]
+        model = "appworld-solution"
+        [roles.memory]
         model = "appworld-solution"
         """) + "\n".join(blocks), encoding="utf-8")
     return path
@@ -117,10 +120,14 @@ def test_reference_and_llm_agents_through_the_engine(clean_and_faulty, synthetic
         assert got[("oracle", task, 0)] == 1.0, task
         assert got[("noop", task, 0)] == (1.0 if task == LENIENT else 0.0), task
         assert got[("native", task, 0)] == 1.0 and got[("text", task, 0)] == 1.0, task
+        assert got[("memory", task, 0)] == 1.0, task
         assert got[("wrong", task, 0)] == 0.0 and got[("collateral", task, 0)] == 0.0, task
     for r in records(clean_and_faulty["clean"]):
-        if r.key.arm in ("oracle", "native", "text"):
+        if r.key.arm in ("oracle", "native", "text", "memory"):
             assert r.verdict.termination == "completed" and r.verdict.reward_info.components["task_goal_completion"] == 1.0
+        if r.key.arm == "memory":  # the plug-in saved the task's first step and spoke before agent calls
+            assert any(e.plugin == "memory" for e in r.trajectory.events), [e.kind for e in r.trajectory.events]
+            assert any(c.role == "memory" for c in r.trajectory.model_calls)
         if r.key.arm == "text":  # one python block per reply, each run in the world, no format errors
             assert r.trajectory.counters.get("format_errors", 0) == 0
             assert sum(1 for e in r.trajectory.events if e.kind == "execute") == 3
@@ -144,6 +151,28 @@ def test_wrong_answer_and_collateral_change_fail_with_appworld_test_names(clean_
     noop = by[("noop", "5a1c0de_1")]
     label = bench.classify(noop, None)
     assert label.primary == "never_completed" and "wrong_state" in label.secondary
+
+
+def test_the_worker_environment_holds_no_key(clean_and_faulty):
+    from agentrig.bench.appworld.pool import worker_env
+
+    assert KEY_ENV not in worker_env() and KEY not in repr(worker_env())
+    for run_dir in clean_and_faulty.values():
+        for path in run_dir.rglob("*"):
+            if path.is_file():
+                assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_smoke_transcript_shows_code_output_and_tests(clean_and_faulty):
+    bench = get_benchmark("appworld")
+    by = {(r.key.arm, r.key.task_id): r for r in records(clean_and_faulty["clean"])}
+    lines = bench.smoke_transcript(by[("text", "6b2d1ef_1")])
+    labels = [label for label, _ in lines]
+    assert labels.count("code") == 3 and labels.count("output") == 3 and labels[-1] == "tests"
+    assert lines[-1][1].startswith("2/2 passed: task success")
+    wrong = bench.smoke_transcript(by[("wrong", "6b2d1ef_1")])[-1][1]
+    assert "failed: assert the answer matches the number of notes with the tag" in wrong
+    assert bench.smoke_problem(by[("text", "6b2d1ef_1")]) is None
 
 
 def test_analyze_shows_task_and_scenario_goal_completion(clean_and_faulty):

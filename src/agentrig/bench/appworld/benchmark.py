@@ -137,6 +137,32 @@ class AppWorldBenchmark(Benchmark):
         return await play_trial(ctx, ctx.task, agent=arm.agent, run=self._run(r), limits=limits, attempt=attempt,
                                 plugins=arm.plugins)
 
+    def warm(self, r: Any) -> None:
+        """Start one worker and open the first selected task's world in it (the cold open, ~2–3 s:
+        AppWorld loading its models and API docs), so that the first trial starts warm."""
+        import json as _json
+
+        from .pool import WorkerError
+
+        run = self._run(r)
+        try:
+            if run.pool.prestart(1) and r.tasks:
+                worker = run.pool.idle[-1]
+                line = _json.dumps({"id": 0, "op": "open", "task_id": r.tasks[0][1].id}) + "\n"
+                worker._roundtrip(line.encode(), 300.0, "open")
+        except (WorkerError, OSError, TimeoutError):
+            pass  # the trial's own lease starts a fresh worker and reports what fails
+
+    def smoke_transcript(self, record: Any) -> list[tuple[str, str]]:
+        from .smoke import transcript
+
+        return transcript(record)
+
+    def smoke_problem(self, record: Any) -> str | None:
+        from .smoke import problem
+
+        return problem(record)
+
     def worker_data(self, r: Any) -> list[Path]:
         data = Path(r.data_root) / "data"
         return [data / "base_dbs", data / "api_docs", data / "datasets",

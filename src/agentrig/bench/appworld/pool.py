@@ -53,6 +53,17 @@ class EngineError(Exception):
         self.trace = trace
 
 
+# the only variables a worker inherits: the agent's code runs in it, and the run's API keys (read
+# from the environment at call time by the channel) must not be within its reach
+_PASSED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "APPWORLD_CACHE", "SSL_CERT_FILE")
+
+
+def worker_env() -> dict[str, str]:
+    env = {k: os.environ[k] for k in _PASSED if k in os.environ}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
 class Worker:
     """One worker process. Its pipes are plain blocking pipes read with ``select`` in a thread of
     the pool's executor, not asyncio transports: a worker outlives the event loop of the run
@@ -76,7 +87,7 @@ class Worker:
         try:
             proc = subprocess.Popen([str(python), "-u", str(WORKER_SCRIPT), str(data_root)], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                    env=worker_env())
         except OSError as exc:
             raise WorkerError(f"the AppWorld worker could not start ({python}: {exc})") from None
         worker = cls(proc, {})
@@ -220,6 +231,18 @@ class WorkerPool:
         worker.kill()
         self.all.discard(worker)
         self.discarded += 1
+
+    def prestart(self, n: int) -> int:
+        """Start up to ``n`` idle workers now, synchronously (``Benchmark.warm``: a Ray worker's
+        first trial then finds a warm world); returns how many were started."""
+        started = 0
+        while len(self.all) < min(n, self.size):
+            w = Worker._start(self.python, self.data_root)
+            self.all.add(w)
+            self.idle.append(w)
+            self.started += 1
+            started += 1
+        return started
 
     def close(self) -> None:
         for w in list(self.all):
