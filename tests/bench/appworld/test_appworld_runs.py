@@ -302,3 +302,18 @@ def test_sigkill_of_the_runner_then_resume_stores_every_trial_once(tmp_path, syn
     with Store.open(db, create=False) as store:
         after = {r.key: r.started_at for r in store.verdict_rows(valid=True)}
     assert all(after[k] == v for k, v in before.items())
+
+
+def test_audit_oracle_passes_and_noop_fails_but_the_lenient_task(synthetic_root, appworld_python):
+    import json
+
+    exe = str(Path(sys.executable).with_name("agentrig"))
+    done = subprocess.run([exe, "audit", "--bench", "appworld", "--data", str(synthetic_root), "--python",
+                           str(appworld_python), "--json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {r["task"]: r for r in json.loads(done.stdout)}
+    assert set(rows) == {"5a1c0de_1", "5a1c0de_2", "6b2d1ef_1", "7c3e2fa_1", LENIENT}
+    assert all(r["oracle"] is True and r["noop"] is (t == LENIENT) for t, r in rows.items())
+    missing = subprocess.run([exe, "tasks", "list", "--bench", "appworld", "--data", str(synthetic_root / "nope")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 1 and "appworld download data" in missing.stderr and "Traceback" not in missing.stderr

@@ -234,3 +234,8 @@ class AppWorldBenchmark(Benchmark):
         from .commands import tasks_app
 
         return tasks_app
+
+    def audit_command(self) -> Any:
+        from .commands import audit_command
+
+        return audit_command

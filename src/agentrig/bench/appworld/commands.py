@@ -6,6 +6,7 @@
     agentrig appworld synthetic DIR              # a small synthetic data/ tree (no download; for trying it out)
     agentrig tasks list --bench appworld [--data DIR] [--dataset dev]
     agentrig tasks show --bench appworld TASK_ID [--data DIR]
+    agentrig audit --bench appworld [--data DIR] [--dataset dev]   # per task: oracle passes? no-op fails?
 
 ``agentrig doctor --bench appworld`` is the same check as ``agentrig appworld doctor``.
 """
@@ -84,7 +85,7 @@ def doctor(data: str | None, python: str | None, as_json: bool = False, console:
                    "detail": f"appworld {status.appworld} at {py}" if status.ok else status.problem, "fix": status.fix})
     root = None
     try:
-        root = resolve_root(data)
+        root = resolve_root(data, where="--data" if data else "[benchmark] data")
         ids = {d: len(dataset_ids(root, d)) for d in DATASETS if (root / "data" / "datasets" / f"{d}.txt").is_file()}
         checks.append({"check": "data", "ok": bool(ids), "detail": f"{root}/data: " + ", ".join(f"{d} {n}" for d, n in ids.items()),
                        "fix": None if ids else DOWNLOAD_FIX})
@@ -145,19 +146,77 @@ def doctor_command(data: Optional[str] = DataOpt, python: Optional[str] = Python
 def list_command(data: Optional[str] = DataOpt,
                  dataset: str = typer.Option("dev", "--dataset", help=f"one of {', '.join(DATASETS)}")) -> None:
     """List a dataset's tasks: id, scenario, difficulty, apps, instruction."""
-    root = resolve_root(data)
+    root = resolve_root(data, where="--data")
     for t in load_tasks(root, dataset):
-        out.print(f"{t.id}  scenario {t.scenario}  difficulty {t.difficulty}  apps {t.num_apps}  {t.instruction[:90]}")
+        out.print(f"{t.id}  scenario {t.scenario}  difficulty {t.difficulty}  apps {t.num_apps}  {t.instruction[:90]}",
+                  markup=False, soft_wrap=True)
 
 
 @tasks_app.command("show")
 @user_errors
 def show_command(task_id: str = typer.Argument(...), data: Optional[str] = DataOpt) -> None:
     """Show one task in full (as JSON)."""
-    root = resolve_root(data)
+    root = resolve_root(data, where="--data")
     if not (root / "data" / "tasks" / task_id).is_dir():
         raise ConfigError(f"no task {task_id!r} under {root}/data/tasks.\n  fix: list them with `agentrig tasks list --bench appworld`")
     sys.stdout.write(json.dumps(load_task(root, task_id).model_dump(), indent=2, ensure_ascii=False) + "\n")
 
 
-__all__ = ["appworld_app", "doctor", "root_problem", "tasks_app"]
+@user_errors
+def audit_command(data: Optional[str] = DataOpt,
+                  dataset: str = typer.Option("dev", "--dataset", help=f"one of {', '.join(DATASETS)}"),
+                  python: Optional[str] = PythonOpt,
+                  as_json: bool = typer.Option(False, "--json", help="print the rows as JSON")) -> None:
+    """Per task, in AppWorld's own engine: does the oracle (the task's solution) pass, does doing
+    nothing fail? A task a no-op passes is lenient; one whose solution fails is broken here."""
+    from .pool import EngineError, WorkerError, WorkerPool
+
+    root = resolve_root(data, where="--data")
+    py = aw_env.resolve_python(python)
+    status = aw_env.check(py)
+    if not status.ok:
+        raise ConfigError(f"{status.problem}\n  fix: {status.fix}")
+    tasks = load_tasks(root, dataset)
+
+    async def audit() -> list[dict]:
+        from .data import solution_code
+
+        rows = []
+        pool = WorkerPool(py, root, 1)
+        try:
+            async with pool.lease() as w:
+                for t in tasks:
+                    row: dict = {"task": t.id, "oracle": None, "noop": None}
+                    try:
+                        code = solution_code(root, t.id)
+                        if code is not None:
+                            await w.call("open", task_id=t.id, exec_timeout_s=100, timeout_s=300)
+                            await w.call("execute", code=code, timeout_s=160)
+                            row["oracle"] = bool((await w.call("evaluate", timeout_s=300))["success"])
+                        await w.call("open", task_id=t.id, exec_timeout_s=100, timeout_s=300)
+                        row["noop"] = bool((await w.call("evaluate", timeout_s=300))["success"])
+                    except EngineError as exc:
+                        row["error"] = str(exc)[:300]
+                    rows.append(row)
+        finally:
+            pool.close()
+        return rows
+
+    try:
+        rows = asyncio.run(audit())
+    except WorkerError as exc:
+        raise AgentrigError(f"{exc}\n  fix: check the environment with `agentrig doctor --bench appworld`") from None
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    word = {True: "passes", False: "fails", None: "—"}
+    for r in rows:
+        note = (" (lenient: a no-op passes)" if r["noop"] else "") + (" (broken: its solution fails)" if r["oracle"] is False else "")
+        out.print(f"{r['task']}  oracle {word[r['oracle']]}  noop {word[r['noop']]}{note}"
+                  + (f"  error: {r['error']}" if r.get("error") else ""), markup=False, soft_wrap=True)
+    lenient = sum(1 for r in rows if r["noop"])
+    out.print(f"{len(rows)} task(s); {lenient} lenient; {sum(1 for r in rows if r['oracle'] is None)} without a solution",
+              markup=False)
+
+
+__all__ = ["appworld_app", "audit_command", "doctor", "root_problem", "tasks_app"]

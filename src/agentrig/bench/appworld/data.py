@@ -47,9 +47,9 @@ def scenario_of(task_id: str) -> str:
     return task_id.split(":")[0].rsplit("_", 1)[0]
 
 
-def resolve_root(value: str | Path | None, base: Path | None = None) -> Path:
-    """The data root: ``value`` (relative to ``base``), else $APPWORLD_ROOT; checked to hold data/."""
-    where = "[benchmark] data"
+def resolve_root(value: str | Path | None, base: Path | None = None, where: str = "[benchmark] data") -> Path:
+    """The data root: ``value`` (relative to ``base``; ``where`` names it in errors), else
+    $APPWORLD_ROOT; checked to hold data/."""
     if value is None:
         value = os.environ.get(ENV_VAR)
         where = f"${ENV_VAR}"
