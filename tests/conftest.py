@@ -41,7 +41,7 @@ async def fake():
 
 
 # Long files that have no slow-marked test (a minute or more of one worker's time each).
-_LONG_FILES = ("tests/analysis/test_instability.py", "tests/test_demo.py")
+_LONG_FILES = ("tests/analysis/test_instability.py", "tests/test_demo.py", "tests/bench/appworld/test_appworld_runs.py")
 
 
 def pytest_collection_modifyitems(config, items):
