@@ -317,3 +317,35 @@ def test_audit_oracle_passes_and_noop_fails_but_the_lenient_task(synthetic_root,
     missing = subprocess.run([exe, "tasks", "list", "--bench", "appworld", "--data", str(synthetic_root / "nope")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1 and "appworld download data" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_limits_and_format_errors_end_the_trial_which_appworld_still_judges(tmp_path, synthetic_root, appworld_python):
+    os.environ[KEY_ENV] = KEY
+    try:
+        endpoint = AppWorldEndpoint(synthetic_root, api_key=KEY, models=("appworld-solution", "chatter"))
+        scripts = endpoint.scripts
+
+        def responder(body, headers=None):
+            if body.get("model") == "chatter":  # prose, never a python block nor a call
+                return {"content": "Let me think about which app holds the notes."}
+            return scripts(body, headers)
+
+        endpoint.responder = responder
+        with ThreadedFakeEndpoint(endpoint=endpoint) as served:
+            arms = {"limited": ('{ kind = "llm", step_limit = 2 }', "appworld-solution"),
+                    "chatty": ('{ kind = "llm", tool_mode = "text", max_format_errors = 2 }', "chatter")}
+            exp = experiment(tmp_path / "l.toml", "limits", synthetic_root, appworld_python, served.base_url, arms,
+                             dataset="test_challenge")
+            assert run_command(exp, run_dir=tmp_path / "run", as_json=True, out=Console(file=io.StringIO())) == 0
+    finally:
+        os.environ.pop(KEY_ENV, None)
+    by = {r.key.arm: r for r in records(tmp_path / "run")}
+    limited, chatty = by["limited"], by["chatty"]
+    assert limited.verdict.termination == "limits_exceeded"
+    assert sum(1 for e in limited.trajectory.events if e.kind == "execute") == 2  # logged in, deleted; never completed
+    # judged by AppWorld all the same, on the end state only: the note was deleted and nothing else
+    # changed, so its tests pass although the task was never marked complete (as AppWorld scores it)
+    assert limited.verdict.reward == 1.0 and limited.verdict.reward_info.notes["completed"] == "false"
+    assert chatty.verdict.termination == "format_errors" and chatty.trajectory.counters["format_errors"] == 2
+    assert not any(e.kind == "execute" for e in chatty.trajectory.events)
+    assert get_benchmark("appworld").smoke_problem(chatty).startswith("the model's replies could not be run as code")

@@ -5,11 +5,13 @@ the tool mode, the environment, how to finish, the limits) and the task prompt (
 name, email, phone, the instruction, the task's date), then steps until the world says the task
 is complete:
 
-1. limits are checked (model calls ``step_limit``, ``cost_limit`` USD, ``token_limit`` tokens, as
-   the bash agent has); plug-ins add transient context for this call (``session.transient``);
-   the conversation is fitted to the context window (old outputs elided; ``agents/bash_context``);
-2. the model is called through ``ctx.complete`` (recorded in the trajectory);
-3. the code runs in the world (``session.execute``): ``tool_mode = "native"`` — each ``execute(code)``
+1. limits are checked (model calls ``step_limit``, ``cost_limit`` USD, ``token_limit`` tokens);
+   plug-ins add transient context for this call (``session.transient``); the conversation is
+   fitted to the context window (old outputs elided); the model is called through
+   ``ctx.complete`` (recorded in the trajectory) — all of it the bash agent's own loop
+   (``agents/bash.py``), which this agent extends;
+2. the reply is checked and run:
+   the code runs in the world (``session.execute``): ``tool_mode = "native"`` — each ``execute(code)``
    call of the reply, in order, each output back as a ``tool`` message; ``tool_mode = "text"`` —
    the reply must hold exactly one fenced ``python`` block, its output back as a ``user``
    message (the assistant message keeps an ``execute`` tool call, id ``text-<n>``, so analysis sees
@@ -29,17 +31,15 @@ import re
 from typing import Any
 
 from agentrig.agents.base import AgentSettings, AgentStop
+from agentrig.agents.bash import BashAgent
 from agentrig.agents.bash_context import ContextWindow
-from agentrig.agents.llm import assistant_dict, completion_message, provider_fields, with_transients
-from agentrig.channel.usage import cost_of
-from agentrig.errors import ContextOverflow
+from agentrig.agents.llm import assistant_dict, completion_message, provider_fields
 from agentrig.types import Message, ToolCall
 
 from . import prompts as texts
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _FENCE = re.compile(r"^ {0,3}(`{3,})[ \t]*([\w+-]*)[ \t]*$")
-MAX_OVERFLOWS = 4
 REPLY_CLIP = 500
 
 
@@ -77,8 +77,11 @@ def parse_code(reply: str, finish_reason: str | None = None) -> tuple[str | None
     return None, "your reply holds no python block (a fence labelled ```python)"
 
 
-class CodeAgent:
-    def __init__(self, settings: AgentSettings, session: Any):
+class CodeAgent(BashAgent):
+    """The bash agent's loop (``agents/bash.py``: limits, accounting, the context window, the model
+    call, tool results) with AppWorld's actions: code, not commands; completion, not submission."""
+
+    def __init__(self, settings: AgentSettings, session: Any):  # its own prompts and tool; the loop's state
         self.settings, self.session, self.ctx = settings, session, session.ctx
         if self.ctx.channel is None:
             raise RuntimeError("the AppWorld code agent needs a model, but this trial has no channel")
@@ -109,59 +112,6 @@ class CodeAgent:
             done, call = await self._complete(transient)
             self._account(done)
             await (self._text_step if self.text_mode else self._native_step)(done, call)
-
-    # ------------------------------------------------------------------ limits and the window
-
-    def _check_limits(self) -> None:
-        s = self.settings
-        if s.step_limit and self.steps >= s.step_limit:
-            raise AgentStop("limits_exceeded", f"step limit: {self.steps} model calls (step_limit={s.step_limit})")
-        if s.cost_limit and self.cost_known and self.cost >= s.cost_limit:
-            raise AgentStop("limits_exceeded", f"cost limit: {self.cost:.4f} USD spent (cost_limit={s.cost_limit:g})")
-        if s.token_limit and self.tokens >= s.token_limit:
-            raise AgentStop("limits_exceeded", f"token limit: {self.tokens} tokens used (token_limit={s.token_limit})")
-
-    def _account(self, done: Any) -> None:
-        self.steps += 1
-        self.ctx.trajectory.bump("agent_steps")
-        self.tokens += done.usage.prompt_tokens + done.usage.completion_tokens
-        cost = cost_of(done, self.prices)
-        if cost is not None:
-            self.cost += cost
-        elif self.cost_known:
-            self.cost_known = False
-            if self.settings.cost_limit:
-                self.ctx.event("agent", "cost_limit_off", model=done.model,
-                               reason="no price for this model (or no usage reported): the cost limit does not apply")
-
-    def _anchor(self) -> int | None:
-        for i in range(len(self.messages) - 1, 0, -1):
-            if self.messages[i]["role"] in ("user", "tool"):
-                return i
-        return None
-
-    async def _complete(self, transient: list) -> tuple[Any, int]:
-        for _ in range(MAX_OVERFLOWS):
-            fits, elided = self.window.fit(self.messages, self.observations)
-            if elided:
-                self.ctx.event("agent", "context_elided", observations=elided, window=self.window.tokens)
-            if not fits:
-                raise AgentStop("context_overflow", f"the conversation does not fit the model's context window "
-                                                    f"({self.window.tokens} tokens) even with old outputs elided")
-            request = with_transients(self.messages, self._anchor(), transient)
-            try:
-                done, call = await self.ctx.complete("agent", request, self.tools, purpose="agent",
-                                                     **({} if self.text_mode else
-                                                        {"parallel_tool_calls": self.settings.parallel_tool_calls}))
-            except ContextOverflow as exc:
-                if not self.steps:
-                    raise  # the task's first request alone is too long: the window is too small (run stops)
-                window = self.window.learn(exc.diagnosis.message, request, exc.window)
-                self.ctx.event("agent", "context_overflow", window=window)
-                continue
-            self.window.calibrate(request, done.usage.prompt_tokens, done.usage.reported)
-            return done, call
-        raise AgentStop("context_overflow", f"the endpoint refused {MAX_OVERFLOWS} requests in a row as too long")
 
     # ------------------------------------------------------------------ the two modes
 
@@ -223,10 +173,6 @@ class CodeAgent:
             self.messages.append({"role": "user", "content": text})
             self.session.add(Message(role="user", content=text))
         self.observations.append(len(self.messages) - 1)
-
-    def _tool_result(self, call_id: str, text: str, *, error: bool) -> None:
-        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
-        self.session.add(Message(role="tool", content=text, tool_call_id=call_id, requestor="assistant", error=error))
 
     def _format_error(self, problem: str, call: int, reply: str, *, note: bool = True) -> None:
         self.errors_in_row += 1
