@@ -349,3 +349,39 @@ def test_limits_and_format_errors_end_the_trial_which_appworld_still_judges(tmp_
     assert chatty.verdict.termination == "format_errors" and chatty.trajectory.counters["format_errors"] == 2
     assert not any(e.kind == "execute" for e in chatty.trajectory.events)
     assert get_benchmark("appworld").smoke_problem(chatty).startswith("the model's replies could not be run as code")
+
+
+def test_a_trial_timeout_during_an_execution_is_still_judged_and_the_worker_kept(tmp_path, synthetic_root,
+                                                                                 appworld_python):
+    """The trial's time runs out while its code runs in the world: the agent phase ends
+    (agent_timeout), the execution's late answer is read and dropped, AppWorld judges the world,
+    and the same worker plays the next trial."""
+    os.environ[KEY_ENV] = KEY
+    try:
+        endpoint = AppWorldEndpoint(synthetic_root, api_key=KEY, models=("appworld-solution", "spinner"))
+        scripts = endpoint.scripts
+
+        def responder(body, headers=None):
+            if body.get("model") == "spinner":
+                return {"content": "", "tool_calls": [{"id": "s1", "name": "execute",
+                                                       "arguments": {"code": "while True:\n    pass"}}]}
+            return scripts(body, headers)
+
+        endpoint.responder = responder
+        with ThreadedFakeEndpoint(endpoint=endpoint) as served:
+            arms = {"spinner": ('{ kind = "llm" }', "spinner"), "native": ARMS["native"]}
+            exp = experiment(tmp_path / "t.toml", "timeout", synthetic_root, appworld_python, served.base_url, arms,
+                             dataset="test_challenge", concurrency=1, workers=1,
+                             extra="trial_timeout_s = 1.5")
+            exp.write_text(exp.read_text().replace("workers = 1", "workers = 1\nexecute_timeout_s = 3"))
+            assert run_command(exp, run_dir=tmp_path / "run", as_json=True, out=Console(file=io.StringIO())) == 0
+    finally:
+        os.environ.pop(KEY_ENV, None)
+    every = records(tmp_path / "run", valid=None)
+    assert all(r.verdict.valid for r in every), [r.verdict.invalid_cause for r in every]
+    by = {r.key.arm: r for r in every}
+    assert by["spinner"].verdict.termination == "agent_timeout" and by["spinner"].verdict.reward == 0.0
+    assert any(e.kind == "evaluate" for e in by["spinner"].trajectory.events)
+    assert by["native"].verdict.reward == 1.0
+    opened = [e.data["worker"] for r in every for e in r.trajectory.events if e.kind == "open"]
+    assert len(set(opened)) == 1  # one worker played both trials

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,7 @@ class Worker:
         self.broken: str | None = None
         self.trials = 0
         self._buf = b""
+        self._inflight: Future | None = None  # the last request's round trip (its thread)
 
     @classmethod
     async def start(cls, python: Path, data_root: Path) -> "Worker":
@@ -131,13 +132,16 @@ class Worker:
     async def call(self, op: str, *, timeout_s: float = 60.0, **args: Any) -> dict:
         """One request and its answer. WorkerError: the worker failed (it is killed); EngineError:
         AppWorld raised an error answering (the worker stays usable)."""
+        await self._settle()
         if self.broken:
             raise WorkerError(self.broken)
         self.next_id += 1
         rid = self.next_id
         line = (json.dumps({"id": rid, "op": op, **args}) + "\n").encode()
+        self._inflight = _EXECUTOR.submit(self._roundtrip, line, timeout_s, op)
         try:
-            raw = await asyncio.get_running_loop().run_in_executor(_EXECUTOR, self._roundtrip, line, timeout_s, op)
+            raw = await asyncio.wrap_future(self._inflight)
+            self._inflight = None
         except TimeoutError:
             self._fail(f"the AppWorld worker (pid {self.pid}) did not answer `{op}` within {timeout_s:g} s (killed)")
         except BrokenPipeError:
@@ -155,6 +159,29 @@ class Worker:
         if not answer.get("ok"):
             raise EngineError(str(answer.get("error") or "error"), str(answer.get("trace") or ""))
         return answer
+
+    async def _settle(self) -> None:
+        """Wait for a round trip whose caller stopped waiting (a trial's time ran out while its code
+        ran): its answer is read and dropped, so that the next answer is the next request's. A
+        round trip that failed meanwhile (the worker hung or died) breaks the worker."""
+        pending = self._inflight
+        if pending is None:
+            return
+        if not pending.done():
+            try:
+                await asyncio.shield(asyncio.wrap_future(pending))
+            except asyncio.CancelledError:
+                raise  # still in flight: the next call settles it
+            except Exception:  # noqa: BLE001 - read below
+                pass
+        self._inflight = None
+        if pending.cancelled():
+            return  # never started: nothing was sent
+        failed = pending.exception()
+        if failed is not None or not pending.result():
+            why = f"{type(failed).__name__}" if failed is not None else "it exited"
+            self.broken = f"the AppWorld worker (pid {self.pid}) failed an earlier request ({why}; killed)"
+            _kill(self.proc)
 
     def _exit_code(self) -> int | None:
         with contextlib.suppress(subprocess.TimeoutExpired):
