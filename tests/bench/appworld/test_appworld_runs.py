@@ -188,6 +188,23 @@ def test_analyze_shows_task_and_scenario_goal_completion(clean_and_faulty):
     assert arms["noop"]["benchmark"] == pytest.approx({"task goal completion": 0.2, "scenario goal completion": 0.25})
 
 
+def test_export_appworlds_evaluation_document(clean_and_faulty, tmp_path):
+    import json
+
+    exe = str(Path(sys.executable).with_name("agentrig"))
+    done = subprocess.run([exe, "export", str(clean_and_faulty["clean"]), "--format", "appworld", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    noop = json.loads((tmp_path / "noop" / "evaluation.json").read_text())
+    assert noop["aggregate"] == {"task_goal_completion": 20.0, "scenario_goal_completion": 25.0}
+    one = noop["reruns"][0]["individual"]["6b2d1ef_1"]
+    assert one["success"] is False and one["difficulty"] == 1 and one["num_tests"] == 2
+    assert [f["requirement"] for f in one["failures"]] == ["assert the answer matches the number of notes with the tag"]
+    assert one["failures"][0]["label"] == "no_op_fail" and "test.answer" in one["failures"][0]["trace"]
+    oracle = json.loads((tmp_path / "oracle" / "evaluation.json").read_text())
+    assert oracle["aggregate"] == {"task_goal_completion": 100.0, "scenario_goal_completion": 100.0}
+
+
 def test_channel_faults_change_no_verdict(clean_and_faulty):
     clean, faulty = outcomes(clean_and_faulty["clean"]), outcomes(clean_and_faulty["faulty"])
     assert faulty and all(faulty[k] == clean[k] for k in faulty)

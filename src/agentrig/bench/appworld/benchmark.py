@@ -80,6 +80,8 @@ class AppWorldBenchmark(Benchmark):
     failure_classes = FAILURE_CLASSES
     component_names = ()
     viewer_hints = VIEWER_HINTS
+    export_formats = {"appworld": "AppWorld's own evaluation document per arm (task and scenario goal completion, "
+                                  "each task's passes and failures), one per rerun"}
 
     # -- tasks ------------------------------------------------------------------------------
     def select(self, exp: Any, source: Path) -> Selection:
@@ -229,7 +231,15 @@ class AppWorldBenchmark(Benchmark):
             out[f"{GROUP}/{task_id}"] = sorted(values)
         return out
 
-    # -- commands ---------------------------------------------------------------------------
+    # -- exports and commands ---------------------------------------------------------------
+    def export(self, fmt: str, store: Any, config: dict, run_dir: Path, *, arm: str | None = None,
+               domain: str | None = None, out_path: Path | None = None) -> tuple[int, Path, str]:
+        if fmt not in self.export_formats:
+            return super().export(fmt, store, config, run_dir, arm=arm, domain=domain, out_path=out_path)
+        from .export import export_run
+
+        return export_run(store, config, run_dir, arm=arm, out_path=out_path)
+
     def tasks_app(self) -> Any:
         from .commands import tasks_app
 
