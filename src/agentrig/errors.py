@@ -19,6 +19,11 @@
         PromptTruncated           the server answered, but its usage shows it cut the request (a
                                   window smaller than the prompt): the trial is invalid
 
+Inside a trial, control flow (not errors of agentrig's; trial/envelope.py catches them):
+
+    AgentStop                     an agent that cannot go on ends its trial with a termination
+                                  (e.g. ``format_errors``): the trial is valid and scores 0
+
 Every ChannelError carries a ``Diagnosis`` (code, message, fix) shared with ``agentrig doctor``.
 Messages never contain a key: server text is passed through ``agentrig.redact`` first.
 """
@@ -36,6 +41,17 @@ class Diagnosis:
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}\n  fix: {self.fix}"
+
+
+class AgentStop(Exception):
+    """Raised by an agent that cannot go on (e.g. text mode: too many unusable replies in a row).
+    The trial envelope ends the trial with ``termination`` (one of ``types.TERMINATIONS`` or the
+    benchmark's own); the trial is valid and scores 0."""
+
+    def __init__(self, termination: str, detail: str = ""):
+        super().__init__(detail or termination)
+        self.termination = termination
+        self.detail = detail
 
 
 class AgentrigError(Exception):

@@ -16,8 +16,6 @@ import ast
 import json
 import re
 import textwrap
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,10 +29,10 @@ from agentrig.analysis.failures import FailureLabel
 from agentrig import benchmark as base
 from agentrig.benchmark import Benchmark, Limits, Selection, json_sha
 from agentrig.cli import app
-from agentrig.errors import RetriesExhausted
 from agentrig.run.runner import trial_seed
 from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import Fault, ThreadedFakeEndpoint
+from agentrig.trial.envelope import play_in_envelope
 from agentrig.types import Message, RewardInfo, TrialRecord, Verdict
 
 SRC = Path(agentrig.__file__).parent
@@ -127,13 +125,14 @@ class ArithBenchmark(Benchmark):
         return {"tasks": {f"{g}/{t.id}": json_sha(t.model_dump()) for g, t in r.tasks}}
 
     async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> TrialRecord:
-        started_at = datetime.now(timezone.utc).isoformat()
-        ctx.started = time.perf_counter()
+        # the trial envelope (trial/envelope.py) does the rest: the clock, channel faults → invalid,
+        # the record — a new benchmark writes only the body that plays and judges
         task = ctx.task
         question = f"What is {task.a} + {task.b}? Reply with the number only."
         msgs = ctx.trajectory.messages
-        msgs.append(Message(role="user", content=question, turn=0))
-        try:
+
+        async def body() -> Verdict:
+            msgs.append(Message(role="user", content=question, turn=0))
             if arm.agent.kind == "llm":
                 done, call = await ctx.complete("agent", [{"role": "user", "content": question}])
                 answer = (done.message.content or "").strip()
@@ -142,12 +141,9 @@ class ArithBenchmark(Benchmark):
             msgs.append(Message(role="assistant", content=answer, turn=1, call=call))
             reward = 1.0 if answer == str(task.a + task.b) else 0.0
             info = RewardInfo(reward=reward, reward_basis=["answer"], components={"answer": reward})
-            verdict = Verdict(reward=reward, termination="answered" if answer else "no_answer", reward_info=info)
-        except RetriesExhausted as exc:
-            verdict = Verdict(valid=False, termination="channel_error", invalid_cause=f"{exc.code}: {exc}"[:300])
-        return TrialRecord(key=ctx.key, run_id=ctx.run_id or "", seed=ctx.seed, attempt=attempt,
-                           started_at=started_at, duration_s=ctx.elapsed(), trajectory=ctx.trajectory,
-                           verdict=verdict)
+            return Verdict(reward=reward, termination="answered" if answer else "no_answer", reward_info=info)
+
+        return await play_in_envelope(ctx, body, attempt=attempt)
 
     def classify(self, record: TrialRecord, context: Any) -> FailureLabel:
         cls = "no_answer" if record.verdict.termination == "no_answer" else "wrong_sum"

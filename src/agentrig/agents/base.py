@@ -21,6 +21,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentrig.errors import AgentStop  # noqa: F401 (re-exported: agents raise it from here)
 from agentrig.types import Message, Transient
 
 GREETING = "Hi! How can I help you today?"
@@ -66,14 +67,3 @@ class Agent(Protocol):
     async def start(self, history: list[Message]) -> None: ...
 
     async def respond(self, incoming: list[Message], transient: list[Transient]) -> Message: ...
-
-
-class AgentStop(Exception):
-    """Raised by an agent that cannot go on (e.g. text mode: too many unusable replies in a row).
-    The episode ends the trial with ``termination`` (one of ``types.TERMINATIONS``); the trial is
-    valid and scores 0."""
-
-    def __init__(self, termination: str, detail: str = ""):
-        super().__init__(detail or termination)
-        self.termination = termination
-        self.detail = detail

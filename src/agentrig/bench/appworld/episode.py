@@ -26,17 +26,13 @@ exhausted (``channel_error``). A ``FatalChannelError`` propagates.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from agentrig.agents.base import AgentSettings, AgentStop
 from agentrig.benchmark import Limits
-from agentrig.channel.faults import window_too_small
-from agentrig.errors import ContextOverflow, PromptTruncated, RetriesExhausted
+from agentrig.trial.envelope import Fault, agent_phase, play_in_envelope
 from agentrig.types import Message, RewardInfo, TrialRecord, Verdict
 
 from . import prompts as texts
@@ -135,8 +131,11 @@ class AppWorldSession:
         return out
 
 
-class _OutageTimeout(Exception):
-    pass
+# the worker died, hung or garbled its answer; the engine failed to open or evaluate the world
+WORKER_FAULTS = [
+    Fault(WorkerError, "worker_error", lambda e: f"appworld worker: {e}"),
+    Fault(EngineError, "engine_error", lambda e: f"appworld engine: {e}"),
+]
 
 
 def first_line(requirement: str) -> str:
@@ -167,49 +166,31 @@ def verdict_of(task_id: str, termination: str, result: dict) -> Verdict:
     return Verdict(reward=reward, termination=termination, reward_info=info)
 
 
-async def _agent_phase(session: AppWorldSession, agent: Any, budget: float | None) -> str:
-    ctx = session.ctx
-    try:
-        async with asyncio.timeout(budget) as clock:
-            await agent.run(session)
-    except TimeoutError:
-        if not clock.expired():
-            raise
-        ctx.event("agent", "stop", termination="agent_timeout", detail=f"the trial timeout ({budget:g} s) was reached")
-        return "agent_timeout"
-    except AgentStop as stop:
-        ctx.event("agent", "stop", termination=stop.termination, detail=stop.detail[:500])
-        return stop.termination
-    except ContextOverflow as exc:
-        role = next((c.role for c in reversed(ctx.trajectory.model_calls) if c.error), None)
-        if exc.first:
-            raise window_too_small(exc, role, ctx.key.label()) from None
-        ctx.event("agent", "stop", termination="context_overflow", detail=exc.diagnosis.message[:500])
-        return "context_overflow"
-    return "completed" if session.completed else "never_completed"
-
-
 async def play_trial(ctx: Any, task: AppWorldTask, *, agent: AgentSettings, run: AppWorldRun, limits: Limits,
                      attempt: int = 0, plugins: list[Any] | None = None) -> TrialRecord:
     from agentrig.plugins import build_plugin
 
     from .reference import build_appworld_agent
 
-    started_at = datetime.now(timezone.utc).isoformat()
-    ctx.started = time.perf_counter()
     settings = SessionSettings(agent=agent, limits=limits, execute_timeout_s=run.execute_timeout_s,
                                output_limit=run.output_limit, grace_s=run.grace_s)
-    try:
+    budget = limits.trial_timeout_s
+
+    async def body() -> Verdict:
         async with run.pool.lease() as worker:
             opened = await worker.call("open", task_id=task.id, exec_timeout_s=run.execute_timeout_s,
                                        max_interactions=max(limits.max_steps, 1) + 1, random_seed=run.random_seed,
                                        timeout_s=OPEN_TIMEOUT_S)
             ctx.event("world", "open", seconds=opened.get("open_s"), worker=worker.pid, worker_trials=worker.trials)
             session = AppWorldSession(ctx, task, worker, settings, [build_plugin(p, ctx) for p in plugins or []])
-            termination = await _agent_phase(session, build_appworld_agent(agent, session, run), limits.trial_timeout_s)
-            outage = ctx.outage_verdict_cause() if termination == "agent_timeout" else None
-            if outage is not None:
-                raise _OutageTimeout(outage)
+            agent_impl = build_appworld_agent(agent, session, run)
+
+            async def run_agent() -> str:
+                await agent_impl.run(session)
+                return "completed" if session.completed else "never_completed"
+
+            termination = await agent_phase(ctx, run_agent(), budget=budget,
+                                            timeout_detail=f"the trial timeout ({budget or 0:g} s) was reached")
             result = await worker.call("evaluate", timeout_s=EVAL_TIMEOUT_S)
             ctx.event("world", "evaluate", success=result.get("success"), num_tests=result.get("num_tests"),
                       completed=result.get("completed"), seconds=result.get("eval_s"),
@@ -217,16 +198,6 @@ async def play_trial(ctx: Any, task: AppWorldTask, *, agent: AgentSettings, run:
                              for p in result.get("passes") or []]
                       + [{"test": first_line(f["requirement"]), "passed": False, "label": f.get("label"),
                           "trace": (f.get("trace") or "")[-1500:]} for f in result.get("failures") or []])
-            verdict = verdict_of(task.id, termination, result)
-    except WorkerError as exc:
-        verdict = Verdict(valid=False, termination="worker_error", invalid_cause=f"appworld worker: {exc}"[:500])
-    except EngineError as exc:
-        verdict = Verdict(valid=False, termination="engine_error", invalid_cause=f"appworld engine: {exc}"[:500])
-    except (RetriesExhausted, PromptTruncated) as exc:
-        verdict = Verdict(valid=False, termination="channel_error",
-                          invalid_cause=f"{exc.code}: {exc.diagnosis.message}"[:500])
-    except _OutageTimeout as exc:
-        verdict = Verdict(valid=False, termination="channel_error", invalid_cause=str(exc)[:500])
-    return TrialRecord(key=ctx.key, run_id=ctx.run_id or "", seed=ctx.seed, attempt=attempt,
-                       started_at=started_at, duration_s=round(ctx.elapsed(), 6),
-                       trajectory=ctx.trajectory, verdict=verdict)
+            return verdict_of(task.id, termination, result)
+
+    return await play_in_envelope(ctx, body, attempt=attempt, faults=WORKER_FAULTS)

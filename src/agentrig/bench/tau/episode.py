@@ -26,27 +26,24 @@ the conversation (that role had been answered before in this trial) ends the tri
 ends a participant that fails with an error). On a role's *first* request of the trial it is the
 window that is too small for the task: ``CONTEXT_TOO_SMALL`` propagates and the run stops.
 
-Infrastructure failures: a ``RetriesExhausted`` from any model call (agent, user, plug-in, judge),
-a ``PromptTruncated`` (the server silently cut a prompt) or a ``JudgeFailed`` makes the trial
-invalid (``Verdict.valid = False`` with the cause); a ``FatalChannelError`` propagates so that the
-runner stops the whole run.
+Infrastructure failures (the trial envelope, trial/envelope.py): a ``RetriesExhausted`` from any
+model call (agent, user, plug-in, judge), a ``PromptTruncated`` (the server silently cut a prompt),
+a ``JudgeFailed`` or a timeout while an outage held the model calls makes the trial invalid
+(``Verdict.valid = False`` with the cause); a ``FatalChannelError`` propagates so that the runner
+stops the whole run.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from datetime import datetime, timezone
 from typing import Any
 
 from agentrig.agents import build_agent
-from agentrig.agents.base import GREETING, AgentSettings, AgentStop
+from agentrig.agents.base import GREETING, AgentSettings
 from agentrig.benchmark import Limits
-from agentrig.channel.faults import window_too_small
-from agentrig.errors import ContextOverflow, PromptTruncated, RetriesExhausted
 from agentrig.plugins import build_plugin
 from agentrig.plugins.base import PluginSettings
 from agentrig.trial.context import TrialContext
+from agentrig.trial.envelope import Fault, agent_phase, play_in_envelope
 from agentrig.types import Message, ToolCall, TrialRecord, Verdict
 
 from .environment import Environment, field_of
@@ -219,42 +216,16 @@ class Episode:
 async def play_trial(ctx: TrialContext, *, agent: AgentSettings, user: UserSettings,
                      plugins: list[PluginSettings], limits: Limits, nl_judge: str = "auto",
                      attempt: int = 0) -> TrialRecord:
-    """Play one trial and judge it. Fatal channel errors propagate; other infrastructure
-    failures give an invalid verdict."""
-    started_at = datetime.now(timezone.utc).isoformat()
-    ctx.started = time.perf_counter()
-    verdict: Verdict
-    try:
+    """Play one trial and judge it, in the trial envelope (trial/envelope.py): fatal channel
+    errors propagate; other infrastructure failures (the judge's included) give an invalid verdict."""
+
+    async def body() -> Verdict:
         episode = Episode(ctx, build_agent(agent, ctx), build_user(user, ctx),
                           [build_plugin(p, ctx) for p in plugins], limits)
-        termination = "timeout"
-        try:
-            async with asyncio.timeout(limits.trial_timeout_s):
-                termination = await episode.play()
-        except TimeoutError:
-            if ctx.elapsed() < (limits.trial_timeout_s or 0) * 0.999:
-                raise
-        except AgentStop as stop:
-            termination = stop.termination
-            ctx.event("agent", "stop", termination=stop.termination, detail=stop.detail[:500])
-        except ContextOverflow as exc:
-            role = next((c.role for c in reversed(ctx.trajectory.model_calls) if c.error), None)
-            if exc.first:
-                raise window_too_small(exc, role, ctx.key.label()) from None
-            termination = "context_overflow"
-            ctx.event("channel", "context_overflow", role=role, prompt_tokens=exc.prompt_tokens, window=exc.window,
-                      detail=exc.diagnosis.message[:500])
-        outage = ctx.outage_verdict_cause() if termination == "timeout" else None
-        if outage is not None:
-            verdict = Verdict(valid=False, termination="channel_error", invalid_cause=outage[:500])
-        else:
-            info = await judge_trial(ctx, termination, nl=nl_judge)
-            verdict = Verdict(reward=info.reward, termination=termination, reward_info=info)
-    except (RetriesExhausted, PromptTruncated) as exc:
-        verdict = Verdict(valid=False, termination="channel_error",
-                          invalid_cause=f"{exc.code}: {exc.diagnosis.message}"[:500])
-    except JudgeFailed as exc:
-        verdict = Verdict(valid=False, termination="channel_error", invalid_cause=f"JUDGE_FAILED: {exc}"[:500])
-    return TrialRecord(key=ctx.key, run_id=ctx.run_id or "", seed=ctx.seed, attempt=attempt,
-                       started_at=started_at, duration_s=round(ctx.elapsed(), 6),
-                       trajectory=ctx.trajectory, verdict=verdict)
+        termination = await agent_phase(ctx, episode.play(), budget=limits.trial_timeout_s, timeout="timeout",
+                                        overflow_event="channel")
+        info = await judge_trial(ctx, termination, nl=nl_judge)
+        return Verdict(reward=info.reward, termination=termination, reward_info=info)
+
+    return await play_in_envelope(ctx, body, attempt=attempt,
+                                  faults=[Fault(JudgeFailed, "channel_error", lambda e: f"JUDGE_FAILED: {e}")])

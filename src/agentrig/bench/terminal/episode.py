@@ -42,18 +42,15 @@ A submission is recorded as an ``agent``/``submit`` event (its text, bounded).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
 from agentrig.agents.base import AgentSettings, AgentStop
 from agentrig.benchmark import Limits
-from agentrig.channel.faults import window_too_small
-from agentrig.errors import ContextOverflow, PromptTruncated, RetriesExhausted
+from agentrig.trial.envelope import Fault, agent_phase, play_in_envelope
 from agentrig.types import Message, RewardInfo, TrialRecord, Verdict
 
 from .sandbox import CommandResult, SandboxError, SandboxSettings, TaskBuildError, open_sandbox
@@ -168,31 +165,11 @@ class TerminalAgent(Protocol):
 # ------------------------------------------------------------------------------------------ trial
 
 
-async def _agent_phase(session: TerminalSession, agent: Any) -> str:
-    ctx = session.ctx
-    try:
-        async with asyncio.timeout(session.settings.agent_timeout_s) as clock:
-            await agent.run(session)
-    except TimeoutError:
-        if not clock.expired():
-            raise
-        ctx.event("agent", "stop", termination="agent_timeout",
-                  detail=f"the agent timeout ({session.settings.agent_timeout_s:g} s) was reached")
-        return "agent_timeout"
-    except AgentStop as stop:
-        ctx.event("agent", "stop", termination=stop.termination, detail=stop.detail[:500])
-        return stop.termination
-    except ContextOverflow as exc:  # an agent that does not elide, or a plug-in's model call
-        role = next((c.role for c in reversed(ctx.trajectory.model_calls) if c.error), None)
-        if exc.first:
-            raise window_too_small(exc, role, ctx.key.label()) from None
-        ctx.event("agent", "stop", termination="context_overflow", detail=exc.diagnosis.message[:500])
-        return "context_overflow"
-    return "submitted" if session.submitted else "never_submitted"
-
-
-class _OutageTimeout(Exception):
-    """The agent's time ran out while an outage held its model calls (trial/context.py)."""
+# the sandbox failing (it cannot start, dies, a copy fails; the host's disk, a file gone): not the agent's doing
+SANDBOX_FAULTS = [
+    Fault(SandboxError, "sandbox_error", lambda e: f"sandbox: {e}"),
+    Fault(OSError, "sandbox_error", lambda e: f"sandbox: {type(e).__name__}: {e}"),
+]
 
 
 def verdict_of(termination: str, result: Any) -> Verdict:
@@ -224,8 +201,6 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
     from .agents import build_terminal_agent
     from .verifier import capture_shell_state, verify
 
-    started_at = datetime.now(timezone.utc).isoformat()
-    ctx.started = time.perf_counter()
     if task.run_tests_in_same_shell and sandbox.shell != "persistent":
         sandbox = sandbox.model_copy(update={"shell": "persistent"})
     budget = task.agent_timeout_s
@@ -233,44 +208,37 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
         budget = min(budget, limits.trial_timeout_s)
     settings = SessionSettings(agent=agent, sandbox=sandbox, limits=limits, agent_timeout_s=budget,
                                command_timeout_s=command_timeout_s)
-    box = None
-    try:
+
+    async def body() -> Verdict:
+        box = None
         try:
-            label = f"{ctx.key.arm}-{task.id}-{ctx.key.trial}"
-            box = await open_sandbox(task, sandbox, label=label)
-        except TaskBuildError as exc:
-            mode = exc.exclusion or "broken_task"
-            ctx.event("sandbox", "build_failed", exclusion=exc.exclusion, detail=str(exc)[-2000:])
-            verdict = _not_runnable(mode, mode, str(exc))
-        else:
+            try:
+                label = f"{ctx.key.arm}-{task.id}-{ctx.key.trial}"
+                box = await open_sandbox(task, sandbox, label=label)
+            except TaskBuildError as exc:
+                mode = exc.exclusion or "broken_task"
+                ctx.event("sandbox", "build_failed", exclusion=exc.exclusion, detail=str(exc)[-2000:])
+                return _not_runnable(mode, mode, str(exc))
             session = TerminalSession(ctx, task, box, settings, [build_plugin(p, ctx) for p in plugins or []])
-            termination = await _agent_phase(session, build_terminal_agent(agent, session))
-            outage = ctx.outage_verdict_cause() if termination == "agent_timeout" else None
-            if outage is not None:  # an outage held the agent's calls: its clock ran out on the channel
-                raise _OutageTimeout(outage)
+            agent_impl = build_terminal_agent(agent, session)
+
+            async def run_agent() -> str:
+                await agent_impl.run(session)
+                return "submitted" if session.submitted else "never_submitted"
+
+            termination = await agent_phase(ctx, run_agent(), budget=settings.agent_timeout_s,
+                                            timeout_detail=f"the agent timeout ({settings.agent_timeout_s:g} s) was reached")
             state = await capture_shell_state(box) if task.run_tests_in_same_shell else None
             network, *_ = effective_limits(task, sandbox)
             result = await verify(box, task, agent_end=agent_end(termination), network=network,  # type: ignore[arg-type]
                                   shell_state=state)
             ctx.event("verifier", "result", **result.model_dump(mode="json", exclude={"task_id", "format"}))
             if result.excluded:
-                verdict = _not_runnable(result.failure_mode, result.failure_mode, result.detail or "")
-            else:
-                verdict = verdict_of(termination, result)
-    except SandboxError as exc:
-        verdict = Verdict(valid=False, termination="sandbox_error", invalid_cause=f"sandbox: {exc}"[:500])
-    except OSError as exc:  # the host failed the sandbox (disk full, a file gone): not the agent's doing
-        verdict = Verdict(valid=False, termination="sandbox_error",
-                          invalid_cause=f"sandbox: {type(exc).__name__}: {exc}"[:500])
-    except (RetriesExhausted, PromptTruncated) as exc:
-        verdict = Verdict(valid=False, termination="channel_error",
-                          invalid_cause=f"{exc.code}: {exc.diagnosis.message}"[:500])
-    except _OutageTimeout as exc:
-        verdict = Verdict(valid=False, termination="channel_error", invalid_cause=str(exc)[:500])
-    finally:
-        if box is not None:
-            with contextlib.suppress(Exception):
-                await box.close()
-    return TrialRecord(key=ctx.key, run_id=ctx.run_id or "", seed=ctx.seed, attempt=attempt,
-                       started_at=started_at, duration_s=round(ctx.elapsed(), 6),
-                       trajectory=ctx.trajectory, verdict=verdict)
+                return _not_runnable(result.failure_mode, result.failure_mode, result.detail or "")
+            return verdict_of(termination, result)
+        finally:
+            if box is not None:
+                with contextlib.suppress(Exception):
+                    await box.close()
+
+    return await play_in_envelope(ctx, body, attempt=attempt, faults=SANDBOX_FAULTS)
