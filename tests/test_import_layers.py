@@ -48,10 +48,7 @@ FLOORS: dict[str, tuple[int, tuple[str, ...]]] = {
 }
 
 # Edges that break the floors, each with its reason. Keep this empty; an entry is a debt with a name.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("agentrig.benchmark", "agentrig.analysis.failures"): "FailureLabel is typed by the taxonomy in analysis (moving down with the seam work)",
-    ("agentrig.benchmark", "agentrig.analysis.consistency"): "the default action_sequence uses chain_of (moving down with the seam work)",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # The one cycle allowed, on purpose: the plug-in registry. ``agentrig.plugins`` loads its built-in
 # plug-ins in a function (``_load_builtin``) and each registers itself with ``agentrig.plugins``

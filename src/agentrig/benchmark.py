@@ -62,6 +62,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -69,6 +70,7 @@ from typing import Any, Callable, ClassVar
 from pydantic import BaseModel
 
 from agentrig.errors import ConfigError
+from agentrig.types import FailureLabel
 
 from agentrig.task_values import literal_values
 
@@ -210,8 +212,6 @@ class Benchmark:
 
     def classify(self, record: Any, context: Any) -> Any:
         """The ``FailureLabel`` of a failed valid trial (None: not classified)."""
-        from agentrig.analysis.failures import FailureLabel
-
         v = record.verdict
         return FailureLabel(primary="other", classes=["other"], termination=v.termination,
                             evidence={"other": [f"termination {v.termination}"]})
@@ -224,8 +224,6 @@ class Benchmark:
 
     def action_sequence(self, record: Any) -> tuple:
         """The trial's actions as hashable tokens (divergence of repeated trials compares them)."""
-        from agentrig.analysis.consistency import chain_of
-
         return chain_of(record)
 
     def task_values(self, config: dict) -> dict[str, list[str]]:
@@ -357,3 +355,32 @@ def benchmark_of_config(config: dict) -> Benchmark:
     bench = (exp or {}).get("benchmark") if isinstance(exp, dict) else None
     kind = bench.get("kind") if isinstance(bench, dict) else None
     return get_benchmark(kind or DEFAULT_KIND)
+
+
+# ------------------------------------------------------------------- the default action sequence
+
+Token = tuple[str, str]  # (tool name — "user:" + name for the user's calls — , canonical JSON arguments)
+Chain = tuple[Token, ...]
+
+_USER_PREFIX = "user:"
+
+
+def _canonical(arguments: dict) -> str:
+    try:
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):  # not JSON-serialisable (never from a store): still a token
+        return repr(sorted(arguments.items(), key=lambda kv: str(kv[0])))
+
+
+def chain_of(record: Any) -> Chain:
+    """The trial's tool-call chain (after the task's own history), as interned string tokens."""
+    traj = record.trajectory
+    out: list[Token] = []
+    for m in traj.messages[traj.history_len:]:
+        if not m.tool_calls or m.role not in ("assistant", "user"):
+            continue
+        for call in m.tool_calls:
+            name = call.name if m.role == "assistant" else _USER_PREFIX + call.name
+            args = _canonical(call.arguments) if call.arguments is not None else "!" + call.arguments_raw
+            out.append((sys.intern(name), sys.intern(args)))
+    return tuple(out)

@@ -324,3 +324,15 @@ class TrialRecord(_Model):
     duration_s: float
     trajectory: Trajectory
     verdict: Verdict
+
+
+class FailureLabel(_Model):
+    """Why a valid trial failed, as its benchmark classifies it (``Benchmark.classify``): the primary
+    class, secondary ones, the reward components and the evidence behind each class."""
+
+    primary: str
+    secondary: list[str] = []
+    classes: list[str] = []
+    components: list[str] = []
+    termination: str
+    evidence: dict[str, list[str]] = {}

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typer.testing import CliRunner
 
 import agentrig
-from agentrig.analysis.failures import FailureLabel
+from agentrig.types import FailureLabel
 from agentrig import benchmark as base
 from agentrig.benchmark import Benchmark, Limits, Selection, json_sha
 from agentrig.cli import app

@@ -55,14 +55,13 @@ Shapes (pydantic)::
 
 from __future__ import annotations
 
-import json
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from agentrig.benchmark import Chain, Token, chain_of
 from agentrig.types import TrialRecord
 
 from .reliability import is_success
@@ -71,10 +70,7 @@ __all__ = ["Token", "Chain", "ForkOption", "TaskConsistency", "chain_of", "edit_
            "similarity", "task_consistency", "task_consistency_from_chains", "rank",
            "ConsistencyCollector", "PASS", "FAIL"]
 
-Token = tuple[str, str]
-Chain = tuple[Token, ...]
 PASS, FAIL = "✓", "✗"
-_USER_PREFIX = "user:"
 _CALL_TEXT_MAX = 200
 
 
@@ -110,27 +106,6 @@ class TaskConsistency(_Model):
 
 
 # ---- chains ---------------------------------------------------------------------------------
-
-
-def _canonical(arguments: dict) -> str:
-    try:
-        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError):  # not JSON-serialisable (never from a store): still a token
-        return repr(sorted(arguments.items(), key=lambda kv: str(kv[0])))
-
-
-def chain_of(record: TrialRecord) -> Chain:
-    """The trial's tool-call chain (after the task's own history), as interned string tokens."""
-    traj = record.trajectory
-    out: list[Token] = []
-    for m in traj.messages[traj.history_len:]:
-        if not m.tool_calls or m.role not in ("assistant", "user"):
-            continue
-        for call in m.tool_calls:
-            name = call.name if m.role == "assistant" else _USER_PREFIX + call.name
-            args = _canonical(call.arguments) if call.arguments is not None else "!" + call.arguments_raw
-            out.append((sys.intern(name), sys.intern(args)))
-    return tuple(out)
 
 
 def _call_text(token: Token) -> str:

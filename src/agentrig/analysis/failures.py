@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from agentrig.types import TrialKey
+from agentrig.types import FailureLabel, TrialKey
 
 __all__ = ["FailureLabel", "ClassCount", "Taxonomy", "TaxonomyGroup", "taxonomy", "taxonomy_groups",
            "EVIDENCE_MAX", "OTHER"]
@@ -36,15 +36,6 @@ OTHER = {"other": "Other"}
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class FailureLabel(_Model):
-    primary: str
-    secondary: list[str] = []
-    classes: list[str] = []
-    components: list[str] = []
-    termination: str
-    evidence: dict[str, list[str]] = {}
 
 
 class ClassCount(_Model):

@@ -176,7 +176,7 @@ class AppWorldBenchmark(Benchmark):
 
     # -- analysis ---------------------------------------------------------------------------
     def classify(self, record: Any, context: Any) -> Any:
-        from agentrig.analysis.failures import FailureLabel
+        from agentrig.types import FailureLabel
 
         v = record.verdict
         info = v.reward_info

@@ -74,7 +74,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentrig.analysis import failures as generic
-from agentrig.analysis.failures import EVIDENCE_MAX, FailureLabel, Taxonomy, TaxonomyGroup
+from agentrig.analysis.failures import EVIDENCE_MAX, Taxonomy, TaxonomyGroup
+from agentrig.types import FailureLabel
 from agentrig.analysis.reliability import is_success
 from agentrig.types import TrialKey, TrialRecord
 

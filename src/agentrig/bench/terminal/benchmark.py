@@ -254,7 +254,7 @@ class TerminalBenchmark(Benchmark):
 
     # -- analysis ---------------------------------------------------------------------------
     def classify(self, record: Any, context: Any) -> Any:
-        from agentrig.analysis.failures import FailureLabel
+        from agentrig.types import FailureLabel
 
         v = record.verdict
         info = v.reward_info
