@@ -244,6 +244,13 @@ class Benchmark:
     def audit_command(self) -> Callable[..., Any] | None:
         return None
 
+    def doctor(self, target: str | None, as_json: bool, console: Any) -> int:
+        """``agentrig doctor --bench KIND [TARGET]``: check what this benchmark needs on this machine
+        beyond the endpoints (terminal: the sandboxes, TARGET a sandbox kind; AppWorld: its own
+        environment and data); print each problem with its fix; 0 when ready."""
+        raise ConfigError(f"--bench {self.kind}: the {self.kind} benchmark has nothing of its own to check "
+                          "beyond the endpoints (`agentrig doctor --config EXPERIMENT` checks those)")
+
 
 # ------------------------------------------------------------------------------------ registry
 
@@ -253,18 +260,22 @@ class _Entry:
     settings: str | type[BaseModel]
     implementation: str | type[Benchmark] | None = None
     tables: dict[str, str | type[BaseModel]] = field(default_factory=dict)
+    # top-level `agentrig NAME …` command groups of its own: NAME → a typer.Typer (by import path)
+    commands: dict[str, str | Any] = field(default_factory=dict)
 
 
 # kind → where its parts are (imported only when asked for).
 _BUILTIN: dict[str, _Entry] = {
     "tau2": _Entry("agentrig.bench.tau.settings:Tau2Settings", "agentrig.bench.tau.benchmark:Tau2Benchmark",
                    {"user": "agentrig.bench.tau.user:UserSettings",
-                    "judge": "agentrig.bench.tau.settings:JudgeSettings"}),
+                    "judge": "agentrig.bench.tau.settings:JudgeSettings"},
+                   {"data": "agentrig.bench.tau.commands:data_app"}),
     "terminal": _Entry("agentrig.bench.terminal.settings:TerminalSettings",
                        "agentrig.bench.terminal.benchmark:TerminalBenchmark",
                        {"sandbox": "agentrig.bench.terminal.sandbox.base:SandboxSettings"}),
     "appworld": _Entry("agentrig.bench.appworld.settings:AppWorldSettings",
-                       "agentrig.bench.appworld.benchmark:AppWorldBenchmark"),
+                       "agentrig.bench.appworld.benchmark:AppWorldBenchmark",
+                       commands={"appworld": "agentrig.bench.appworld.commands:appworld_app"}),
 }
 _REGISTRY: dict[str, _Entry] = dict(_BUILTIN)
 _INSTANCES: dict[str, Benchmark] = {}
@@ -280,15 +291,29 @@ def _load(ref: Any) -> Any:
 
 def register(kind: str, implementation: type[Benchmark] | str, *,
              settings: type[BaseModel] | str | None = None,
-             tables: dict[str, type[BaseModel] | str] | None = None) -> None:
-    """Register (or replace) a benchmark. A class gives its own ``settings_model`` and ``tables``."""
+             tables: dict[str, type[BaseModel] | str] | None = None,
+             commands: dict[str, Any] | None = None) -> None:
+    """Register (or replace) a benchmark. A class gives its own ``settings_model`` and ``tables``.
+    ``commands``: its own top-level command groups (name → typer.Typer or its import path), mounted
+    by the CLI (``command_groups``) when registered before the CLI is built."""
     if settings is None:
         impl = _load(implementation)
         settings, tables = impl.settings_model, dict(impl.tables) if tables is None else tables
-    _REGISTRY[kind] = _Entry(settings, implementation, dict(tables or {}))
+    _REGISTRY[kind] = _Entry(settings, implementation, dict(tables or {}), dict(commands or {}))
     _INSTANCES.pop(kind, None)
     for listener in _listeners:
         listener()
+
+
+def command_groups() -> dict[str, Any]:
+    """Every registered benchmark's own top-level command groups: name → typer.Typer."""
+    out: dict[str, Any] = {}
+    for kind, entry in _REGISTRY.items():
+        for name, ref in entry.commands.items():
+            if name in out:
+                raise ConfigError(f"benchmark {kind!r} registers the command {name!r}, which another benchmark has")
+            out[name] = _load(ref)
+    return out
 
 
 def unregister(kind: str) -> None:

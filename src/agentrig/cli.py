@@ -43,7 +43,7 @@ def doctor(
                                                                  "mini-swe-agent:PATH or env:PATH (docs/clients.md)."),
     sandbox: bool = typer.Option(False, "--sandbox", help="Check the terminal-task sandboxes instead (bwrap, local, docker, podman; or the KIND named)."),
     kind: Optional[str] = typer.Argument(None, help="With --sandbox: the one sandbox kind to check.", show_default=False),
-    bench: Optional[str] = typer.Option(None, "--bench", help="Check a benchmark's own environment instead (appworld: its venv, data, a world)."),
+    bench: Optional[str] = typer.Option(None, "--bench", help="Check what a benchmark needs on this machine instead (terminal: the sandboxes; appworld: its venv, data, a world)."),
 ) -> None:
     """Diagnose the endpoints before a run: key, URL, network, model list, model, chat, the server,
     the agent's own tool request, a forced tool call, silent prompt truncation, the context window.
@@ -189,10 +189,8 @@ def demo(
 
 
 from agentrig.commands.tasks import AUDIT_SETTINGS, audit_command, tasks_app  # noqa: E402
-from .bench.tau.commands import data_app  # noqa: E402
 
 app.add_typer(tasks_app, name="tasks", help="List, show and replay a benchmark's tasks (--bench KIND; default tau2).")
-app.add_typer(data_app, name="data", help="Fetch benchmark data.")
 from agentrig.commands.guidelines import guidelines_app  # noqa: E402
 
 app.add_typer(guidelines_app, name="guidelines", help="Derive consistency guidelines from a run; show a guidelines file for review.")
@@ -200,9 +198,10 @@ from agentrig.commands.channel import channel_app  # noqa: E402
 
 app.add_typer(channel_app, name="channel", help="Write the channel as another client's file (Codex, Claude Code, mini-swe-agent, .env).")
 app.command("audit", context_settings=AUDIT_SETTINGS, add_help_option=False)(audit_command)
-from .bench.appworld.commands import appworld_app  # noqa: E402
+from .benchmark import command_groups  # noqa: E402
 
-app.add_typer(appworld_app, name="appworld", help="AppWorld: set up its own environment, check it, build synthetic data.")
+for _name, _group in command_groups().items():  # each benchmark's own groups (τ²: data; AppWorld: appworld)
+    app.add_typer(_group, name=_name)
 
 
 def main() -> None:

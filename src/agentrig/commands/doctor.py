@@ -18,18 +18,14 @@ from agentrig.errors import AgentrigError
 def doctor_command(*, config: Path | None, base_url: str | None, model: str | None, api_key_env: str,
                    timeout_s: float | None, wire: str | None, as_json: bool, from_file: str | None,
                    sandbox: bool, kind: str | None, out: Console, bench: str | None = None) -> int:
+    if sandbox and bench is None:
+        bench = "terminal"  # `--sandbox [KIND]`: the terminal benchmark's own check, KIND a sandbox kind
+    elif kind is not None and not sandbox and bench is None:
+        raise AgentrigError(f"unexpected argument {kind!r}; to check a sandbox kind write `agentrig doctor --sandbox {kind}`")
     if bench is not None:
-        if bench != "appworld":
-            raise AgentrigError(f"--bench {bench!r}: only appworld has an environment of its own to check")
-        from agentrig.bench.appworld.commands import doctor as appworld_doctor
+        from agentrig.benchmark import get_benchmark
 
-        return appworld_doctor(None, None, as_json, out)
-    if sandbox or kind is not None:
-        if not sandbox:
-            raise AgentrigError(f"unexpected argument {kind!r}; to check a sandbox kind write `agentrig doctor --sandbox {kind}`")
-        from agentrig.bench.terminal.commands import sandbox_doctor
-
-        return sandbox_doctor(kind, as_json)
+        return get_benchmark(bench).doctor(kind, as_json, out)
     if from_file is not None:
         if config is not None or base_url:
             raise AgentrigError("give either --from or --config/--base-url, not both")

@@ -249,3 +249,9 @@ class AppWorldBenchmark(Benchmark):
         from .commands import audit_command
 
         return audit_command
+
+    def doctor(self, target: str | None, as_json: bool, console: Any) -> int:
+        """``agentrig doctor --bench appworld``: AppWorld's own environment, its data, a world opened."""
+        from .commands import doctor
+
+        return doctor(None, None, as_json, console)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 tasks_app = typer.Typer(help="Browse the tasks of a τ²-bench domain.", no_args_is_help=True,
                         pretty_exceptions_enable=False, add_completion=False)
-data_app = typer.Typer(help="Get benchmark data.", no_args_is_help=True,
+data_app = typer.Typer(help="Fetch benchmark data.", no_args_is_help=True,
                        pretty_exceptions_enable=False, add_completion=False)
 pull_app = typer.Typer(help="Fetch upstream benchmark data files.", no_args_is_help=True,
                        pretty_exceptions_enable=False, add_completion=False)

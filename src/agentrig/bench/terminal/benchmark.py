@@ -334,3 +334,10 @@ class TerminalBenchmark(Benchmark):
         from .commands import audit_command
 
         return audit_command
+
+    def doctor(self, target: str | None, as_json: bool, console: Any) -> int:
+        """``agentrig doctor --sandbox [KIND]`` (or ``--bench terminal [KIND]``): what each sandbox kind
+        can do on this machine."""
+        from .commands import sandbox_doctor
+
+        return sandbox_doctor(target, as_json)
