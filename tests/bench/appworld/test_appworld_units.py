@@ -94,6 +94,8 @@ def test_verdict_from_appworlds_test_tracker():
                                         "task_goal_completion": 0.0}
     assert v.reward_info.reward_basis == ["t_1::assert answers match.", "t_1::assert no model other than"]
     assert v.reward_info.notes["failed_tests"] == "assert no model other than"
+    twice = verdict_of("t_1", "completed", {**result, "passes": result["passes"] * 2})
+    assert list(twice.reward_info.components)[:2] == ["t_1::assert answers match.", "t_1::assert answers match. (2)"]
     ok = verdict_of("t_1", "completed", {**result, "success": True, "failures": []})
     assert ok.reward == 1.0 and ok.reward_info.components["task_goal_completion"] == 1.0
 

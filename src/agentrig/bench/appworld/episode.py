@@ -145,13 +145,20 @@ def first_line(requirement: str) -> str:
 def verdict_of(task_id: str, termination: str, result: dict) -> Verdict:
     """The verdict from AppWorld's ``TestTracker.to_dict()`` (passes, failures, success)."""
     comps: dict[str, float | None] = {}
-    for p in result.get("passes") or []:
-        comps[f"{task_id}::{first_line(p['requirement'])}"] = 1.0
     failed = []
+
+    def name_of(requirement: str) -> str:  # two tests with one first line stay two components
+        name, n = f"{task_id}::{first_line(requirement)}", 2
+        while name in comps:
+            name, n = f"{task_id}::{first_line(requirement)} ({n})", n + 1
+        return name
+
+    for p in result.get("passes") or []:
+        comps[name_of(p["requirement"])] = 1.0
     for f in result.get("failures") or []:
-        name = f"{task_id}::{first_line(f['requirement'])}"
+        name = name_of(f["requirement"])
         comps[name] = 0.0
-        failed.append(first_line(f["requirement"]))
+        failed.append(name.split("::", 1)[1])
     basis = list(comps)
     success = bool(result.get("success"))
     comps[TGC] = 1.0 if success else 0.0
