@@ -204,6 +204,12 @@ class Benchmark:
         be parsed into actions); None: a valid trial passes, whatever its reward."""
         return None
 
+    def first_requests(self, r: Any) -> list[FirstRequest] | None:
+        """What the LLM agents of the experiment ``r`` send first (the doctor sends alike: the same
+        tools, and the size against the server's window). None: this benchmark cannot say (the
+        doctor uses a representative request)."""
+        return None
+
     # -- analysis ---------------------------------------------------------------------------
     def failure_context(self, config: dict) -> Any:
         """What ``classify`` needs for the run (e.g. the tasks); raise AgentrigError when it
@@ -250,6 +256,17 @@ class Benchmark:
         environment and data); print each problem with its fix; 0 when ready."""
         raise ConfigError(f"--bench {self.kind}: the {self.kind} benchmark has nothing of its own to check "
                           "beyond the endpoints (`agentrig doctor --config EXPERIMENT` checks those)")
+
+
+@dataclass(frozen=True)
+class FirstRequest:
+    """One arm's agent's first request on one group of tasks (``Benchmark.first_requests``)."""
+
+    arm: str
+    where: str  # e.g. "arm a, domain airline, tool_mode native"
+    messages: list[dict]
+    tools: list[dict]
+    tools_where: str  # e.g. "arm a, domain airline"
 
 
 # ------------------------------------------------------------------------------------ registry

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentrig.benchmark import Benchmark, Limits, Selection, json_sha, sha
+from agentrig.benchmark import FirstRequest, Benchmark, Limits, Selection, json_sha, sha
 from agentrig.errors import ConfigError, DataError
 from agentrig.types import COMPONENTS
 
@@ -52,6 +52,10 @@ def _domain_bits(r: Any, domain: str, policy: Any) -> tuple[Any, Path, str]:
     if pkey not in cache:
         cache[pkey] = tau_data.load_policy(r.data_root, domain, policy)
     return cache[("spec", domain)], cache[("dir", domain)], cache[pkey]
+
+
+# what a user's first message usually takes (the user simulator writes it; about 100 tokens)
+OPENING = "x" * 400
 
 
 class Tau2Benchmark(Benchmark):
@@ -258,6 +262,29 @@ class Tau2Benchmark(Benchmark):
 
         n, target = export_run(store, config, run_dir, arm=arm, domain=domain, out_path=out_path)
         return n, target, "simulation(s)"
+
+    def first_requests(self, r: Any) -> list[FirstRequest]:
+        """Each LLM arm's agent built as a trial builds it, per domain: its system prompt (preamble and
+        the domain's policy), its tools (native mode), the greeting and an opening user message."""
+        from types import SimpleNamespace
+
+        from agentrig.agents import build_agent
+        from agentrig.agents.base import GREETING
+
+        out: list[FirstRequest] = []
+        for arm in r.arms:
+            if arm.agent.kind != "llm":
+                continue
+            for domain in dict.fromkeys(d for d, _ in r.tasks):
+                ctx = SimpleNamespace(channel=object())
+                self.trial_context(r, SimpleNamespace(key=SimpleNamespace(domain=domain), arm=arm), ctx)
+                agent = build_agent(arm.agent, ctx)
+                messages = [*agent.messages, {"role": "assistant", "content": GREETING},
+                            {"role": "user", "content": OPENING}]
+                out.append(FirstRequest(arm=arm.name, where=f"arm {arm.name}, domain {domain}, tool_mode {arm.agent.tool_mode}",
+                                        messages=messages, tools=list(getattr(agent, "tools", None) or []),
+                                        tools_where=f"arm {arm.name}, domain {domain}"))
+        return out
 
     def tasks_app(self) -> Any:
         from .commands import tasks_app
