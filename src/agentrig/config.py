@@ -38,8 +38,15 @@ from .errors import ConfigError
 Role = Literal["agent", "user", "memory", "judge", "analyst"]
 ROLES: tuple[Role, ...] = ("agent", "user", "memory", "judge", "analyst")
 ToolChoice = Literal["auto", "required", "omit"]
-# the API a role's requests speak: chat completions, OpenAI Responses, Anthropic Messages (docs/channel.md)
-Wire = Literal["chat", "responses", "anthropic"]
+# The wire formats: the API a role's requests speak (docs/channel.md), name → the module in
+# channel/wires/ that speaks it. Adding a wire: its module and one line here; everything that names
+# wires (the settings, --wire, the doctor, other clients' files, the dispatch) derives from this.
+WIRE_MODULES: dict[str, str] = {
+    "chat": "agentrig.channel.wires.chat",  # chat completions (POST /chat/completions)
+    "responses": "agentrig.channel.wires.responses",  # the OpenAI Responses API
+    "anthropic": "agentrig.channel.wires.anthropic",  # the Anthropic Messages API
+}
+Wire = Literal[tuple(WIRE_MODULES)]  # type: ignore[valid-type]
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 

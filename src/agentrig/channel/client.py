@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-import json
 import random
 import time
 from collections.abc import Mapping
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-import openai._response as _sdk_response
 
 from ..config import ROLES, ChannelConfig, ResolvedRole
 from ..errors import AuthError, ConfigError, Diagnosis, RetriesExhausted
@@ -27,9 +25,9 @@ from ..redact import get_logger, read_secret
 from ..types import Attempt, CallContext, Completion
 from .adaptive import LatencyWindow
 from .breaker import Breaker, EndpointDown, is_outage_fault
-from .faults import Fault, classify_status, connection_detail, exhausted, refused
-from .parse import Malformed, parse_completion
+from .faults import Fault, exhausted
 from .usage import UsageLedger
+from .wires import Outcome, send
 
 log = get_logger("agentrig.channel")
 _CALLS = itertools.count(1)  # a token per call, for the breaker
@@ -50,10 +48,6 @@ def missing_key(env_var: str) -> Diagnosis:
         f"export {env_var}=<your key> (a local server that needs no key accepts any value, e.g. 'local'), "
         "or set api_key_env in [channel] / [roles.X] to the variable that holds it",
     )
-
-
-# the HTTP library's Response class the SDK is built on (httpx2 for openai >= 3, httpx before)
-_RAW = (getattr(_sdk_response, "httpx2", None) or getattr(_sdk_response, "httpx")).Response
 
 
 def _aiohttp_transport() -> Any:
@@ -98,57 +92,11 @@ class Endpoint:
         return w
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What one HTTP attempt produced: a completion, or a classified fault."""
-
-    completion: Completion | None
-    fault: Fault | None
-    latency_s: float
-    request_id: str | None = None
-
-
 async def send_once(client: openai.AsyncOpenAI, rr: ResolvedRole, params: dict[str, Any],
                     headers: dict[str, str], timeout_s: float) -> Outcome:
-    """One attempt, classified. Never raises for HTTP or body trouble."""
-    if rr.wire != "chat":  # the Responses and Anthropic Messages wires (wires.py)
-        from .wires import send_wire
-        return Outcome(*await send_wire(client, rr, params, headers, timeout_s))
-    t0 = time.perf_counter()
-    try:
-        # The body is serialized here and posted as is: the SDK's request-building walks every
-        # message and tool schema of every request (a third of a run's CPU with long
-        # conversations); auth, headers, the connection pool and error classes stay the SDK's.
-        payload = {**params, **rr.extra_body} if rr.extra_body else params
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
-        async with asyncio.timeout(timeout_s):
-            raw = await client.post("/chat/completions", cast_to=_RAW, content=data,
-                                    options={"headers": {**headers, "Content-Type": "application/json"},
-                                             "timeout": timeout_s})
-        body = raw.content
-        request_id = raw.headers.get("x-request-id")
-    except openai.APIStatusError as exc:
-        body = exc.body if exc.body is not None else exc.response.text
-        fault = classify_status(exc.status_code, body, exc.response.headers, model=rr.model,
-                                key_env=rr.api_key_env, base_url=rr.base_url)
-        return Outcome(None, fault, time.perf_counter() - t0)
-    except (openai.APITimeoutError, TimeoutError) as exc:
-        elapsed = time.perf_counter() - t0
-        # the aiohttp transport reports a refused or dropped connection as a timeout
-        if refused(exc) or elapsed < 0.9 * timeout_s:
-            return Outcome(None, Fault("connection", None, connection_detail(exc, rr.base_url)[:300]), elapsed)
-        return Outcome(None, Fault("timeout", None, f"no answer within {timeout_s:g}s"), elapsed)
-    except openai.APIConnectionError as exc:
-        detail = connection_detail(exc, rr.base_url)[:300]
-        return Outcome(None, Fault("connection", None, detail), time.perf_counter() - t0)
-    latency = time.perf_counter() - t0
-    try:
-        message, finish, usage, model = parse_completion(body)
-    except Malformed as exc:
-        return Outcome(None, Fault("malformed", 200, str(exc)), latency)
-    completion = Completion(role=rr.role, model=rr.model or model or "", message=message,
-                            finish_reason=finish, usage=usage, latency_s=latency, request_id=request_id)
-    return Outcome(completion, None, latency, request_id)
+    """One attempt in the role's wire, classified (channel/wires/: the wire seam). Never raises for
+    HTTP or body trouble."""
+    return await send(client, rr, params, headers, timeout_s)
 
 
 async def _send_watched(window: LatencyWindow, token: int, timeouts: int, ep: Endpoint, rr: ResolvedRole,

@@ -25,13 +25,13 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, PrivateAttr
 
+from agentrig.config import Wire
 from agentrig.errors import ConfigError
 from agentrig.redact import redact_url, register_secret
 from agentrig.channel.client import key_fingerprint, normalize_base_url
 
 Format = Literal["codex", "claude-code", "mini-swe-agent", "env"]
 FORMATS: tuple[str, ...] = ("codex", "claude-code", "mini-swe-agent", "env")
-Wire = Literal["chat", "responses", "anthropic"]
 
 # where each client takes the base URL from, and what it appends to it
 BASE_RULE: dict[str, tuple[str, str]] = {

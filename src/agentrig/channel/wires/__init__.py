@@ -1,94 +1,65 @@
-"""The channel's other wire formats, behind the same ``send_once``: ``wire = "responses"`` (the
-OpenAI Responses API) and ``wire = "anthropic"`` (the Anthropic Messages API).
+"""The wire seam: every wire format behind one ``send``.
 
-A wire module (``wire_responses``, ``wire_anthropic``) has four parts, all from the channel's
-own terms (chat-style ``messages``/``tools``/settings in, ``AssistantMessage``/``Usage``/
-``finish_reason`` out), so that the one retry loop, the concurrency bounds, the X-Agentrig
-headers, the usage ledger and the doctor stay shared with the chat wire:
+A wire module (``chat``, ``responses``, ``anthropic``; the registry is ``config.WIRE_MODULES``) speaks
+one API in the channel's own terms (chat-style ``messages``/``tools``/settings in,
+``AssistantMessage``/``Usage``/``finish_reason`` out), so that the one retry loop, the concurrency
+bounds, the X-Agentrig headers, the usage ledger and the doctor are shared by every wire:
 
 - ``request(client, rr, params, headers, timeout_s) -> (body bytes, request id)``: builds the
-  wire's request from ``params`` (``client.build_params``) and sends it with the official SDK
-  (its own retries off); raises the SDK's exceptions;
+  wire's request from ``params`` (``client.build_params``) and sends it with the official SDK (its
+  own retries off); raises the SDK's exceptions;
 - ``parse(body) -> (message, finish_reason, usage, model)`` or ``Malformed``;
-- ``STATUS``, ``TIMEOUT``, ``CONNECTION``: the SDK's exception classes;
-- ``PATH``: the route it posts to (named in a diagnosis).
+- ``classify(status, body, headers, rr) -> Fault``: what an error answer means (retried or fatal);
+- ``STATUS``, ``TIMEOUT``, ``CONNECTION``: the SDK's exception classes; ``PATH``: its route.
 
-Errors are classified by ``classify`` here: the chat wire's rules (``faults.classify_status``)
-plus what the other APIs say differently (Anthropic's ``not_found_error`` for a model, its
-credit-balance 400).
+``send`` maps what can go wrong in an attempt to a ``Fault`` in one place for every wire (as httpx
+maps its transport's exceptions once): a status error → the wire's ``classify``; a timeout → a
+timeout, or a dropped connection when it came early (the aiohttp transport reports a refused
+connection as a timeout); a connection error → a connection fault; a body that does not parse →
+malformed. Adding a wire: one module here and one line in ``config.WIRE_MODULES``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from agentrig.config import ResolvedRole
-from agentrig.errors import Diagnosis, EndpointNotFound, ModelNotFound, QuotaExhausted
-from agentrig.types import Completion
-from agentrig.channel.wires import anthropic as wire_anthropic, responses as wire_responses
-from agentrig.channel.faults import (
-    _QUOTA,
-    Fault,
-    classify_status,
-    connection_detail,
-    model_not_found,
-    refused,
-    server_message,
-)
+from agentrig.channel.faults import Fault, connection_detail, refused
 from agentrig.channel.parse import Malformed
+from agentrig.config import WIRE_MODULES, ResolvedRole
+from agentrig.types import Completion
 
-WIRES = ("chat", "responses", "anthropic")
+WIRES = tuple(WIRE_MODULES)
+_LOADED: dict[str, ModuleType] = {}
 
 
 def wire_module(wire: str) -> ModuleType:
-    if wire == "responses":
-        return wire_responses
-    if wire == "anthropic":
-        return wire_anthropic
-    raise ValueError(f"wire {wire!r}: expected one of {', '.join(WIRES)}")
+    """The module that speaks ``wire`` (imported on first use: the Anthropic SDK only when asked for)."""
+    module = _LOADED.get(wire)
+    if module is None:
+        if wire not in WIRE_MODULES:
+            raise ValueError(f"wire {wire!r}: expected one of {', '.join(WIRES)}")
+        module = _LOADED[wire] = importlib.import_module(WIRE_MODULES[wire])
+    return module
 
 
-def error_type(body: Any) -> str:
-    """The ``type`` of an error body: Anthropic's ``{"type": "error", "error": {"type": ...}}``
-    and OpenAI's ``{"error": {"type": ..., "code": ...}}`` alike."""
-    err = body.get("error") if isinstance(body, dict) else None
-    if isinstance(err, dict):
-        return str(err.get("type") or err.get("code") or "")
-    return ""
+@dataclass(frozen=True)
+class Outcome:
+    """What one HTTP attempt produced: a completion, or a classified fault."""
+
+    completion: Completion | None
+    fault: Fault | None
+    latency_s: float
+    request_id: str | None = None
 
 
-def classify(status: int, body: Any, headers: Any, rr: ResolvedRole, path: str) -> Fault:
-    fault = classify_status(status, body, headers, model=rr.model, key_env=rr.api_key_env, base_url=rr.base_url)
-    message = server_message(body)
-    said = f" The server said: {message}" if message else ""
-    if isinstance(fault.fatal, EndpointNotFound):
-        generic = message.strip(" .").lower() in ("", "not found", "404: not found")
-        if error_type(body) == "not_found_error" and not generic:  # Anthropic: "model: claude-…"
-            return Fault("fatal", status, message, fatal=ModelNotFound(
-                model_not_found(rr.model, rr.base_url, message), status=status))
-        return Fault("fatal", status, message, fatal=EndpointNotFound(Diagnosis(
-            "BASE_URL_PATH", f"POST {path} at {rr.base_url} answered 404 Not Found: this endpoint does not serve "
-            f"the {rr.wire} wire at that path.{said}",
-            f"check that the endpoint serves {path} (or use wire = \"chat\" if it only serves chat completions); "
-            "run `agentrig doctor`"), status=status))
-    if status == 400 and fault.fatal is not None and _QUOTA.search(message):  # Anthropic's "credit balance is too low"
-        return Fault("fatal", status, message, fatal=QuotaExhausted(Diagnosis(
-            "QUOTA_EXHAUSTED", f"the endpoint refuses requests because the account's credit is used up.{said}",
-            "add credit or raise the spending limit with the provider, or use another key; retrying will not help",
-        ), status=status))
-    return fault
-
-
-Sent = tuple[Completion | None, Fault | None, float, str | None]  # client.Outcome's fields
-
-
-async def send_wire(client: Any, rr: ResolvedRole, params: dict[str, Any], headers: dict[str, str],
-                    timeout_s: float) -> Sent:
-    """One attempt in ``rr.wire``, classified like ``client.send_once`` (which wraps the result in
-    its ``Outcome``): never raises for HTTP or body trouble."""
+async def send(client: Any, rr: ResolvedRole, params: dict[str, Any], headers: dict[str, str],
+               timeout_s: float) -> Outcome:
+    """One attempt in ``rr.wire``, classified. Never raises for HTTP or body trouble."""
     wire = wire_module(rr.wire)
     t0 = time.perf_counter()
     try:
@@ -96,19 +67,20 @@ async def send_wire(client: Any, rr: ResolvedRole, params: dict[str, Any], heade
             body, request_id = await wire.request(client, rr, params, headers, timeout_s)
     except wire.STATUS as exc:
         raw = exc.body if exc.body is not None else exc.response.text
-        return (None, classify(exc.status_code, raw, exc.response.headers, rr, wire.PATH), time.perf_counter() - t0, None)
+        return Outcome(None, wire.classify(exc.status_code, raw, exc.response.headers, rr), time.perf_counter() - t0)
     except (*wire.TIMEOUT, TimeoutError) as exc:
         elapsed = time.perf_counter() - t0
         if refused(exc) or elapsed < 0.9 * timeout_s:  # the aiohttp transport's label for a dropped connection
-            return (None, Fault("connection", None, connection_detail(exc, rr.base_url)[:300]), elapsed, None)
-        return (None, Fault("timeout", None, f"no answer within {timeout_s:g}s"), elapsed, None)
+            return Outcome(None, Fault("connection", None, connection_detail(exc, rr.base_url)[:300]), elapsed)
+        return Outcome(None, Fault("timeout", None, f"no answer within {timeout_s:g}s"), elapsed)
     except wire.CONNECTION as exc:
-        return (None, Fault("connection", None, connection_detail(exc, rr.base_url)[:300]), time.perf_counter() - t0, None)
+        return Outcome(None, Fault("connection", None, connection_detail(exc, rr.base_url)[:300]),
+                       time.perf_counter() - t0)
     latency = time.perf_counter() - t0
     try:
         message, finish, usage, model = wire.parse(body)
     except Malformed as exc:
-        return (None, Fault("malformed", 200, str(exc)), latency, None)
+        return Outcome(None, Fault("malformed", 200, str(exc)), latency)
     completion = Completion(role=rr.role, model=rr.model or model or "", message=message,
                             finish_reason=finish, usage=usage, latency_s=latency, request_id=request_id)
-    return completion, None, latency, request_id
+    return Outcome(completion, None, latency, request_id)

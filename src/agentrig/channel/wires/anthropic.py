@@ -42,7 +42,8 @@ from agentrig.config import ResolvedRole
 from agentrig.redact import redact
 from agentrig.types import AssistantMessage, ToolCall, Usage
 from agentrig.channel.parse import Malformed, parse_arguments
-from agentrig.channel.wires.common import text_of
+from agentrig.channel.faults import Fault
+from agentrig.channel.wires.common import classify_api, text_of
 
 PATH = "/v1/messages"
 STATUS = anthropic.APIStatusError
@@ -229,3 +230,7 @@ def parse(body: bytes) -> tuple[AssistantMessage, str | None, Usage, str | None]
     finish = _STOP.get(stop, stop if isinstance(stop, str) else None)
     model = data.get("model") if isinstance(data.get("model"), str) else None
     return message, finish, parse_usage(data.get("usage")), model
+
+
+def classify(status: int, body: Any, headers: Any, rr: ResolvedRole) -> Fault:
+    return classify_api(status, body, headers, rr, PATH)

@@ -1,9 +1,15 @@
-"""What the wire modules share (``wire_responses``, ``wire_anthropic``): the text of a chat
-message's content."""
+"""What the wire modules share: the text of a chat message's content, and the classification of an
+error answer by the APIs that are not chat completions (``classify_api``: the chat wire's rules plus
+what they say differently — Anthropic's ``not_found_error`` for a model, its credit-balance 400, a
+404 on the wire's own path)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from agentrig.channel.faults import _QUOTA, Fault, classify_status, model_not_found, server_message
+from agentrig.config import ResolvedRole
+from agentrig.errors import Diagnosis, EndpointNotFound, ModelNotFound, QuotaExhausted
 
 
 def text_of(content: Any) -> str:
@@ -15,3 +21,34 @@ def text_of(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text") or "" for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     return str(content)
+
+
+def error_type(body: Any) -> str:
+    """The ``type`` of an error body: Anthropic's ``{"type": "error", "error": {"type": ...}}``
+    and OpenAI's ``{"error": {"type": ..., "code": ...}}`` alike."""
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict):
+        return str(err.get("type") or err.get("code") or "")
+    return ""
+
+
+def classify_api(status: int, body: Any, headers: Any, rr: ResolvedRole, path: str) -> Fault:
+    fault = classify_status(status, body, headers, model=rr.model, key_env=rr.api_key_env, base_url=rr.base_url)
+    message = server_message(body)
+    said = f" The server said: {message}" if message else ""
+    if isinstance(fault.fatal, EndpointNotFound):
+        generic = message.strip(" .").lower() in ("", "not found", "404: not found")
+        if error_type(body) == "not_found_error" and not generic:  # Anthropic: "model: claude-…"
+            return Fault("fatal", status, message, fatal=ModelNotFound(
+                model_not_found(rr.model, rr.base_url, message), status=status))
+        return Fault("fatal", status, message, fatal=EndpointNotFound(Diagnosis(
+            "BASE_URL_PATH", f"POST {path} at {rr.base_url} answered 404 Not Found: this endpoint does not serve "
+            f"the {rr.wire} wire at that path.{said}",
+            f"check that the endpoint serves {path} (or use wire = \"chat\" if it only serves chat completions); "
+            "run `agentrig doctor`"), status=status))
+    if status == 400 and fault.fatal is not None and _QUOTA.search(message):  # Anthropic's "credit balance is too low"
+        return Fault("fatal", status, message, fatal=QuotaExhausted(Diagnosis(
+            "QUOTA_EXHAUSTED", f"the endpoint refuses requests because the account's credit is used up.{said}",
+            "add credit or raise the spending limit with the provider, or use another key; retrying will not help",
+        ), status=status))
+    return fault
