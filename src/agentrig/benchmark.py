@@ -158,7 +158,7 @@ class Benchmark:
     def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:
         """Benchmark-specific checks of one arm (raise ConfigError naming ``where``)."""
         if self.agent_kinds is not None and arm.agent.kind not in self.agent_kinds:
-            raise ConfigError(f"{where}: agent kind {arm.agent.kind!r} cannot play {self.kind} tasks.\n"
+            raise ConfigError(f"{where}: agent.kind {arm.agent.kind!r} cannot play {self.kind} tasks.\n"
                               f"  fix: use one of: {', '.join(self.agent_kinds)}")
 
     # -- runs -------------------------------------------------------------------------------

@@ -32,9 +32,11 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # τ² tasks: llm, gold, flaky-gold, noop; terminal tasks: bash (the LLM bash agent), oracle
-    # (plays the task's solution), flaky-oracle (skips one solution step with probability drop_p), noop
-    kind: Literal["llm", "gold", "noop", "flaky-gold", "bash", "oracle", "flaky-oracle"] = "llm"
+    # which agent plays: each benchmark names the kinds it accepts (``Benchmark.agent_kinds``, checked
+    # when the experiment loads) — τ²: llm, gold, flaky-gold, noop; terminal: bash (the LLM bash
+    # agent), oracle (plays the task's solution), flaky-oracle (skips one solution step with
+    # probability drop_p), noop; AppWorld: llm, oracle, noop
+    kind: str = Field("llm", min_length=1)
     # llm: how tools are offered. native = OpenAI function calling; text = described in the
     # prompt, one JSON action per reply
     tool_mode: Literal["native", "text"] = "native"
