@@ -405,3 +405,31 @@ def test_a_trial_timeout_during_an_execution_is_still_judged_and_the_worker_kept
     assert by["native"].verdict.reward == 1.0
     opened = [e.data["worker"] for r in every for e in r.trajectory.events if e.kind == "open"]
     assert len(set(opened)) == 1  # one worker played both trials
+
+
+def test_first_requests_are_what_the_agent_sends_first(tmp_path, synthetic_root, appworld_python):
+    """What `agentrig doctor --config` sends for an AppWorld experiment (Benchmark.first_requests) is
+    the code agent's real first request, in both tool modes."""
+    from agentrig.run.experiment import load
+
+    os.environ[KEY_ENV] = KEY
+    try:
+        endpoint = AppWorldEndpoint(synthetic_root, api_key=KEY, record=True)
+        with ThreadedFakeEndpoint(endpoint=endpoint) as served:
+            arms = {"native": ARMS["native"], "text": ARMS["text"]}
+            exp = experiment(tmp_path / "f.toml", "first", synthetic_root, appworld_python, served.base_url, arms,
+                             dataset="test_challenge", concurrency=1, workers=1)
+            assert run_command(exp, run_dir=tmp_path / "run", as_json=True, out=Console(file=io.StringIO())) == 0
+            sent = {}
+            for req in endpoint.requests:
+                arm = req.headers.get("x-agentrig-arm")
+                if req.headers.get("x-agentrig-role") == "agent" and arm not in sent:
+                    sent[arm] = req.json
+    finally:
+        os.environ.pop(KEY_ENV, None)
+    r = load(exp)
+    predicted = {f.arm: f for f in get_benchmark("appworld").first_requests(r)}
+    assert set(predicted) == {"native", "text"}
+    for arm, body in sent.items():
+        assert predicted[arm].messages == body["messages"], arm
+        assert predicted[arm].tools == (body.get("tools") or []), arm

@@ -139,6 +139,34 @@ class AppWorldBenchmark(Benchmark):
         return await play_trial(ctx, ctx.task, agent=arm.agent, run=self._run(r), limits=limits, attempt=attempt,
                                 plugins=arm.plugins)
 
+    def first_requests(self, r: Any) -> list[Any]:
+        """Each LLM arm's first request as a trial makes it: the code agent's system prompt (its tool
+        mode's rules and the limits), the task prompt of the selected task with the longest
+        instruction, and the ``execute`` tool in native mode."""
+        from agentrig.benchmark import FirstRequest
+
+        from . import prompts as texts
+
+        if not r.tasks:
+            return []
+        task = max((t for _, t in r.tasks), key=lambda t: len(t.instruction))
+        b = r.exp.benchmark
+        out = []
+        for arm in r.arms:
+            if arm.agent.kind != "llm":
+                continue
+            a = arm.agent
+            text_mode = a.tool_mode == "text"
+            limits = texts.limits_text(step_limit=a.step_limit, execution_limit=r.exp.run.max_steps,
+                                       cost_limit=a.cost_limit, output_limit=b.output_limit,
+                                       execute_timeout_s=b.execute_timeout_s)
+            system = texts.system_prompt(texts.preamble(a.prompt), text_mode=text_mode, limits=limits)
+            out.append(FirstRequest(arm=arm.name, where=f"arm {arm.name}, task {task.id}, tool_mode {a.tool_mode}",
+                                    messages=[{"role": "system", "content": system},
+                                              {"role": "user", "content": texts.task_prompt(task)}],
+                                    tools=[] if text_mode else [texts.EXECUTE_TOOL], tools_where=f"arm {arm.name}"))
+        return out
+
     def warm(self, r: Any) -> None:
         """Start one worker and open the first selected task's world in it (the cold open, ~2–3 s:
         AppWorld loading its models and API docs), so that the first trial starts warm."""
