@@ -13,6 +13,7 @@ import numpy as np
 
 from .consistency import ConsistencyCollector, rank
 from .failures import taxonomy
+from .figure import ArmInputs, compute_figures
 from .memory import MemoryCollector, attach_ab, memory_modes
 from .summary import (COMPONENT_NAMES, Analysis, ArmAnalysis, BootstrapInfo, ComponentRate, Estimate, Figures,
                       Macro, PassK, _M)
@@ -125,6 +126,8 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
                          retries=u.retry_effect(valid))
     result.consistency = rank(extracts.consistency.results())
     result.benchmark = tables.bench.arm_figures(rows, n)
+    result.figures = compute_figures(ArmInputs(arm=arm, n=n, rows=rows, bench=tables.bench, config=tables.config,
+                                               store=store))
     if extracts.memory is not None:
         result.memory = extracts.memory.figures(arm, modes)
     if tables.loaded is not None:

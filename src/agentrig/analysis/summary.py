@@ -80,6 +80,8 @@ computable (no task qualifies). Computed by ``analyze_run(store, config)`` (``bu
 
 from __future__ import annotations
 
+from typing import Any
+
 
 from pydantic import BaseModel, ConfigDict
 
@@ -219,6 +221,7 @@ class ArmAnalysis(_M):
     failures_by_domain: dict[str, Taxonomy] = {}
     memory: MemoryFigures | None = None
     benchmark: dict[str, float | None] = {}  # the benchmark's own figures (Benchmark.arm_figures)
+    figures: dict[str, Any] = {}  # the registered figures (analysis/figure.py): figure id → its result
 
 
 class Analysis(_M):

@@ -24,6 +24,7 @@ from agentrig.analysis.instability_report import instability_report
 from agentrig.analysis.instability_view import print_reports
 from agentrig.analysis.memory import decisions_text, injected_text
 from agentrig.analysis.build import analyze_run
+from agentrig.analysis.figure import figure_views
 from agentrig.analysis.summary import Analysis, ArmAnalysis, Estimate, Figures
 
 TOP_TASKS = 10
@@ -106,6 +107,7 @@ def print_analysis(out: Console, a: Analysis) -> None:
     _components(out, arms)
     _benchmark_figures(out, arms)
     _terminations(out, arms)
+    _registered_figures(out, arms)
     _usage(out, arms)
     _reruns(out, arms, n)
     _retries(out, arms)
@@ -182,6 +184,17 @@ def _benchmark_figures(out: Console, arms: list[ArmAnalysis]) -> None:
     for name in names:
         t.add_row(escape(name), *["—" if a.benchmark.get(name) is None else _f(a.benchmark[name]) for a in arms])
     t.print(out)
+
+
+def _registered_figures(out: Console, arms: list[ArmAnalysis]) -> None:
+    """Every figure of the figure protocol (analysis/figure.py), each as the table its view gives."""
+    for view in figure_views(arms):
+        t = _table(view.title, (view.columns[0], "left"), *[(escape(c), "right") for c in view.columns[1:]])
+        for row in view.rows:
+            t.add_row(escape(row[0]), *[escape(c) for c in row[1:]])
+        t.print(out)
+        if view.note:
+            out.print(Text(view.note, style="dim"))
 
 
 def _terminations(out: Console, arms: list[ArmAnalysis]) -> None:
