@@ -164,6 +164,7 @@ def instability(
     samples: int = typer.Option(5, "--samples", help="Samples per decision step."),
     temperature: float = typer.Option(0.5, "--temperature", help="Sampling temperature of the samples (> 0)."),
     max_steps: int = typer.Option(15, "--max-steps", help="Resample the first N decision steps of each trial."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="A step is unstable when at least this share of its actions leave the majority decision (default: the experiment's [analysis] instability_threshold, else 0.1)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Calls in flight (default: the agent endpoint's max_concurrency)."),
     only_estimate: bool = typer.Option(False, "--estimate", help="Print the calls, tokens and money it would take, and stop."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (estimate, totals, reports)."),
@@ -174,7 +175,7 @@ def instability(
 
     raise typer.Exit(instability_command(run_dir, arm=arm, tasks=tasks, samples=samples, temperature=temperature,
                                          max_steps=max_steps, concurrency=concurrency, only_estimate=only_estimate,
-                                         as_json=as_json, out=None if as_json else _wide(False)))
+                                         as_json=as_json, threshold=threshold, out=None if as_json else _wide(False)))
 
 
 @app.command()

@@ -297,7 +297,8 @@ class Verdict(_Model):
 
     reward: float = 0.0
     valid: bool = True
-    invalid_cause: str | None = None
+    invalid_cause: str | None = None  # the kind of fault (counted by it), e.g. "worker_lost"
+    invalid_detail: str | None = None  # its message, when the kind alone is the cause (e.g. Ray's error text)
     termination: str
     reward_info: RewardInfo | None = None
     failure_class: str | None = None  # filled by analysis

@@ -56,11 +56,12 @@ NOISY = _noisy_steps()
 LABELS = sorted({GoldResponder(None).script("bikeshop", k.split("/")[1]).steps[v[0]].name for k, v in NOISY.items()})
 
 
-def _agentrig(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def _agentrig(*args: str, timeout: float = 600, cwd: Path | None = None) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("agentrig")
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.update({KEY_ENV: KEY, "COLUMNS": "200"})
-    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout)
+    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout,
+                          cwd=cwd)
 
 
 def _experiment(path: Path, gold_url: str, analyst_url: str, split: str, arms: str) -> Path:
@@ -128,7 +129,9 @@ def test_derive_then_evaluate_on_held_out_split(tmp_path, endpoints):
     ]}
     analyst.endpoint.push_reply({"content": json.dumps(reply)})
     out = tmp_path / "guidelines.json"
-    proc = _agentrig("guidelines", "derive", src, "--out", out, "--from-split", "test")
+    # the run directory given relative to the working directory: the provenance stores it resolved
+    proc = _agentrig("guidelines", "derive", os.path.relpath(src, tmp_path), "--out", out, "--from-split", "test",
+                     cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     gf = load(out)
     assert [g.id for g in gf.guidelines] == ["g1"] and gf.guidelines[0].category == "constraint"
@@ -140,6 +143,7 @@ def test_derive_then_evaluate_on_held_out_split(tmp_path, endpoints):
     finally:
         store.close()
     assert pv.run_id == run_id and pv.arm == "baseline" and pv.split == "test" and pv.benchmark == "tau2"
+    assert pv.run_dir == str(src.resolve())
     assert pv.inputs.forks >= 3 and set(pv.source_tasks) <= {f"bikeshop/{t}" for t in SPLITS["test"]}
     assert pv.inputs.unstable_steps >= 3 and pv.inputs.notes == []
     assert pv.analyst.model == "analyst-model" and pv.analyst.calls == 1
@@ -154,6 +158,14 @@ def test_derive_then_evaluate_on_held_out_split(tmp_path, endpoints):
     assert "rejected" in proc.stdout and SPLITS["test"][1] in proc.stdout
     shown = _agentrig("guidelines", "show", out, "--plain")
     assert shown.returncode == 0 and "## g1 · constraint" in shown.stdout and file_sha(out) in shown.stdout
+
+    # an analyst that never returns the JSON asked for: derive fails (exit 1), writes no file
+    analyst.endpoint.push_reply({"content": "The agent should be more careful with its write steps."})
+    analyst.endpoint.push_reply({"content": "Sorry — be careful, check twice."})
+    unusable = tmp_path / "unusable.json"
+    proc = _agentrig("guidelines", "derive", src, "--out", unusable)
+    assert proc.returncode == 1 and not unusable.exists(), proc.stdout + proc.stderr
+    assert "gave no usable reply" in proc.stderr and "Traceback" not in proc.stderr
 
     # the same guidelines, relabelled as derived from the evaluation tasks
     leaky = tmp_path / "leaky.json"

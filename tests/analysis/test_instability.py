@@ -195,8 +195,12 @@ def test_reruns_fork_at_the_injected_steps_and_the_validation_sees_it(noisy, arm
     mixed = {t["task_id"] for t in report["tasks"] if 0 < t["c"] < t["n"]}
     assert mixed and mixed <= set(injected_step)  # only noisy tasks have mixed outcomes
     v = report["validation"]
-    assert v["rho"] > 0 and v["ci"][0] > 0, v
-    assert v["sentence"].startswith("instability predicts mixed outcomes here (ρ = ")
+    # ρ over all tasks (the untouched ones sit at (0, 0)) is positive, and it is labelled as such;
+    # the headline ρ is over the injected tasks only — the ones with any instability or mixed outcome
+    assert v["rho_all"] > 0 and v["ci_all"][0] > 0, v
+    assert v["tasks"] == len(INJECTED) and v["tasks_all"] == len(report["tasks"]) > v["tasks"]
+    assert f"over {len(INJECTED)} tasks with any instability or mixed outcome" in v["sentence"]
+    assert "over all: ρ = " in v["sentence"] and f"over {v['tasks_all']} tasks)" in v["sentence"]
     assert v["at_or_before_fork"] == v["forked_tasks"] == len(forked)
 
 
@@ -272,7 +276,13 @@ def test_analyze_and_the_report_show_the_unstable_steps_next_to_the_forks(noisy)
     data = json.loads(buf.getvalue())
     Analysis.model_validate(data)  # the JSON stays one documented model, instability included
     sentence = data["instability"][0]["validation"]["sentence"]
-    assert sentence.startswith("instability predicts mixed outcomes here")
+    assert sentence.startswith("instability ") and "with any instability or mixed outcome; over all: ρ = " in sentence
+    # one definition of where reruns part: analyze's divergence step is instability's fork step, task by task
+    for report in data["instability"]:
+        arm = data["arms"][report["arm"]]
+        diverge = {(c["domain"], c["task_id"]): c["diverge_step"] for c in arm["consistency"]}
+        assert report["tasks"] and all(diverge[(t["domain"], t["task_id"])] == t["fork_step"] for t in report["tasks"])
+        assert any(t["fork_step"] is not None for t in report["tasks"])
     buf = io.StringIO()
     assert analyze_command(run_dir, arm=None, as_json=False, out=Console(file=buf, width=160)) == 0
     text = buf.getvalue()

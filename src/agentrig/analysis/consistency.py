@@ -47,7 +47,7 @@ Shapes (pydantic)::
     TaskConsistency:  arm: str, domain: str, task_id: str,
                       n: int, c: int, pattern: str, trials: list[int], mixed: bool,
                       distinct_chains: int, distinct_name_chains: int,
-                      diverge_at: int | None, diverge_at_name: int | None,
+                      diverge_at: int | None, diverge_at_name: int | None, diverge_step: int | None,
                       similarity: float | None, pairs: int (pairs averaged = n(n−1)/2),
                       mean_calls: float, modal_share: float (share of trials taking the most
                       common chain), fork: list[ForkOption]
@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict
 from agentrig.benchmark import Chain, Token, chain_of
 from agentrig.types import TrialRecord
 
+from .decisions import decisions_of, parting_step
 from .reliability import is_success
 
 __all__ = ["Token", "Chain", "ForkOption", "TaskConsistency", "chain_of", "edit_distance",
@@ -98,6 +99,7 @@ class TaskConsistency(_Model):
     distinct_name_chains: int
     diverge_at: int | None
     diverge_at_name: int | None
+    diverge_step: int | None = None
     similarity: float | None
     pairs: int
     mean_calls: float
@@ -211,10 +213,15 @@ def _first_divergence(chains: list[tuple]) -> int | None:
 
 
 def task_consistency_from_chains(arm: str, domain: str, task_id: str,
-                                 trials: Iterable[tuple[int, bool, Chain]]) -> TaskConsistency:
+                                 trials: Iterable[tuple[int, bool, Chain]],
+                                 decisions: dict[int, tuple] | None = None) -> TaskConsistency:
     """Consistency of one task and arm from ``(trial index, success, chain)`` of its valid
-    trials (any order; sorted by trial index here)."""
+    trials (any order; sorted by trial index here); ``decisions``: each trial's decision keys
+    (``decisions.decisions_of``), for ``diverge_step``."""
     items = sorted(trials, key=lambda t: t[0])
+    step = None
+    if decisions is not None and all(t in decisions for t, _ok, _ch in items):
+        step = parting_step([decisions[t] for t, _ok, _ch in items])
     n = len(items)
     c = sum(1 for _, ok, _ in items if ok)
     chains = [ch for _, _, ch in items]
@@ -238,7 +245,7 @@ def task_consistency_from_chains(arm: str, domain: str, task_id: str,
         arm=arm, domain=domain, task_id=task_id, n=n, c=c,
         pattern="".join(PASS if ok else FAIL for _, ok, _ in items), trials=[t for t, _, _ in items],
         mixed=0 < c < n, distinct_chains=len(counts), distinct_name_chains=len(set(names)),
-        diverge_at=diverge, diverge_at_name=_first_divergence(names), similarity=sim,
+        diverge_at=diverge, diverge_at_name=_first_divergence(names), diverge_step=step, similarity=sim,
         pairs=n * (n - 1) // 2, mean_calls=(sum(len(ch) for ch in chains) / n) if n else 0.0,
         modal_share=(max(counts.values()) / n) if n else 0.0, fork=fork,
     )
@@ -252,6 +259,7 @@ def task_consistency(trials: list[TrialRecord]) -> TaskConsistency:
     first = trials[0].key
     seen: set[int] = set()
     items = []
+    decisions: dict[int, tuple] = {}
     for r in trials:
         k = r.key
         if (k.arm, k.domain, k.task_id) != (first.arm, first.domain, first.task_id):
@@ -260,7 +268,8 @@ def task_consistency(trials: list[TrialRecord]) -> TaskConsistency:
             continue
         seen.add(k.trial)
         items.append((k.trial, is_success(r.verdict.reward), chain_of(r)))
-    return task_consistency_from_chains(first.arm, first.domain, first.task_id, items)
+        decisions[k.trial] = decisions_of(r)
+    return task_consistency_from_chains(first.arm, first.domain, first.task_id, items, decisions)
 
 
 def _rank_key(t: TaskConsistency) -> tuple:
@@ -283,6 +292,7 @@ class ConsistencyCollector:
         self._chain = chain or chain_of  # the benchmark's action sequence (default: the tool calls)
         self._by_task: dict[tuple[str, str, str], dict[int, tuple[int, bool, Chain]]] = {}
         self._tokens: dict[Token, Token] = {}  # one tuple object per distinct token
+        self._decisions: dict[tuple[str, str, str], dict[int, tuple]] = {}
 
     def _shared(self, chain: Chain) -> Chain:
         tokens = self._tokens
@@ -295,6 +305,7 @@ class ConsistencyCollector:
         per = self._by_task.setdefault((k.arm, k.domain, k.task_id), {})
         if k.trial not in per:
             per[k.trial] = (k.trial, is_success(record.verdict.reward), self._shared(self._chain(record)))
+            self._decisions.setdefault((k.arm, k.domain, k.task_id), {})[k.trial] = decisions_of(record)
 
     def add_chain(self, arm: str, domain: str, task_id: str, trial: int, success: bool, chain: Chain) -> None:
         per = self._by_task.setdefault((arm, domain, task_id), {})
@@ -303,5 +314,5 @@ class ConsistencyCollector:
 
     def results(self) -> list[TaskConsistency]:
         """One TaskConsistency per (arm, domain, task), in key order."""
-        return [task_consistency_from_chains(a, d, t, per.values())
+        return [task_consistency_from_chains(a, d, t, per.values(), self._decisions.get((a, d, t)))
                 for (a, d, t), per in sorted(self._by_task.items())]

@@ -27,14 +27,19 @@ history; ``turn`` is that message's index in the trial's messages.
   texts: 1).
 - tool vs text: 0.
 
-**Step consistency** = the mean similarity over all unordered pairs of {the taken action} ∪
-{the samples}; **step instability** = 1 − consistency. A trajectory's instability is the mean over
-its resampled steps, with its most unstable step named. Stability is not correctness: an agent
-that always takes the same wrong action is perfectly stable.
+**Step instability** (the figure) is decided at the level of decisions (``decisions``): the share
+of {the taken action} ∪ {the samples} that do not take the majority decision, where two tool calls
+are the same decision only when the tool and every argument that matters agree (values
+normalised) — one wrong argument of eleven counts as much as a wrong tool. **Step consistency**
+(a secondary, graded figure) = the mean similarity above over all unordered pairs of those
+actions. A trajectory's instability is the mean over its resampled steps, with its most unstable
+step named. Stability is not correctness: an agent that always takes the same wrong action is
+perfectly stable.
 
 Shapes (pydantic)::
 
-    UnstableStep:  arm, domain, task_id, trial, step, turn, temperature, instability, consistency,
+    UnstableStep:  arm, domain, task_id, trial, step, turn, temperature, instability (decision
+                   level), consistency (graded similarity, secondary),
                    taken (action), samples (list of actions), context (the text of the messages
                    between the previous decision and this one, bounded)
 """
@@ -163,16 +168,34 @@ def consistency(taken: dict, samples: list[dict]) -> float:
 # ------------------------------------------------------------------------------------ loading
 
 
-def scored_steps(store: Any, arm: str | None = None) -> list[UnstableStep]:
-    """Every resampled step in an open store (of ``arm`` when given), scored."""
+def trial_schemas(store: Any, arm: str | None = None) -> dict[tuple[str, str, str, int], dict[str, dict]]:
+    """The tools' JSON schemas of each stored trial (by (arm, domain, task id, trial))."""
+    from .decisions import tool_schemas
+
+    return {(r.key.arm, r.key.domain, r.key.task_id, r.key.trial): tool_schemas(r) for r in store.records(arm)}
+
+
+def scored_steps(store: Any, arm: str | None = None,
+                 schemas: dict[tuple[str, str, str, int], dict[str, dict]] | None = None,
+                 rows: list[dict] | None = None) -> list[UnstableStep]:
+    """Every resampled step in an open store (of ``arm`` when given), scored. ``schemas``: the
+    tools' schemas per trial (``trial_schemas``; read from the store when not given)."""
     from agentrig.store.instability import read_rows
 
+    from .decisions import decision_instability
+
+    if rows is None:
+        rows = read_rows(store, arm)
+    if schemas is None:
+        schemas = trial_schemas(store, arm) if rows else {}
     out = []
-    for row in read_rows(store, arm):
+    for row in rows:
         c = consistency(row["taken"], row["samples"])
+        tools = schemas.get((row["arm"], row["domain"], row["task_id"], row["trial"]))
+        unstable = decision_instability([row["taken"], *row["samples"]], tools)
         out.append(UnstableStep(
             arm=row["arm"], domain=row["domain"], task_id=row["task_id"], trial=row["trial"], step=row["step"],
-            turn=row["turn"], temperature=row["temperature"], instability=round(1.0 - c, 6),
+            turn=row["turn"], temperature=row["temperature"], instability=round(unstable, 6),
             consistency=round(c, 6), taken=row["taken"], samples=row["samples"], context=row["context"]))
     return out
 

@@ -6,36 +6,42 @@ sampling temperature:
 - **trajectory**: the mean instability over its resampled steps, its most unstable step.
 - **task**: the mean of its trajectories' instability; its *unstable steps* — step indexes whose
   instability, averaged over the task's resampled trials, is at least ``threshold`` (most
-  unstable first); the **observed fork step** of its reruns: the first decision step at which
-  not every valid trial took a similar action (some pair's action similarity below
-  ``FORK_SIMILARITY``, or one trial had stopped deciding while another went on); None when all
-  reruns decided alike; and its **mixed-outcome rate**: the share of pairs of its valid trials
-  with different outcomes (``2c(n − c) / (n(n − 1))``; 0 when all agree).
-- **validation**: Spearman's ρ over tasks (with ≥ 2 valid trials) between task instability and
-  the mixed-outcome rate, with a percentile-bootstrap 95% CI (tasks resampled with replacement,
-  ``bootstrap.DEFAULT_RESAMPLES`` replicates; replicates where ρ is undefined are left out), and
-  the share of forked tasks whose most unstable step is at or before the observed fork. The
-  ``sentence`` says it plainly: "instability predicts mixed outcomes here (ρ = 0.62 [0.31, 0.85]
-  over 12 tasks)" or "… does not predict …".
+  unstable first); the **observed fork step** of its reruns: where they part
+  (``decisions.parting_step``: the first decision step at which not every valid trial took the
+  same decision, or one trial had stopped deciding while another went on; None when all reruns
+  decided alike) — the same definition as ``agentrig analyze``'s ``diverge_step``; and its
+  **mixed-outcome rate**: the share of pairs of its valid trials with different outcomes
+  (``2c(n − c) / (n(n − 1))``; 0 when all agree).
+- **validation**: Spearman's ρ between task instability and the mixed-outcome rate, with a
+  percentile-bootstrap 95% CI (tasks resampled with replacement, ``bootstrap.DEFAULT_RESAMPLES``
+  replicates; replicates where ρ is undefined are left out), over the tasks (with ≥ 2 valid
+  trials) that show ANY instability or ANY mixed outcome — the tasks sitting at (0, 0) say
+  nothing about whether one predicts the other, and many of them inflate ρ — and, labelled, over
+  all tasks; each with its count of tasks. With fewer than ``MIN_TASKS`` informative tasks the
+  sentence says there are too few to judge. Also the share of forked tasks whose most unstable
+  step is at or before the observed fork. The ``sentence`` says it plainly: "instability predicts
+  mixed outcomes here (ρ = 0.62 [0.31, 0.85] over 12 tasks with any instability or mixed outcome;
+  over all 50 tasks: ρ = 0.44 [0.22, 0.72])" or "… does not predict …".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from itertools import combinations
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from .bootstrap import CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, scope_seed
-from .instability import UnstableStep, action_of, scored_steps, similarity, steps_of
+from .decisions import decision_key, parting_step, tool_schemas
+from .instability import UnstableStep, action_of, scored_steps, steps_of
 from .reliability import is_success
 
 __all__ = ["TrajectoryInstability", "TaskInstability", "Validation", "InstabilityReport", "instability_report",
-           "spearman", "fork_step", "FORK_SIMILARITY", "DEFAULT_THRESHOLD"]
+           "spearman", "fork_step", "DEFAULT_THRESHOLD", "threshold_of"]
 
-FORK_SIMILARITY = 0.9
+# a step is unstable when, averaged over its task's resampled trials, at least one action in ten
+# leaves the majority decision (docs/consistency.md says why)
 DEFAULT_THRESHOLD = 0.1
 MIN_TASKS = 3
 
@@ -70,9 +76,12 @@ class TaskInstability(_Model):
 
 
 class Validation(_Model):
-    tasks: int
+    tasks: int  # tasks with any instability or any mixed outcome (≥ 2 valid trials): ρ's tasks
     rho: float | None
     ci: tuple[float, float] | None
+    tasks_all: int = 0  # every task with ≥ 2 valid trials
+    rho_all: float | None = None
+    ci_all: tuple[float, float] | None = None
     forked_tasks: int
     at_or_before_fork: int
     sentence: str
@@ -132,30 +141,34 @@ def spearman_ci(x: Any, y: Any, *, resamples: int = DEFAULT_RESAMPLES, seed: Any
     return float(lo), float(hi)
 
 
-def fork_step(sequences: list[list[dict]]) -> int | None:
-    """The first decision step where the trials' actions are not all alike (see the docstring)."""
-    if len(sequences) < 2:
-        return None
-    for i in range(max(len(s) for s in sequences)):
-        if any(len(s) <= i for s in sequences):
-            return i
-        if any(similarity(a[i], b[i]) < FORK_SIMILARITY for a, b in combinations(sequences, 2)):
-            return i
-    return None
+def fork_step(sequences: list[list[dict]], schemas: dict[str, dict] | None = None) -> int | None:
+    """Where reruns part, from their actions (``decisions.parting_step``)."""
+    return parting_step([[decision_key(a, schemas) for a in seq] for seq in sequences])
 
 
 def _fmt(x: float) -> str:
     return f"{x:.2f}".replace("-", "−")
 
 
-def _sentences(rho: float | None, ci: tuple[float, float] | None, tasks: int, forked: int, before: int) -> tuple[str, str]:
+def _figure(rho: float | None, ci: tuple[float, float] | None, tasks: int, what: str) -> str:
+    if rho is None:
+        return f"ρ undefined over {tasks} {what}"
+    return (f"ρ = {_fmt(rho)}" + (f" [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else " [CI undefined]")
+            + f" over {tasks} {what}")
+
+
+def _sentences(rho: float | None, ci: tuple[float, float] | None, tasks: int, rho_all: float | None,
+               ci_all: tuple[float, float] | None, tasks_all: int, forked: int, before: int) -> tuple[str, str]:
+    informative = "tasks with any instability or mixed outcome"
+    overall = f"over all: {_figure(rho_all, ci_all, tasks_all, 'tasks')}"
     if tasks < MIN_TASKS:
-        sentence = f"too few tasks with reruns to validate instability ({tasks}; at least {MIN_TASKS} needed)"
+        sentence = (f"too few tasks to judge whether instability predicts mixed outcomes: {tasks} of {tasks_all} "
+                    f"tasks with reruns show any instability or mixed outcome (at least {MIN_TASKS} needed)")
     elif rho is None:
         sentence = (f"cannot validate instability here: instability or the mixed-outcome rate is the same "
-                    f"for all {tasks} tasks")
+                    f"for all {tasks} {informative} ({overall})")
     else:
-        figure = f"ρ = {_fmt(rho)}" + (f" [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else " [CI undefined]") + f" over {tasks} tasks"
+        figure = f"{_figure(rho, ci, tasks, informative)}; {overall}"
         if ci is not None and ci[0] > 0:
             sentence = f"instability predicts mixed outcomes here ({figure})"
         elif ci is not None and ci[1] < 0:
@@ -172,13 +185,31 @@ def _sentences(rho: float | None, ci: tuple[float, float] | None, tasks: int, fo
 # ------------------------------------------------------------------------------------ report
 
 
-def _sequences(store: Any, arm: str) -> dict[tuple[str, str], list[tuple[int, bool, list[dict]]]]:
-    out: dict[tuple[str, str], list[tuple[int, bool, list[dict]]]] = defaultdict(list)
+def _sequences(store: Any, arm: str | None, schemas: dict) -> dict[str, dict[tuple[str, str], list]]:
+    """Per arm and task: (trial, success, decision keys) of its valid trials; fills ``schemas``
+    (the tools' schemas per trial)."""
+    out: dict[str, dict[tuple[str, str], list]] = defaultdict(lambda: defaultdict(list))
     for record in store.records(arm, valid=True):
-        actions = [action_of(m.tool_calls, m.content) for _s, _t, m in steps_of(record)]
-        out[(record.key.domain, record.key.task_id)].append(
-            (record.key.trial, is_success(record.verdict.reward), actions))
+        k = record.key
+        tools = schemas.setdefault((k.arm, k.domain, k.task_id, k.trial), tool_schemas(record))
+        keys = [decision_key(action_of(m.tool_calls, m.content), tools) for _s, _t, m in steps_of(record)]
+        out[k.arm][(k.domain, k.task_id)].append((k.trial, is_success(record.verdict.reward), keys))
     return out
+
+
+def _r(x: Any) -> Any:
+    if x is None:
+        return None
+    return round(x, 6) if isinstance(x, float) else (round(x[0], 6), round(x[1], 6))
+
+
+def _rho(tasks: list[TaskInstability], arm: str, scope: str,
+         resamples: int) -> tuple[float | None, tuple[float, float] | None]:
+    x = [tk.instability for tk in tasks]
+    y = [tk.mixed_rate for tk in tasks]
+    rho = spearman(x, y) if len(tasks) >= MIN_TASKS else None
+    ci = spearman_ci(x, y, resamples=resamples, seed=scope_seed(DEFAULT_SEED, arm, scope)) if rho is not None else None
+    return rho, ci
 
 
 def _one(arm: str, temperature: float, steps: list[UnstableStep], sequences: dict, threshold: float,
@@ -211,35 +242,44 @@ def _one(arm: str, temperature: float, steps: list[UnstableStep], sequences: dic
             domain=d, task_id=t, n=n, c=c, mixed_rate=round(2 * c * (n - c) / (n * (n - 1)), 6) if n > 1 else 0.0,
             trials_scored=len(tjs), instability=round(sum(x.mean for x in tjs) / len(tjs), 6),
             unstable_steps=unstable, step_instability=step_mean, most_unstable_step=most,
-            fork_step=fork_step([a for _tr, _ok, a in sorted(rows)])))
+            fork_step=parting_step([a for _tr, _ok, a in sorted(rows)])))
     usable = [tk for tk in tasks if tk.n >= 2]
-    x = [tk.instability for tk in usable]
-    y = [tk.mixed_rate for tk in usable]
-    rho = spearman(x, y) if len(usable) >= MIN_TASKS else None
-    ci = spearman_ci(x, y, resamples=resamples, seed=scope_seed(DEFAULT_SEED, arm, "instability")) \
-        if rho is not None else None
+    informative = [tk for tk in usable if tk.instability > 0 or tk.mixed_rate > 0]
+    rho, ci = _rho(informative, arm, "instability", resamples)
+    rho_all, ci_all = _rho(usable, arm, "instability-all", resamples)
     forked = [tk for tk in tasks if tk.fork_step is not None]
     before = sum(1 for tk in forked if tk.most_unstable_step is not None and tk.most_unstable_step <= tk.fork_step)
-    sentence, fork_sentence = _sentences(rho, ci, len(usable), len(forked), before)
-    validation = Validation(tasks=len(usable), rho=None if rho is None else round(rho, 6),
-                            ci=None if ci is None else (round(ci[0], 6), round(ci[1], 6)),
-                            forked_tasks=len(forked), at_or_before_fork=before, sentence=sentence,
-                            fork_sentence=fork_sentence)
+    sentence, fork_sentence = _sentences(rho, ci, len(informative), rho_all, ci_all, len(usable), len(forked), before)
+    validation = Validation(tasks=len(informative), rho=_r(rho), ci=_r(ci), tasks_all=len(usable),
+                            rho_all=_r(rho_all), ci_all=_r(ci_all), forked_tasks=len(forked),
+                            at_or_before_fork=before, sentence=sentence, fork_sentence=fork_sentence)
     return InstabilityReport(arm=arm, temperature=temperature, threshold=threshold,
                              samples=sum(len(s.samples) for s in steps), steps=len(steps),
                              trajectories=trajectories, tasks=tasks, validation=validation)
 
 
+def threshold_of(config: dict | None) -> float:
+    """The instability threshold an experiment file set (``[analysis] instability_threshold``, in
+    the run's config snapshot), else ``DEFAULT_THRESHOLD``."""
+    exp = (config or {}).get("experiment") or {}
+    value = (exp.get("analysis") or {}).get("instability_threshold") if isinstance(exp, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else DEFAULT_THRESHOLD
+
+
 def instability_report(store: Any, arm: str | None = None, *, threshold: float = DEFAULT_THRESHOLD,
                        resamples: int = DEFAULT_RESAMPLES) -> list[InstabilityReport]:
     """One report per (arm, temperature) with resampled steps in the open ``store``."""
+    from agentrig.store.instability import read_rows
+
+    rows = read_rows(store, arm)
+    if not rows:
+        return []
+    schemas: dict = {}
+    sequences = _sequences(store, arm, schemas)
     groups: dict[tuple[str, float], list[UnstableStep]] = defaultdict(list)
-    for s in scored_steps(store, arm):
+    for s in scored_steps(store, arm, schemas, rows):
         groups[(s.arm, s.temperature)].append(s)
-    cache: dict[str, Any] = {}
     out = []
     for (a, temp), steps in sorted(groups.items()):
-        if a not in cache:
-            cache[a] = _sequences(store, a)
-        out.append(_one(a, temp, steps, cache[a], threshold, resamples))
+        out.append(_one(a, temp, steps, sequences.get(a, {}), threshold, resamples))
     return out

@@ -20,7 +20,7 @@ from rich.text import Text
 from agentrig.store.rundir import open_run_dir
 from agentrig.tables import FitTable, Stack
 
-from agentrig.analysis.instability_report import instability_report
+from agentrig.analysis.instability_report import instability_report, threshold_of
 from agentrig.analysis.instability_view import print_reports
 from agentrig.analysis.memory import decisions_text, injected_text
 from agentrig.analysis.build import analyze_run
@@ -36,7 +36,7 @@ def analyze_command(run_dir: Path, *, arm: str | None, as_json: bool, out: Conso
     store, config = open_run_dir(run_dir)
     try:
         analysis = analyze_run(store, config, run_dir=str(run_dir), arm=arm, resamples=resamples, seed=seed)
-        unstable = instability_report(store, arm)  # decision instability, when the run was resampled
+        unstable = instability_report(store, arm, threshold=threshold_of(config))  # decision instability, when the run was resampled
     finally:
         store.close()
     if as_json:
@@ -341,7 +341,7 @@ def _consistency(out: Console, arms: list[ArmAnalysis], status: str) -> None:
         for c in items:
             label = c.task_id if len(a.domains) == 1 else f"{c.domain}/{c.task_id}"
             t.add_row(escape(label), c.pattern, str(c.distinct_chains), str(c.distinct_name_chains),
-                      "-" if c.diverge_at is None else str(c.diverge_at), _f(c.similarity, 2))
+                      "-" if c.diverge_step is None else str(c.diverge_step), _f(c.similarity, 2))
         t.print(out)
 
 

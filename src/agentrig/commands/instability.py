@@ -39,7 +39,7 @@ from rich.markup import escape
 
 from agentrig.store import instability as instability_store
 from agentrig.analysis.instability import action_of, context_before, steps_of
-from agentrig.analysis.instability_report import DEFAULT_THRESHOLD, instability_report
+from agentrig.analysis.instability_report import DEFAULT_THRESHOLD, instability_report, threshold_of
 from agentrig.config import ChannelConfig, ChannelSettings, Price, RoleConfig
 from agentrig.errors import ConfigError, DataError, FatalChannelError, RetriesExhausted
 from agentrig.types import CallContext
@@ -256,7 +256,12 @@ def _money(x: float | None) -> str:
 
 def instability_command(run_dir: Path, *, arm: str | None, tasks: str | None, samples: int, temperature: float,
                         max_steps: int, concurrency: int | None, only_estimate: bool, as_json: bool,
-                        threshold: float = DEFAULT_THRESHOLD, out: Console | None = None) -> int:
+                        threshold: float | None = None, out: Console | None = None) -> int:
+    """``threshold``: a step is unstable at or above it (default: the experiment file's
+    ``[analysis] instability_threshold``, else ``DEFAULT_THRESHOLD``)."""
+    if threshold is not None and not 0 < threshold <= 1:
+        raise ConfigError(f"--threshold {threshold}: give a share of actions above 0 and at most 1 (default "
+                          f"{DEFAULT_THRESHOLD:g})")
     for name, value, low in (("--samples", samples, 1), ("--max-steps", max_steps, 1)):
         if value < low:
             raise ConfigError(f"{name} {value}: give at least {low}")
@@ -306,7 +311,7 @@ def instability_command(run_dir: Path, *, arm: str | None, tasks: str | None, sa
             except FatalChannelError as exc:
                 raise DataError(f"arm {p.arm!r}: the channel refused a resampling call ({exc}); the samples stored "
                                 "so far are kept — fix the cause and run the command again") from None
-        reports = instability_report(store, arm)
+        reports = instability_report(store, arm, threshold=threshold_of(config) if threshold is None else threshold)
     finally:
         store.close()
     if as_json:

@@ -39,7 +39,7 @@ def consistency(arms: list[ArmView]) -> list[dict[str, Any]]:
                      for f in tc.fork[:4]]
             rows.append({"task": f"{tc.domain}/{tc.task_id}", "pattern": tc.pattern, "c": tc.c, "n": tc.n,
                          "mixed": tc.mixed, "chains": tc.distinct_chains, "name_chains": tc.distinct_name_chains,
-                         "diverge": "–" if tc.diverge_at is None else tc.diverge_at,
+                         "diverge": "–" if tc.diverge_step is None else tc.diverge_step,
                          "similarity": "–" if tc.similarity is None else f"{tc.similarity:.2f}",
                          "modal": pct(tc.modal_share, 0), "forks": forks})
         mixed = sum(1 for t in items if t.mixed)

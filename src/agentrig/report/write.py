@@ -92,13 +92,13 @@ def _embedded_summary(e: Embedded, total: int) -> str:
 def _instability(c: Collected) -> list[dict[str, Any]]:
     """Per resampled arm of the report: the validation sentences and its tasks, most unstable first
     (``agentrig instability``; nothing for runs never resampled)."""
-    from agentrig.analysis.instability_report import instability_report
+    from agentrig.analysis.instability_report import instability_report, threshold_of
     from agentrig.analysis.instability_view import TOP_TASKS, unstable_text
 
     wanted = {(a.run.label, a.arm): a.label for a in c.arms}
     out = []
     for run in c.runs:
-        for r in instability_report(run.store):
+        for r in instability_report(run.store, threshold=threshold_of(run.config)):
             label = wanted.get((run.label, r.arm))
             if label is None:
                 continue

@@ -99,6 +99,14 @@ class RunSettings(_Strict):
                          "joined with `ray start`), \"ray://HOST:PORT\" (Ray Client) or \"HOST:PORT\" (the head's GCS)")
 
 
+class AnalysisSettings(_Strict):
+    """[analysis]: settings of the figures computed from the stored trials."""
+
+    # a step is unstable when at least this share of its actions leave the majority decision
+    # (``agentrig instability --threshold``; docs/consistency.md says why 0.1)
+    instability_threshold: float = Field(0.1, gt=0, le=1)
+
+
 class ArmSettings(_Strict):
     name: str
     description: str | None = None  # free text for reports; not part of comparability
@@ -146,6 +154,7 @@ class Experiment(_ExperimentRoot):
     channel: ChannelSettings = ChannelSettings()
     roles: dict[Role, RoleConfig] = {}
     prices: dict[str, Price] = {}
+    analysis: AnalysisSettings = AnalysisSettings()
     arms: list[ArmSettings] = Field(min_length=1)
 
 
@@ -180,7 +189,7 @@ def benchmark_kind(raw: dict) -> str:
 # ------------------------------------------------------------------------------------- errors
 
 _FIELDS: dict[str, type[BaseModel]] = {
-    "run": RunSettings, "channel": ChannelSettings, "arms": ArmSettings, "agent": AgentSettings, "roles": RoleConfig,
+    "run": RunSettings, "analysis": AnalysisSettings, "channel": ChannelSettings, "arms": ArmSettings, "agent": AgentSettings, "roles": RoleConfig,
 }
 
 

@@ -14,6 +14,12 @@ A ``Noise`` names decision steps of tasks where the scripted agent, when its req
   request gets the same answer, reruns and samples differ, and tests are repeatable.
 - A request at temperature 0 (or without one) is never noisy.
 
+**What is wrong** (``mode``): ``"all"`` (the default) changes every argument of the call (τ²) or
+plays ``NOISE_COMMAND`` instead of the command (terminal); ``"one"`` corrupts ONE argument and
+leaves the rest — the shape of a real model's slip in a call with many arguments (τ²: the
+argument chosen by the seeded draw among the call's arguments; terminal: the command's last word,
+e.g. a wrong path). A call without arguments gets one in both modes.
+
 **Obeying a guideline.** When any ``system`` message of the request contains the marker
 ``<<do:LABEL>>`` and ``LABEL`` is the label of the noisy step's correct action, the step returns
 the correct action whatever the draw. Labels: τ² — the tool name of a tool-call step, ``ask``
@@ -22,7 +28,8 @@ word of the solution command (e.g. ``mkdir``), ``submit`` for the submit step. M
 on the label (case-sensitive); several markers may appear.
 
 Command line (both endpoints): ``--noise TASK=STEPS`` (repeatable; STEPS comma-separated, e.g.
-``--noise mock/create_task_1=1,2``), ``--noise-p P`` (default 0.5), ``--noise-seed N``.
+``--noise mock/create_task_1=1,2``), ``--noise-p P`` (default 0.5), ``--noise-seed N``,
+``--noise-mode all|one``.
 """
 
 from __future__ import annotations
@@ -31,9 +38,11 @@ import hashlib
 import re
 from typing import Any
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Noise", "OBEY", "obeys", "parse_noise_args", "add_noise_arguments"]
+__all__ = ["Noise", "OBEY", "obeys", "parse_noise_args", "add_noise_arguments", "wrong_arguments", "wrong_word"]
 
 OBEY = re.compile(r"<<do:([^<>\s]+)>>")
 
@@ -44,6 +53,7 @@ class Noise(BaseModel):
     p: float = Field(0.5, ge=0.0, le=1.0)
     seed: int = 0
     steps: dict[str, tuple[int, ...]] = {}
+    mode: Literal["all", "one"] = "all"
 
     def steps_of(self, group: str | None, task_id: str) -> set[int]:
         out: set[int] = set()
@@ -51,6 +61,19 @@ class Noise(BaseModel):
             if key is not None:
                 out.update(self.steps.get(key, ()))
         return out
+
+    def draw(self, *parts: Any) -> float:
+        """A deterministic draw in [0, 1) from the seed and ``parts``."""
+        key = "|".join([str(self.seed), *map(str, parts)]).encode("utf-8")
+        return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") / 2 ** 64
+
+    def corrupt(self, arguments: Any, *parts: Any) -> dict:
+        """The arguments of a wrong call in this mode (``parts`` seed the choice of argument)."""
+        if self.mode == "all" or not isinstance(arguments, dict) or not arguments:
+            return wrong_arguments(arguments)
+        keys = sorted(arguments)
+        chosen = keys[int(self.draw("argument", *parts) * len(keys))]
+        return {**arguments, chosen: _wrong_value(arguments[chosen])}
 
     def wrong(self, body: dict, group: str | None, task_id: str, step: int) -> bool:
         """Whether this request, at the agent's decision ``step``, gets a wrong action."""
@@ -77,11 +100,21 @@ def obeys(messages: list[dict], label: str) -> bool:
     return False
 
 
+def _wrong_value(v: Any) -> Any:
+    return f"noise-{v}" if isinstance(v, str) else {"noise": v}
+
+
 def wrong_arguments(arguments: Any) -> dict:
     """The arguments of a wrong call: every value changed (a call without arguments gets one)."""
     if not isinstance(arguments, dict) or not arguments:
         return {"noise": 1}
-    return {k: f"noise-{v}" if isinstance(v, str) else {"noise": v} for k, v in arguments.items()}
+    return {k: _wrong_value(v) for k, v in arguments.items()}
+
+
+def wrong_word(command: str) -> str:
+    """A command with its last word corrupted (the ``"one"`` mode of terminal tasks)."""
+    head, sep, last = command.rstrip().rpartition(" ")
+    return f"{head}{sep}noise-{last}" if last else command + " noise"
 
 
 def add_noise_arguments(ap: Any) -> None:
@@ -89,6 +122,8 @@ def add_noise_arguments(ap: Any) -> None:
                     help="noisy decision steps of a task (group/task id, task id or *), e.g. mock/t1=1,2")
     ap.add_argument("--noise-p", type=float, default=0.5, help="probability of a wrong action at a noisy step")
     ap.add_argument("--noise-seed", type=int, default=0)
+    ap.add_argument("--noise-mode", choices=("all", "one"), default="all",
+                    help="what a wrong action changes: every argument (all) or one argument of many (one)")
 
 
 def parse_noise_args(args: Any) -> Noise | None | str:
@@ -107,4 +142,4 @@ def parse_noise_args(args: Any) -> Noise | None | str:
         steps[task] = steps.get(task, ()) + numbers
     if not 0.0 <= args.noise_p <= 1.0:
         return f"--noise-p {args.noise_p}: give a probability between 0 and 1"
-    return Noise(p=args.noise_p, seed=args.noise_seed, steps=steps)
+    return Noise(p=args.noise_p, seed=args.noise_seed, steps=steps, mode=getattr(args, "noise_mode", "all"))

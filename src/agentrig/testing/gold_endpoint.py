@@ -38,7 +38,8 @@ that states every ``communicate_info`` string verbatim (put just before a
 **Noisy mode** (``noise=Noise(...)``; command line ``--noise TASK=STEPS --noise-p P --noise-seed N``):
 at the chosen gold steps of the chosen tasks, an agent request sampled with ``temperature`` > 0
 gets a wrong action with probability ``p`` (a seeded draw per request, see ``_noise``): a call of
-the step's tool with every argument value changed, or for a text step the text ``NOISE_TEXT``.
+the step's tool with every argument value changed (``mode="one"``: one argument of the call
+changed, the rest kept), or for a text step the text ``NOISE_TEXT``.
 The agent's decision ``i`` (0-based, the task's message history not counted) is gold step ``i``:
 every reply is one call or one text, so a wrong action also counts as played. The step returns the
 correct action when a system message of the request holds ``<<do:LABEL>>`` with the step's label:
@@ -62,7 +63,7 @@ from ._fake_bodies import Fault
 from ._gold_texts import (MEMORY_NOTE, GoldRequestError, _call_text, _info_text, _is_text, _opening,
                           header_form, judge_reply, memory_reply)
 from ._fake_server import REQUEST_HEADERS, FakeEndpoint
-from ._noise import Noise, add_noise_arguments, obeys, parse_noise_args, wrong_arguments
+from ._noise import Noise, add_noise_arguments, obeys, parse_noise_args
 
 __all__ = ["GOLD_MODELS", "MEMORY_NOTE", "NOISE_TEXT", "Noise", "GoldEndpoint", "GoldResponder", "GoldScript", "Step", "main"]
 
@@ -152,9 +153,10 @@ class GoldScript:
                 if calls:
                     calls -= 1
                     continue
-                if wrong and not obeys(messages, step.name):
+                if wrong and noise is not None and not obeys(messages, step.name):
+                    bad = noise.corrupt(step.arguments, self.domain, self.task_id, index, (body or {}).get("seed"))
                     return {"content": None, "tool_calls": [{"id": f"gold_a{n_calls + 1}", "name": step.name,
-                                                             "arguments": wrong_arguments(step.arguments)}]}
+                                                             "arguments": bad}]}
                 return {"content": None, "tool_calls": [
                     {"id": f"gold_a{n_calls + 1}", "name": step.name, "arguments": step.arguments}]}
             if texts:

@@ -59,7 +59,7 @@ from ..errors import AgentrigError
 from ._fake_bodies import Fault
 from ._fake_server import REQUEST_HEADERS, FakeEndpoint
 from ._gold_texts import GoldRequestError, header_form
-from ._noise import Noise, add_noise_arguments, obeys, parse_noise_args
+from ._noise import Noise, add_noise_arguments, obeys, parse_noise_args, wrong_word
 from ._terminal_memory import memory_reply
 
 __all__ = ["FLAVORS", "MINI_SUBMIT_SENTINEL", "SOLUTION_MODELS", "SolutionEndpoint", "SolutionResponder",
@@ -158,7 +158,7 @@ class SolutionScript:
         command = self.commands[n] if n < len(self.commands) else self.submit_command()
         if noise is not None and noise.wrong(body or {}, NOISE_GROUP, self.task_id, n) \
                 and not obeys(messages, step_label(command, n >= len(self.commands))):
-            command = NOISE_COMMAND
+            command = wrong_word(command) if noise.mode == "one" else NOISE_COMMAND
         if n < len(self.commands):
             thought = f"Step {n + 1} of {len(self.commands)} of the solution."
         else:

@@ -37,14 +37,16 @@ TEST = "from pathlib import Path\n\ndef test_out():\n    assert Path('/app/d/out
 INJECTED = {("t-one", 1), ("t-two", 0)}  # t-three: never noisy
 
 
-@pytest.fixture(scope="module")
-def resampled(tmp_path_factory):
+@pytest.fixture(scope="module", params=["all", "one"])
+def resampled(request, tmp_path_factory):
+    """``all``: a wrong step plays another command; ``one``: the right command with one word wrong
+    (issue 26: one wrong argument is a different decision)."""
     tmp = tmp_path_factory.mktemp("instab-term")
     tasks = tmp / "tasks"
     for name in ("t-one", "t-two", "t-three"):
         write_task(tasks, name, solution=None, solution_yaml=STEPS, test=TEST)
     os.environ[KEY_ENV] = KEY
-    noise = Noise(p=0.5, seed=5, steps={f"terminal/{t}": (s,) for t, s in INJECTED})
+    noise = Noise(p=0.5, seed=5, steps={f"terminal/{t}": (s,) for t, s in INJECTED}, mode=request.param)
     endpoint = SolutionEndpoint(tasks, api_key=KEY, noise=noise, record=True)
     exp = tmp / "e.toml"
     with ThreadedFakeEndpoint(endpoint=endpoint) as served:
@@ -97,6 +99,21 @@ def test_terminal_injected_steps_are_found_and_the_reruns_fork_there(resampled):
             if t["fork_step"] is not None:
                 assert (t["task_id"], t["fork_step"]) in INJECTED
         assert any(0 < t["c"] < t["n"] for t in report["tasks"]), arm  # the noise changed outcomes
+
+
+def test_terminal_analyze_parts_the_reruns_where_instability_does(resampled):
+    from agentrig.commands.analyze import analyze_command
+
+    buf = io.StringIO()
+    assert analyze_command(resampled["run_dir"], arm=None, as_json=True, out=Console(file=buf, width=160)) == 0
+    data = json.loads(buf.getvalue())
+    forks = 0
+    for report in data["instability"]:
+        diverge = {t["task_id"]: t["diverge_step"] for t in data["arms"][report["arm"]]["consistency"]}
+        for t in report["tasks"]:
+            assert diverge[t["task_id"]] == t["fork_step"], (report["arm"], t["task_id"])
+            forks += t["fork_step"] is not None
+    assert forks
 
 
 def test_terminal_rebuilt_requests_are_the_requests_received(resampled):

@@ -5,11 +5,15 @@
 2. The analyst model (role ``analyst``: ``[roles.analyst]`` over ``[channel]`` of the run's
    experiment, or of ``--config FILE``) reads the evidence in batches of ``BATCH`` items, one call
    per batch, and answers with JSON guidelines (``ANALYST_SYSTEM`` — our own prompt — forbids
-   task-specific values). A reply that is not the asked JSON gets one corrective follow-up.
+   task-specific values). A reply that is not the asked JSON gets one corrective follow-up. When
+   NO batch got a usable reply, nothing was derived for a reason other than the evidence: a
+   DataError (exit 1) says so and no file is written — distinct from a usable reply with no
+   guideline (exit 0, an empty file) and from "no evidence" (its own error).
 3. The value-leak check: a guideline whose text, trigger or rationale repeats a literal value of
    the source tasks' data (``Benchmark.task_values``: ids, names, amounts, paths) is moved to
    ``rejected`` with the values it repeats. Matching is case-insensitive on whole tokens.
-4. The file (``plugins.guidelines.filemodel``) with its provenance: run id, arm, split, source tasks.
+4. The file (``plugins.guidelines.filemodel``) with its provenance: run id, the run directory
+   (resolved, absolute), arm, split, source tasks.
 """
 
 from __future__ import annotations
@@ -127,6 +131,9 @@ def _pick_arm(config: dict, arm: str | None) -> str:
     return arm
 
 
+UNUSABLE = "gave no usable reply after 2 calls"
+
+
 def _split(config: dict, wanted: str | None) -> str | None:
     """The split the run played (checked against ``--from-split``)."""
     splits = {d: s for d, s in (config.get("splits") or {}).items()}
@@ -158,7 +165,7 @@ async def _ask(channel: Any, items: list[Evidence], run_id: str | None) -> tuple
             return found, calls, prompt_tokens, completion_tokens, notes
         messages = messages + [{"role": "assistant", "content": done.message.content or ""},
                                {"role": "user", "content": FIX_REPLY}]
-    notes.append(f"a batch of {len(items)} evidence item(s) gave no usable reply after 2 calls")
+    notes.append(f"a batch of {len(items)} evidence item(s) {UNUSABLE}")
     return [], calls, prompt_tokens, completion_tokens, notes
 
 
@@ -244,10 +251,17 @@ def derive(run_dir: Path, out: Path, *, arm: str | None = None, from_split: str 
                           "of the run's experiment, or pass --config FILE with one")
     batches = [evidence[i:i + BATCH] for i in range(0, len(evidence), BATCH)]
     found, analyst, why = asyncio.run(_derive(cfg, batches, config.get("run_id")))
+    unusable = sum(1 for n in why if n.endswith(UNUSABLE))
+    if unusable == len(batches):  # nothing came back in the form asked for: not "no guideline to give"
+        raise DataError(f"the analyst ({analyst.model}) gave no usable reply: {unusable} of {len(batches)} batch(es) of "
+                        f"evidence got no JSON object with a 'guidelines' list after 2 calls each "
+                        f"({analyst.calls} call(s)); {out} was not written.\n"
+                        "  fix: use an analyst model that follows the JSON reply format (role `analyst`, "
+                        "--config FILE), then run the command again")
     admitted, rejected, dropped = _admit(found, values, set(tasks))
     gf = GuidelinesFile(
         created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        provenance=Provenance(run_id=config.get("run_id"), run_dir=str(run_dir),
+        provenance=Provenance(run_id=config.get("run_id"), run_dir=str(Path(run_dir).resolve()),
                               benchmark=bench.kind, arm=arm, split=split, source_tasks=tasks,
                               inputs=Inputs(unstable_steps=len(unstable), forks=len(forks), notes=notes + why + dropped),
                               analyst=analyst),

@@ -115,13 +115,14 @@ def connect(r: Any) -> tuple[Any, dict[str, str]]:
 def lost_record(spec: TrialSpec, run_id: str, exc: BaseException, started: float) -> TrialRecord:
     """The invalid attempt stored when the worker playing a trial died."""
     what = type(exc).__name__
-    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    message = " ".join(str(exc).split())  # Ray's whole message (it names the actor), on one line
     return TrialRecord(
         key=spec.key, run_id=run_id, seed=spec.seed, attempt=spec.attempt,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         duration_s=time.perf_counter() - started, trajectory=Trajectory(),
         verdict=Verdict(valid=False, termination=WORKER_LOST,
-                        invalid_cause=f"{WORKER_LOST}: the Ray worker playing this trial died ({what}: {first[:200]})"))
+                        invalid_cause=WORKER_LOST,  # counted by kind: each lost worker is not its own cause
+                        invalid_detail=f"the Ray worker playing this trial died ({what}: {message[:500]})"))
 
 
 def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
