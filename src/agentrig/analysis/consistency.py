@@ -64,7 +64,8 @@ from pydantic import BaseModel, ConfigDict
 from agentrig.benchmark import Chain, Token, chain_of
 from agentrig.types import TrialRecord
 
-from .decisions import decisions_of, parting_step
+from .decisions import parting_step
+from .instability import decisions_of
 from .reliability import is_success
 
 __all__ = ["Token", "Chain", "ForkOption", "TaskConsistency", "chain_of", "edit_distance",

@@ -48,7 +48,7 @@ from typing import Any
 from rapidfuzz import fuzz, utils
 
 __all__ = ["TEXT_SAME", "normalise", "decision_key", "same_decision", "groups", "decision_instability",
-           "parting_step", "tool_schemas", "decisions_of"]
+           "parting_step", "tool_schemas"]
 
 TEXT_SAME = 0.8
 _SPACE = re.compile(r"\s+")
@@ -188,12 +188,3 @@ def tool_schemas(record: Any) -> dict[str, dict]:
             if isinstance(name, str) and isinstance(params, dict):
                 out.setdefault(name, params)
     return out
-
-
-def decisions_of(record: Any, schemas: dict[str, dict] | None = None) -> tuple[tuple, ...]:
-    """The decision keys of a trial's decision steps (``instability.steps_of``), in order."""
-    from .instability import action_of, steps_of
-
-    if schemas is None:
-        schemas = tool_schemas(record)
-    return tuple(decision_key(action_of(m.tool_calls, m.content), schemas) for _s, _t, m in steps_of(record))

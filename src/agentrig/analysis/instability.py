@@ -54,7 +54,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from rapidfuzz import fuzz, utils
 
-__all__ = ["UnstableStep", "action_of", "similarity", "consistency", "load_unstable_steps", "steps_of",
+from .decisions import decision_instability, decision_key, tool_schemas
+
+__all__ = ["UnstableStep", "action_of", "decisions_of", "similarity", "consistency", "load_unstable_steps", "steps_of",
            "CONTEXT_CHARS"]
 
 NAME_WEIGHT = 0.5
@@ -119,6 +121,13 @@ def context_before(record: Any, turn: int) -> str:
     return text[-CONTEXT_CHARS:]
 
 
+def decisions_of(record: Any, schemas: dict[str, dict] | None = None) -> tuple[tuple, ...]:
+    """The decision keys (``decisions.decision_key``) of a trial's decision steps, in order."""
+    if schemas is None:
+        schemas = tool_schemas(record)
+    return tuple(decision_key(action_of(m.tool_calls, m.content), schemas) for _s, _t, m in steps_of(record))
+
+
 # --------------------------------------------------------------------------------- similarity
 
 
@@ -170,8 +179,6 @@ def consistency(taken: dict, samples: list[dict]) -> float:
 
 def trial_schemas(store: Any, arm: str | None = None) -> dict[tuple[str, str, str, int], dict[str, dict]]:
     """The tools' JSON schemas of each stored trial (by (arm, domain, task id, trial))."""
-    from .decisions import tool_schemas
-
     return {(r.key.arm, r.key.domain, r.key.task_id, r.key.trial): tool_schemas(r) for r in store.records(arm)}
 
 
@@ -181,8 +188,6 @@ def scored_steps(store: Any, arm: str | None = None,
     """Every resampled step in an open store (of ``arm`` when given), scored. ``schemas``: the
     tools' schemas per trial (``trial_schemas``; read from the store when not given)."""
     from agentrig.store.instability import read_rows
-
-    from .decisions import decision_instability
 
     if rows is None:
         rows = read_rows(store, arm)
