@@ -36,7 +36,6 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
         failure_context(config) -> Any               # what classify needs (AgentrigError: none)
         classify(record, context) -> FailureLabel | None
         action_sequence(record) -> tuple[token, …]   # for divergence; default: the tool calls
-        arm_figures(rows, n) -> {name: value}        # its own figures of one arm, shown by analyze
         task_values(config) -> {"group/id": [str, …]}  # each task's literal values (ids, names,
                                                      # amounts…) a derived guideline must not repeat
         export(fmt, store, config, run_dir, arm=, domain=, out_path=) -> (n, path, noun)
@@ -221,12 +220,6 @@ class Benchmark:
         v = record.verdict
         return FailureLabel(primary="other", classes=["other"], termination=v.termination,
                             evidence={"other": [f"termination {v.termination}"]})
-
-    def arm_figures(self, rows: list[Any], n: int) -> dict[str, float | None]:
-        """The benchmark's own figures of one arm (name → value, shown by ``analyze`` in a table of
-        its own) from the arm's planned verdict rows (valid and not) and the trials per task ``n``.
-        Default: none (AppWorld: task and scenario goal completion)."""
-        return {}
 
     def action_sequence(self, record: Any) -> tuple:
         """The trial's actions as hashable tokens (divergence of repeated trials compares them)."""

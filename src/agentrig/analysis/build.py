@@ -125,7 +125,6 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
                          usage=u.role_usage(calls, plan.prices), reruns=u.reruns(valid, n),
                          retries=u.retry_effect(valid))
     result.consistency = rank(extracts.consistency.results())
-    result.benchmark = tables.bench.arm_figures(rows, n)
     result.figures = compute_figures(ArmInputs(arm=arm, n=n, rows=rows, bench=tables.bench, config=tables.config,
                                                store=store))
     if extracts.memory is not None:

@@ -32,6 +32,7 @@ __all__ = ["ArmInputs", "Bar", "FIGURES", "Figure", "FigureView", "compute_figur
 # the registered figures, by import path "module:Class", in the order they are shown
 FIGURES: list[str] = [
     "agentrig.analysis.durations:TrialDurations",
+    "agentrig.bench.appworld.goals:GoalCompletion",  # AppWorld runs only
 ]
 
 

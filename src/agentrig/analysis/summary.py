@@ -220,7 +220,6 @@ class ArmAnalysis(_M):
     failures: Taxonomy | None = None
     failures_by_domain: dict[str, Taxonomy] = {}
     memory: MemoryFigures | None = None
-    benchmark: dict[str, float | None] = {}  # the benchmark's own figures (Benchmark.arm_figures)
     figures: dict[str, Any] = {}  # the registered figures (analysis/figure.py): figure id → its result
 
 

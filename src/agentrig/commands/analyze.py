@@ -105,7 +105,6 @@ def print_analysis(out: Console, a: Analysis) -> None:
     _summary(out, arms, n)
     _curve(out, arms, n)
     _components(out, arms)
-    _benchmark_figures(out, arms)
     _terminations(out, arms)
     _registered_figures(out, arms)
     _usage(out, arms)
@@ -173,16 +172,6 @@ def _components(out: Console, arms: list[ArmAnalysis]) -> None:
             r = a.overall.components[c]
             cells += ["—" if r.rate is None else f"{_pct(r.rate)} ({r.passed}/{r.trials})", str(r.in_basis)]
         t.add_row(*cells)
-    t.print(out)
-
-
-def _benchmark_figures(out: Console, arms: list[ArmAnalysis]) -> None:
-    names = list(dict.fromkeys(x for a in arms for x in a.benchmark))
-    if not names:
-        return
-    t = _table("the benchmark's own figures", ("figure", "left"), *[(escape(a.arm), "right") for a in arms])
-    for name in names:
-        t.add_row(escape(name), *["—" if a.benchmark.get(name) is None else _f(a.benchmark[name]) for a in arms])
     t.print(out)
 
 

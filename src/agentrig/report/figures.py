@@ -166,8 +166,6 @@ def usage(arms: list[ArmView]) -> dict[str, Any]:
                             "passed": v.passed,
                             "in_basis": v.in_basis} for c, v in a.analysis.overall.components.items()],
             "terminations": sorted(a.analysis.overall.terminations.items(), key=lambda x: -x[1]),
-            # the benchmark's own figures (Benchmark.arm_figures; AppWorld: task and scenario goal completion)
-            "benchmark": [(name, "–" if v is None else pct(v)) for name, v in a.analysis.benchmark.items()],
         })
     return {"roles": rows, "arms": arms_out}
 

@@ -183,12 +183,15 @@ def test_analyze_shows_task_and_scenario_goal_completion(clean_and_faulty):
     import json
 
     arms = json.loads(done.stdout)["arms"]
-    assert arms["oracle"]["benchmark"] == {"task goal completion": 1.0, "scenario goal completion": 1.0}
+    assert arms["oracle"]["figures"]["goal_completion"] == {"task_goal_completion": 1.0, "scenario_goal_completion": 1.0}
     # noop passes the lenient task only: 1 of 5 tasks, 1 of 4 scenarios
-    assert arms["noop"]["benchmark"] == pytest.approx({"task goal completion": 0.2, "scenario goal completion": 0.25})
-    html = (clean_and_faulty["clean"] / "report.html").read_text(encoding="utf-8")  # the run's report shows them too
-    assert "The benchmark&#39;s own figures: task goal completion 20.0%, scenario goal completion 25.0%" in html \
-        or "The benchmark's own figures: task goal completion 20.0%, scenario goal completion 25.0%" in html
+    assert arms["noop"]["figures"]["goal_completion"] == pytest.approx(
+        {"task_goal_completion": 0.2, "scenario_goal_completion": 0.25})
+    shown = subprocess.run([exe, "analyze", str(clean_and_faulty["clean"])], capture_output=True, text=True,
+                           timeout=300, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "AppWorld goal completion" in shown and "25.0%" in shown
+    html = (clean_and_faulty["clean"] / "report.html").read_text(encoding="utf-8")  # the run's report draws it too
+    assert "AppWorld goal completion" in html and "25.0%" in html
 
 
 def test_export_appworlds_evaluation_document(clean_and_faulty, tmp_path):

@@ -227,12 +227,6 @@ class AppWorldBenchmark(Benchmark):
                                         and (info.components[c] or 0) < 1],
                             termination=v.termination, evidence=evidence)
 
-    def arm_figures(self, rows: list[Any], n: int) -> dict[str, float | None]:
-        """Task and scenario goal completion, as AppWorld defines them (``goals.py``)."""
-        from .goals import goal_completion
-
-        return goal_completion(rows, n)
-
     def action_sequence(self, record: Any) -> tuple:
         out = []
         for e in record.trajectory.events:

@@ -5,14 +5,17 @@ the share of tasks whose every test passed — and **scenario goal completion** 
 scenarios (the tasks generated from one scenario: ids ``<scenario>_<n>``) whose every task passed.
 With k trials per task each trial index i is one rerun of the whole set: the figures are computed
 per rerun, over the tasks whose trial i is valid (a scenario counts when every one of its tasks
-has a valid trial i), and averaged over reruns. ``analyze`` shows them per arm
-(``Benchmark.arm_figures``), as fractions.
+has a valid trial i), and averaged over reruns. ``GoalCompletion`` is their figure of the figure
+protocol (``analysis/figure.py``): ``analyze`` prints it, ``--json`` holds it under
+``figures.goal_completion``, the report draws it — for AppWorld runs only.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
+
+from agentrig.analysis.figure import ArmInputs, Bar, Figure, FigureView
 
 from .data import scenario_of
 
@@ -39,3 +42,29 @@ def goal_completion(rows: list[Any], n: int) -> dict[str, float | None]:
             sgc.append(sum(whole) / len(whole))
     return {"task goal completion": sum(tgc) / len(tgc) if tgc else None,
             "scenario goal completion": sum(sgc) / len(sgc) if sgc else None}
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+class GoalCompletion(Figure):
+    """AppWorld's task and scenario goal completion of an arm (None for other benchmarks' runs)."""
+
+    id = "goal_completion"
+
+    def compute(self, arm: ArmInputs) -> dict[str, Any] | None:
+        if getattr(arm.bench, "kind", None) != "appworld":
+            return None
+        got = goal_completion(arm.rows, arm.n)
+        return {"task_goal_completion": got["task goal completion"],
+                "scenario_goal_completion": got["scenario goal completion"]}
+
+    def view(self, results: dict[str, dict[str, Any]]) -> FigureView | None:
+        rows = [[arm, _pct(r["task_goal_completion"]), _pct(r["scenario_goal_completion"])] for arm, r in results.items()]
+        bars = [Bar(name=arm, value=100 * r["task_goal_completion"], note=_pct(r["task_goal_completion"]))
+                for arm, r in results.items() if r["task_goal_completion"] is not None]
+        return FigureView(id=self.id, title="AppWorld goal completion (per rerun, averaged over reruns)",
+                          columns=["arm", "task goal completion", "scenario goal completion"], rows=rows, bars=bars,
+                          unit="%", note="task: every test of the task passed; scenario: every task of the scenario "
+                                         "passed (AppWorld's own two metrics)")
