@@ -17,6 +17,15 @@ when the view gives them), so that neither the analyze command nor the report le
 The results are plain JSON (``ArmAnalysis.figures[id]``), so an analysis stored or printed with
 ``--json`` holds them; a figure that needs more than the verdict rows reads the store itself
 (``ArmInputs.store``), streaming. The analysis imports no report: a view is data only.
+
+**Where it is shown, and richer figures.** ``analyze_slot`` / ``report_slot`` name the place in
+``analyze``'s text and in the report where a figure goes (``"figures"``: after the terminations,
+the default; analyze also has ``"end"``, after everything; the report ``"consistency"``, in the
+consistency section). A figure whose text is more than one table overrides ``print(results,
+out)`` (returns True when it printed); a figure the report draws with more than a table and bars
+has a drawer registered under its id on the report side (``report/drawers.py``: a function
+from the results to a template context, and a template) — the analysis still imports no report,
+and a figure without a drawer is drawn from its view.
 """
 
 from __future__ import annotations
@@ -27,12 +36,14 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-__all__ = ["ArmInputs", "Bar", "FIGURES", "Figure", "FigureView", "compute_figures", "figure_views", "registered"]
+__all__ = ["ArmInputs", "Bar", "FIGURES", "Figure", "FigureView", "compute_figures", "figure_views", "registered",
+           "results_of", "print_figures"]
 
 # the registered figures, by import path "module:Class", in the order they are shown
 FIGURES: list[str] = [
     "agentrig.analysis.durations:TrialDurations",
     "agentrig.bench.appworld.goals:GoalCompletion",  # AppWorld runs only
+    "agentrig.analysis.instability_view:DecisionInstability",
 ]
 
 
@@ -70,6 +81,8 @@ class FigureView(BaseModel):
 
 class Figure:
     id: ClassVar[str]
+    analyze_slot: ClassVar[str] = "figures"  # where ``agentrig analyze`` prints it (module docstring)
+    report_slot: ClassVar[str] = "figures"  # where the report draws it
 
     def compute(self, arm: ArmInputs) -> dict[str, Any] | None:
         """This figure of one arm, as JSON-able data (None: nothing to show for this arm)."""
@@ -78,6 +91,11 @@ class Figure:
     def view(self, results: dict[str, dict[str, Any]]) -> FigureView | None:
         """The table (and bars) of the arms' results (arm → result, in the arms' order)."""
         raise NotImplementedError
+
+    def print(self, results: dict[str, dict[str, Any]], out: Any) -> bool:
+        """Print the figure on a rich Console when it is more than its view's table (True when it
+        printed; the default: False, and ``analyze`` prints the view)."""
+        return False
 
 
 _LOADED: list[Figure] | None = None
@@ -104,13 +122,35 @@ def compute_figures(arm: ArmInputs) -> dict[str, dict[str, Any]]:
     return out
 
 
-def figure_views(arms: list[Any]) -> list[FigureView]:
-    """The views of every registered figure over ``arms`` (``ArmAnalysis`` objects), in order."""
+def results_of(fig: Figure, arms: list[Any]) -> dict[str, dict[str, Any]]:
+    """A figure's results over ``arms`` (``ArmAnalysis`` objects): arm → result, in the arms' order."""
+    return {a.arm: a.figures[fig.id] for a in arms if fig.id in (a.figures or {})}
+
+
+def figure_views(arms: list[Any], slot: str | None = None, *, surface: str = "report") -> list[FigureView]:
+    """The views of every registered figure over ``arms`` (``ArmAnalysis`` objects), in order
+    (only the figures placed at ``slot`` of ``surface`` — "analyze" or "report" — when given)."""
     views = []
     for fig in registered():
-        results = {a.arm: a.figures[fig.id] for a in arms if fig.id in (a.figures or {})}
+        if slot is not None and getattr(fig, f"{surface}_slot") != slot:
+            continue
+        results = results_of(fig, arms)
         if results:
             view = fig.view(results)
             if view is not None:
                 views.append(view)
     return views
+
+
+def print_figures(arms: list[Any], slot: str, out: Any, table: Any) -> None:
+    """``agentrig analyze``'s text of the figures placed at ``slot``: each figure's own ``print``,
+    else its view as a table (``table(view, out)``)."""
+    for fig in registered():
+        if fig.analyze_slot != slot:
+            continue
+        results = results_of(fig, arms)
+        if not results or fig.print(results, out):
+            continue
+        view = fig.view(results)
+        if view is not None:
+            table(view, out)

@@ -1,4 +1,10 @@
-"""The instability reports for people (``agentrig instability`` and ``agentrig analyze``)."""
+"""Decision instability as a figure (the figure protocol, ``analysis/figure.py``) and its text for
+people (``agentrig instability`` and ``agentrig analyze``).
+
+``DecisionInstability`` computes, for an arm of a run that ``agentrig instability`` resampled, its
+``InstabilityReport`` per sampling temperature (``instability_report``, at the threshold the
+experiment file set); ``analyze`` prints it last, the report draws it in its consistency section
+(drawer ``instability`` in ``report/drawers.py``). Nothing for runs never resampled."""
 
 from __future__ import annotations
 
@@ -8,7 +14,10 @@ from rich.text import Text
 
 from agentrig.tables import FitTable
 
-from .instability_report import InstabilityReport
+from typing import Any
+
+from .figure import ArmInputs, Figure, FigureView
+from .instability_report import InstabilityReport, instability_report, threshold_of
 
 TOP_TASKS = 15
 STEPS_SHOWN = 4
@@ -44,3 +53,31 @@ def print_reports(reports: list[InstabilityReport], out: Console) -> None:
             t.add_row(escape(label), f"{task.c}/{task.n}", f"{task.mixed_rate:.2f}", f"{task.instability:.3f}",
                       unstable_text(task), "-" if task.fork_step is None else str(task.fork_step))
         t.print(out)
+
+
+def reports_of(results: dict[str, dict[str, Any]]) -> list[InstabilityReport]:
+    """The reports of the arms' results, ordered by (arm, temperature)."""
+    reports = [InstabilityReport.model_validate(r) for res in results.values() for r in res.get("reports", [])]
+    return sorted(reports, key=lambda r: (r.arm, r.temperature))
+
+
+class DecisionInstability(Figure):
+    id = "instability"
+    analyze_slot = "end"
+    report_slot = "consistency"
+
+    def compute(self, arm: ArmInputs) -> dict[str, Any] | None:
+        if arm.store is None:
+            return None
+        reports = instability_report(arm.store, arm.arm, threshold=threshold_of(arm.config))
+        return {"reports": [r.model_dump(mode="json") for r in reports]} if reports else None
+
+    def view(self, results: dict[str, dict[str, Any]]) -> FigureView | None:
+        rows = [[r.arm, f"{r.temperature:g}", str(r.steps), f"{len([t for t in r.tasks if t.unstable_steps])}",
+                 r.validation.sentence] for r in reports_of(results)]
+        return FigureView(id=self.id, title="decision instability", rows=rows,
+                          columns=["arm", "temperature", "steps", "tasks with unstable steps", "validation"])
+
+    def print(self, results: dict[str, dict[str, Any]], out: Any) -> bool:
+        print_reports(reports_of(results), out)
+        return True

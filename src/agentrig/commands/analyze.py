@@ -20,11 +20,10 @@ from rich.text import Text
 from agentrig.store.rundir import open_run_dir
 from agentrig.tables import FitTable, Stack
 
-from agentrig.analysis.instability_report import instability_report, threshold_of
-from agentrig.analysis.instability_view import print_reports
+from agentrig.analysis.instability_view import reports_of
 from agentrig.analysis.memory import decisions_text, injected_text
 from agentrig.analysis.build import analyze_run
-from agentrig.analysis.figure import figure_views
+from agentrig.analysis.figure import FigureView, print_figures
 from agentrig.analysis.summary import Analysis, ArmAnalysis, Estimate, Figures
 
 TOP_TASKS = 10
@@ -36,17 +35,17 @@ def analyze_command(run_dir: Path, *, arm: str | None, as_json: bool, out: Conso
     store, config = open_run_dir(run_dir)
     try:
         analysis = analyze_run(store, config, run_dir=str(run_dir), arm=arm, resamples=resamples, seed=seed)
-        unstable = instability_report(store, arm, threshold=threshold_of(config))  # decision instability, when the run was resampled
     finally:
         store.close()
     if as_json:
-        analysis.instability = unstable or []
+        # decision instability, when the run was resampled: a registered figure (arms.*.figures.instability),
+        # also listed at the top as before
+        analysis.instability = reports_of({a: x.figures["instability"] for a, x in analysis.arms.items()
+                                           if "instability" in x.figures})
         text = analysis.model_dump_json(indent=2)
         (out.file if out is not None else sys.stdout).write(text + "\n")
         return 0
     print_analysis(out, analysis)
-    if unstable:
-        print_reports(unstable, out)
     return 0
 
 
@@ -106,13 +105,14 @@ def print_analysis(out: Console, a: Analysis) -> None:
     _curve(out, arms, n)
     _components(out, arms)
     _terminations(out, arms)
-    _registered_figures(out, arms)
+    print_figures(arms, "figures", out, _view_table)
     _usage(out, arms)
     _reruns(out, arms, n)
     _retries(out, arms)
     _consistency(out, arms, a.sections.get("consistency", "ok"))
     _failures(out, arms, a.sections.get("failures", "ok"))
     _memory(out, arms)
+    print_figures(arms, "end", out, _view_table)
 
 
 def _summary(out: Console, arms: list[ArmAnalysis], n: int) -> None:
@@ -175,15 +175,14 @@ def _components(out: Console, arms: list[ArmAnalysis]) -> None:
     t.print(out)
 
 
-def _registered_figures(out: Console, arms: list[ArmAnalysis]) -> None:
-    """Every figure of the figure protocol (analysis/figure.py), each as the table its view gives."""
-    for view in figure_views(arms):
-        t = _table(view.title, (view.columns[0], "left"), *[(escape(c), "right") for c in view.columns[1:]])
-        for row in view.rows:
-            t.add_row(escape(row[0]), *[escape(c) for c in row[1:]])
-        t.print(out)
-        if view.note:
-            out.print(Text(view.note, style="dim"))
+def _view_table(view: FigureView, out: Console) -> None:
+    """A figure of the figure protocol (analysis/figure.py) as the table its view gives."""
+    t = _table(view.title, (view.columns[0], "left"), *[(escape(c), "right") for c in view.columns[1:]])
+    for row in view.rows:
+        t.add_row(escape(row[0]), *[escape(c) for c in row[1:]])
+    t.print(out)
+    if view.note:
+        out.print(Text(view.note, style="dim"))
 
 
 def _terminations(out: Console, arms: list[ArmAnalysis]) -> None:

@@ -228,21 +228,3 @@ def memory(arms: list[ArmView]) -> dict[str, Any]:
                       "paired-bootstrap 95% intervals") if bars else None
     return {"rows": rows, "ab": ab, "baseline": baseline, "svg": chart}
 
-
-def registered(arms: list[ArmView]) -> list[dict[str, Any]]:
-    """The figures of the figure protocol (analysis/figure.py), drawn generically: each view's table
-    (rows labelled by arm), and its bars as a chart when it gives them."""
-    from agentrig.analysis.figure import figure_views
-
-    out = []
-    by_label, colors = {}, {}
-    for a in arms:  # an arm's figures under its report label (several runs may share arm names)
-        if a.analysis is not None and a.analysis.figures:
-            by_label[a.label] = a.analysis.model_copy(update={"arm": a.label})
-            colors[a.label] = a.color
-    for view in figure_views(list(by_label.values())):
-        bars = [svg.Bar(b.name, b.value, color=colors.get(b.name, svg.PALETTE[0]), note=b.note or "") for b in view.bars]
-        chart = svg.hbars(bars, unit=view.unit, label=view.title) if bars else None
-        out.append({"id": view.id, "title": view.title, "columns": view.columns, "rows": view.rows,
-                    "note": view.note, "svg": chart})
-    return out

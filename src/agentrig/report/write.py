@@ -21,7 +21,7 @@ from agentrig.analysis.build import analyze_run
 from agentrig.analysis.summary import Analysis
 from agentrig.errors import AgentrigError, DataError
 
-from . import figures, findings
+from . import drawers, figures, findings
 from .collect import Collected, collect, grid_payload, open_runs
 from .embed import Embedded, Limits, embed
 from .render import render
@@ -89,30 +89,6 @@ def _embedded_summary(e: Embedded, total: int) -> str:
             "Every trial still has its grid cell with outcome, reward, termination and counts.")
 
 
-def _instability(c: Collected) -> list[dict[str, Any]]:
-    """Per resampled arm of the report: the validation sentences and its tasks, most unstable first
-    (``agentrig instability``; nothing for runs never resampled)."""
-    from agentrig.analysis.instability_report import instability_report, threshold_of
-    from agentrig.analysis.instability_view import TOP_TASKS, unstable_text
-
-    wanted = {(a.run.label, a.arm): a.label for a in c.arms}
-    out = []
-    for run in c.runs:
-        for r in instability_report(run.store, threshold=threshold_of(run.config)):
-            label = wanted.get((run.label, r.arm))
-            if label is None:
-                continue
-            several = len({t.domain for t in r.tasks}) > 1
-            rows = [{"task": f"{t.domain}/{t.task_id}" if several else t.task_id, "c": t.c, "n": t.n,
-                     "mixed": f"{t.mixed_rate:.2f}", "instability": f"{t.instability:.3f}",
-                     "unstable": unstable_text(t), "fork": "–" if t.fork_step is None else str(t.fork_step)}
-                    for t in sorted(r.tasks, key=lambda x: (-x.instability, x.domain, x.task_id))[:TOP_TASKS]]
-            out.append({"label": label, "temperature": f"{r.temperature:g}", "steps": r.steps, "samples": r.samples,
-                        "trajectories": len(r.trajectories), "threshold": f"{r.threshold:g}",
-                        "sentence": r.validation.sentence, "fork_sentence": r.validation.fork_sentence, "rows": rows})
-    return out
-
-
 def build_context(c: Collected, *, analyses: dict[str, Analysis] | None = None, limits: Limits = Limits()) -> dict[str, Any]:
     notes: list[dict[str, str]] = []
     per_run = _analyses(c, notes, analyses)
@@ -146,10 +122,10 @@ def build_context(c: Collected, *, analyses: dict[str, Analysis] | None = None, 
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "runs": runs, "notes": notes,
         "summary": figures.summary(views), "passk": figures.passk_chart(views), "gap": figures.gap_chart(views),
-        "consistency": findings.consistency(views), "instability": _instability(c),
+        "consistency": findings.consistency(views),
         "failures": failures, "failures_note": failures_note,
         "ab": findings.ab(comps), "usage": figures.usage(views), "memory": figures.memory(views),
-        "figures": figures.registered(views),
+        "figures": drawers.drawn(views),  # the figure protocol's figures, by the page slot they go to
         "counts": [{"label": a.label, **a.counts()} for a in c.arms],
         "embedded": {"complete": e.complete, "per_arm": e.per_arm, "summary": _embedded_summary(e, total)},
         "grid_json": json_for_script(grid_payload(c, e.ids)), "meta_json": json_for_script(meta),
