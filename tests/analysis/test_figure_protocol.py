@@ -72,3 +72,37 @@ def test_a_new_figure_is_one_module_registered_once(tmp_path, monkeypatch):
     html = write_report([run], tmp_path / "r.html").read_text()
     assert 'id="figure-task_count"' in html and "Tasks played" in html
     monkeypatch.setattr(fig, "_LOADED", None)  # leave the registry as it was for other tests
+
+
+class LastWords(fig.Figure):
+    """A figure written in the test that prints itself last in analyze and sits in the report's
+    consistency section (drawn from its view: no drawer of its own)."""
+
+    id = "last_words"
+    analyze_slot = "end"
+    report_slot = "consistency"
+
+    def compute(self, arm):
+        return {"failed": sum(1 for r in arm.rows if r.valid and r.reward < 1)}
+
+    def view(self, results):
+        return fig.FigureView(id=self.id, title="failed valid trials", columns=["arm", "failed"],
+                              rows=[[a, str(r["failed"])] for a, r in results.items()])
+
+    def print(self, results, out):
+        out.print("last words: " + ", ".join(f"{a} failed {r['failed']}" for a, r in results.items()))
+        return True
+
+
+def test_a_figure_names_its_place_and_may_print_itself(tmp_path, monkeypatch):
+    monkeypatch.setattr(fig, "FIGURES", [*fig.FIGURES, f"{__name__}:LastWords"])
+    monkeypatch.setattr(fig, "_LOADED", None)
+    run = _run(tmp_path / "run")
+    text = _analyze(run)
+    assert text.rstrip().splitlines()[-1] == "last words: A failed 2, B failed 0"  # its own text, last
+    assert "failed valid trials" not in text  # printed by itself, not as its view's table
+    html = write_report([run], tmp_path / "r.html").read_text()
+    at = html.index('id="figure-last_words"')
+    assert html.index('id="gap"') < at < html.index('id="grid"')  # in the consistency section
+    assert "Failed valid trials" in html[at:]
+    monkeypatch.setattr(fig, "_LOADED", None)
