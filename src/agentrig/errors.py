@@ -45,7 +45,7 @@ class Diagnosis:
 
 class AgentStop(Exception):
     """Raised by an agent that cannot go on (e.g. text mode: too many unusable replies in a row).
-    The trial envelope ends the trial with ``termination`` (one of ``types.TERMINATIONS`` or the
+    The trial envelope ends the trial with ``termination`` (one of ``types.GENERIC_TERMINATIONS`` or the
     benchmark's own); the trial is valid and scores 0."""
 
     def __init__(self, termination: str, detail: str = ""):

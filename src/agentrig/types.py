@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Model(BaseModel):
@@ -215,80 +215,63 @@ class Trajectory(_Model):
         return self.counters[name]
 
 
-class ActionCheck(_Model):
-    action_id: str | None = None
-    requestor: str = "assistant"
-    name: str
-    arguments: dict[str, Any] = {}
-    compare_args: list[str] | None = None
-    write: bool | None = None  # the gold tool changes state
-    matched: bool
+# the fields of τ²'s judgement that runs stored before the store's schema 2 kept at the top of
+# ``reward_info`` (now in ``details``: bench/tau/verdict.py ``Tau2Details``)
+_SCHEMA_1_TAU2_FIELDS = ("db_match", "agent_db_match", "user_db_match", "env_assertions", "action_checks",
+                         "communicate_checks", "nl_assertions")
 
 
-class AssertionCheck(_Model):
-    env_type: str
-    func_name: str
-    arguments: dict[str, Any] = {}
-    assert_value: bool = True
-    message: str | None = None
-    met: bool
-    problem: str | None = None
-
-
-class TextCheck(_Model):
-    """A COMMUNICATE item or an NL assertion and whether it was met."""
-
-    text: str
-    met: bool
-    justification: str | None = None
-
-
-COMPONENTS = ("DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE", "NL_ASSERTION")
+def _plain(value: Any) -> Any:
+    """JSON data as a store holds it (pydantic models dumped), so a record reads back equal."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 class RewardInfo(_Model):
-    """Every reward component of τ²-bench, computed whether or not it is in ``reward_basis``.
+    """How a trial's reward was computed: its named components, whether or not in ``reward_basis``.
 
-    ``components[c]`` is 1.0/0.0 (or a product for ENV_ASSERTION), or None when it could not be
-    computed (NL_ASSERTION with no judge configured; ``notes[c]`` says why). ``unchecked`` names
-    the components that had nothing to check (no gold actions, no env_assertions, no
-    communicate_info, no nl_assertions …): their value is τ²-bench's 1.0, kept for the reward and
-    the exports, but they were not computed — figures show "—" for them and count them in no rate
-    (``computed``). ``reward`` is the product over ``reward_basis`` (1.0 for an empty basis)."""
+    ``components[c]`` is the component's value, or None when it could not be computed (``notes[c]``
+    says why). ``unchecked`` names the components that had nothing to check (τ²: no gold actions, no
+    env_assertions …): their value is kept for the reward and the exports, but they were not
+    computed — figures show "—" for them and count them in no rate (``computed``). ``reward`` is the
+    product over ``reward_basis`` (1.0 for an empty basis) unless the benchmark says otherwise.
+    ``details``: the benchmark's own record of its judgement, in its own model (τ²:
+    ``bench/tau/verdict.py`` ``Tau2Details`` — DB match, each action, assertion and text check)."""
 
     reward: float
     reward_basis: list[str] = []
     components: dict[str, float | None] = {}
-    db_match: bool | None = None
-    agent_db_match: bool | None = None
-    user_db_match: bool | None = None
-    env_assertions: list[AssertionCheck] = []
-    action_checks: list[ActionCheck] = []
-    communicate_checks: list[TextCheck] = []
-    nl_assertions: list[TextCheck] = []
     notes: dict[str, str] = {}
     unchecked: list[str] = []
+    details: dict[str, Any] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schema_1(cls, data: Any) -> Any:
+        """Records of the store's schema 1 carry τ²'s fields at the top: read them into ``details``."""
+        if isinstance(data, dict) and any(k in data for k in _SCHEMA_1_TAU2_FIELDS):
+            data = dict(data)
+            details = dict(data.get("details") or {})
+            for k in _SCHEMA_1_TAU2_FIELDS:
+                if k in data:
+                    details[k] = _plain(data.pop(k))
+            data["details"] = details
+        return data
 
     def computed(self, name: str) -> float | None:
         """The component's value when it was computed; None when it was not (None, or unchecked)."""
         return None if name in self.unchecked else self.components.get(name)
 
 
-# termination reasons (τ²-bench's names where it has one)
-TERMINATIONS = (
-    "user_stop",        # the user simulator said ###STOP### / ###TRANSFER### / ###OUT-OF-SCOPE###
-    "agent_transfer",   # the agent called transfer_to_human_agents
-    "agent_stop",       # the agent said ###STOP###
-    "max_steps",
-    "too_many_errors",  # max_errors tool errors in total
-    "too_many_format_errors",  # text mode: consecutive replies that were not one JSON action
+# terminations every benchmark shares (a benchmark names its own beside them: τ², bench/tau/verdict.py)
+GENERIC_TERMINATIONS = (
     "timeout",          # the trial's wall-clock limit
-    "agent_error",      # the agent sent an empty message / could not produce one
-    "user_error",       # the user simulator sent an empty message
     "context_overflow",  # the conversation outgrew the model's context window mid-trial (valid, reward 0)
     "channel_error",    # a model call failed after retries: the trial is invalid
 )
-SCORED_TERMINATIONS = ("user_stop", "agent_transfer", "agent_stop")
 
 
 class Verdict(_Model):

@@ -14,9 +14,8 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.taskmodel import Task
 from agentrig.commands.run import run_command
 from agentrig.store.rundir import open_run_dir
-from agentrig.types import (
-    COMPONENTS, Message, RewardInfo, TextCheck, ToolCall, TrialKey, TrialRecord, Trajectory, Verdict,
-)
+from agentrig.bench.tau.verdict import COMPONENTS, TextCheck
+from agentrig.types import Message, RewardInfo, ToolCall, TrialKey, TrialRecord, Trajectory, Verdict
 
 BIKES = get_domain("bikeshop")
 TELECOM = get_domain("telecom")

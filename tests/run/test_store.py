@@ -16,8 +16,9 @@ import pytest
 
 from agentrig.errors import DataError
 from agentrig.store.store import Store
-from agentrig.types import (ActionCheck, Attempt, Message, ModelCall, PluginEvent, RewardInfo,
-                            TextCheck, ToolCall, Trajectory, TrialKey, TrialRecord, Usage, Verdict)
+from agentrig.bench.tau.verdict import ActionCheck, TextCheck
+from agentrig.types import (Attempt, Message, ModelCall, PluginEvent, RewardInfo, ToolCall, Trajectory, TrialKey,
+                            TrialRecord, Usage, Verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -44,7 +44,11 @@ from agentrig.store import shared as store_shared
 from agentrig.store.schema import INSERT_CALL, INSERT_TRIAL, SCHEMA
 
 APPLICATION_ID = 0x41475247  # "AGRG"
-SCHEMA_VERSION = 1
+# 2: a verdict's reward_info keeps a benchmark's own judgement in ``details`` (τ²'s DB match and
+# checks were top-level fields in 1: ``types.RewardInfo`` reads schema-1 records into ``details``,
+# so a run written before resumes, analyzes and reports as before; an older agentrig refuses a
+# schema-2 store rather than misreading it).
+SCHEMA_VERSION = 2
 _ZLIB_LEVEL = 3
 
 Key = tuple[str, str, str, int]
@@ -136,6 +140,9 @@ class Store:
                             "permissions") from None
         try:
             cls._prepare(path, conn)
+            if create:  # a writer: what it appends is in this schema, so an older reader must refuse it
+                if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except BaseException:
             conn.close()
             raise

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentrig.bench.tau.verdict import details_of
 from agentrig.bench.tau import data
 from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.judge import JudgeFailed, action_matches, judge_trial, needs_nl_judge, tau2_reward_info
@@ -154,11 +155,11 @@ async def test_gold_trajectories_earn_one(tau2_root, chan, domain, every):
         info = await judge_trial(ctx, "user_stop")
         assert info.reward == 1.0, (task.id, info.components, info.notes)
         # DB outside the basis may be 0 on the gold calls too (telecom): the same as the gold replay
-        assert info.components.pop("DB") == gold.judgement.db_reward and info.db_match == gold.judgement.db_match
+        assert info.components.pop("DB") == gold.judgement.db_reward and details_of(info).db_match == gold.judgement.db_match
         assert all(v == 1.0 for v in info.components.values()), (task.id, info.components)
-        assert all(c.matched for c in info.action_checks)
-        assert all(c.met for c in info.communicate_checks)
-        user_actions += sum(c.requestor == "user" for c in info.action_checks)
+        assert all(c.matched for c in details_of(info).action_checks)
+        assert all(c.met for c in details_of(info).communicate_checks)
+        user_actions += sum(c.requestor == "user" for c in details_of(info).action_checks)
         scored += 1
     assert scored >= 5
     assert (user_actions > 0) == (domain == "telecom")  # the user's own gold tool calls are matched too
@@ -173,7 +174,7 @@ async def test_bikeshop_gold_and_nl_calls(chan, judge):
         nl_items = task.evaluation_criteria.nl_assertions or []
         calls = [c for c in ctx.trajectory.model_calls if c.purpose == "judge.nl"]
         assert len(calls) == (1 if nl_items else 0)
-        assert [c.text for c in info.nl_assertions] == nl_items
+        assert [c.text for c in details_of(info).nl_assertions] == nl_items
 
 
 async def test_history_tool_calls_count_for_action_not_for_replay(tau2_root):
@@ -181,7 +182,7 @@ async def test_history_tool_calls_count_for_action_not_for_replay(tau2_root):
     ctx = gold_ctx(task, "mock", tau2_root)
     assert ctx.trajectory.history_len > 0
     info = await judge_trial(ctx, "user_stop", nl="never")
-    assert info.db_match and info.reward == 1.0
+    assert details_of(info).db_match and info.reward == 1.0
     # a gold action done only in the task's own history is matched there (tau2 reads all messages)
     t2 = task.model_copy(deep=True)
     hist_call = ctx.trajectory.messages[1].tool_calls[0]
@@ -189,7 +190,7 @@ async def test_history_tool_calls_count_for_action_not_for_replay(tau2_root):
         update={"action_id": "h", "name": hist_call.name, "arguments": hist_call.arguments}))
     t2.evaluation_criteria.reward_basis = ["ACTION"]
     info2 = await judge_trial(gold_ctx(t2, "mock", tau2_root), "user_stop", nl="never")
-    assert [c.matched for c in info2.action_checks] == [True, True] and info2.reward == 1.0
+    assert [c.matched for c in details_of(info2).action_checks] == [True, True] and info2.reward == 1.0
 
 
 # ---- broken trajectories --------------------------------------------------------------------
@@ -202,11 +203,11 @@ async def test_missing_write_costs_db(tau2_root):
         if writes and replay_gold(spec, data.domain_dir(tau2_root, "airline"), task).ok:
             break
     info = await judge_trial(gold_ctx(task, "airline", tau2_root, drop=writes[0]), "user_stop", nl="never")
-    assert info.components["DB"] == 0.0 and info.db_match is False and info.reward == 0.0
+    assert info.components["DB"] == 0.0 and details_of(info).db_match is False and info.reward == 0.0
     assert info.components["ACTION"] == 0.0
-    missing = info.action_checks[writes[0]]
+    missing = details_of(info).action_checks[writes[0]]
     assert not missing.matched and missing.write is True
-    assert all(c.matched for i, c in enumerate(info.action_checks) if i != writes[0])
+    assert all(c.matched for i, c in enumerate(details_of(info).action_checks) if i != writes[0])
 
 
 async def test_compare_args_rules(tau2_root):
@@ -217,7 +218,7 @@ async def test_compare_args_rules(tau2_root):
 
     async def action_reward(arguments):
         info = await judge_trial(gold_ctx(task, "mock", tau2_root, args={0: arguments}), "user_stop", nl="never")
-        return info.components["ACTION"], info.action_checks[0]
+        return info.components["ACTION"], details_of(info).action_checks[0]
 
     assert (await action_reward({"task_id": "task_1", "status": "pending"}))[0] == 1.0  # not compared
     value, check = await action_reward({"task_id": "task_9", "status": "completed"})
@@ -238,7 +239,7 @@ async def test_telecom_transfer_action_any_summary(tau2_root):
     i = next(i for i, a in enumerate(task.gold_actions) if a.name == "transfer_to_human_agents")
     other = await judge_trial(gold_ctx(task, "telecom", tau2_root, args={i: {"summary": "something else"}}),
                               "agent_transfer", nl="never")
-    assert other.action_checks[i].matched and other.reward == 1.0
+    assert details_of(other).action_checks[i].matched and other.reward == 1.0
     dropped = await judge_trial(gold_ctx(task, "telecom", tau2_root, drop=i), "user_stop", nl="never")
     assert dropped.components["ACTION"] == 0.0 and dropped.reward == 0.0
 
@@ -248,9 +249,9 @@ async def test_communicate_commas_case_and_speaker(tau2_root):
     assert task.evaluation_criteria.communicate_info == ["327", "1000", "1786"]
     said = "Your refund is $1,000 in total; the flights cost $327 and $1,786."
     info = await judge_trial(gold_ctx(task, "airline", tau2_root, say=said), "user_stop", nl="never")
-    assert info.components["COMMUNICATE"] == 1.0 and all(c.met for c in info.communicate_checks)
+    assert info.components["COMMUNICATE"] == 1.0 and all(c.met for c in details_of(info).communicate_checks)
     short = await judge_trial(gold_ctx(task, "airline", tau2_root, say="It is $1,000 and $327."), "user_stop", nl="never")
-    assert [c.met for c in short.communicate_checks] == [True, True, False]
+    assert [c.met for c in details_of(short).communicate_checks] == [True, True, False]
     assert short.components["COMMUNICATE"] == 0.0 and short.reward == 0.0
     # what the user says does not count
     ctx = gold_ctx(task, "airline", tau2_root, say="Here it is.")
@@ -292,8 +293,8 @@ async def test_nl_judge_call_recorded_and_graded(tau2_root, chan, judge):
     judge.script = [lambda body: verdicts(outcomes_of(body), met=lambda a: a != items[-1])]
     ctx = gold_ctx(task, "retail", tau2_root, chan, say="I have exchanged the items for you.")
     info = await judge_trial(ctx, "user_stop")
-    assert [c.met for c in info.nl_assertions] == [True] * (len(items) - 1) + [False]
-    assert info.nl_assertions[0].justification == "seen"
+    assert [c.met for c in details_of(info).nl_assertions] == [True] * (len(items) - 1) + [False]
+    assert details_of(info).nl_assertions[0].justification == "seen"
     assert info.components["NL_ASSERTION"] == 0.0 and info.components["DB"] == 1.0 and info.reward == 0.0
     (call,) = ctx.trajectory.model_calls
     assert call.purpose == "judge.nl" and call.role == "judge" and call.model == "fake-model"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentrig.bench.tau.verdict import details_of
 from agentrig.agents.base import AgentSettings
 from agentrig.bench.tau.data import domain_dir, load_policy, load_tasks
 from agentrig.bench.tau.domains import get_domain
@@ -36,7 +37,7 @@ async def test_end_state_judgement_equals_the_replay(domain, limit, drop_p, requ
         calls = trial_tool_calls(record.trajectory.messages, record.trajectory.history_len)
         replayed = judge_state(spec, ddir, task, calls)
         info = record.verdict.reward_info
-        assert info.db_match == replayed.db_match, task.id
+        assert details_of(info).db_match == replayed.db_match, task.id
         assert info.components["DB"] == replayed.db_reward, task.id
         assert info.components["ENV_ASSERTION"] == replayed.env_reward, task.id
-        assert [a.met for a in info.env_assertions] == replayed.env_assertions, task.id
+        assert [a.met for a in details_of(info).env_assertions] == replayed.env_assertions, task.id

@@ -22,8 +22,8 @@ from typing import Any
 
 from agentrig.benchmark import FirstRequest, Benchmark, Limits, Selection, json_sha, sha
 from agentrig.errors import ConfigError, DataError
-from agentrig.types import COMPONENTS
 
+from .verdict import COMPONENTS
 from . import data as tau_data
 from .settings import JudgeSettings, Tau2Settings
 from .user import UserSettings

@@ -76,6 +76,8 @@ from typing import Any
 from agentrig.analysis import failures as generic
 from agentrig.analysis.failures import EVIDENCE_MAX, Taxonomy, TaxonomyGroup
 from agentrig.types import FailureLabel
+
+from .verdict import details_of
 from agentrig.analysis.reliability import is_success
 from agentrig.types import TrialKey, TrialRecord
 
@@ -241,12 +243,12 @@ def classify(record: TrialRecord, task: Any, spec: Any) -> FailureLabel | None:
     state_ok = not _failed(comps.get("DB")) and not _failed(comps.get("ENV_ASSERTION"))
     if info is not None and state_ok and "COMMUNICATE" in basis and _failed(comps.get("COMMUNICATE")):
         found.add("communication_miss")
-        for chk in info.communicate_checks:
+        for chk in details_of(info).communicate_checks:
             if not chk.met:
                 _add(evidence, "communication_miss", chk.text)
     if info is not None and "NL_ASSERTION" in basis and _failed(comps.get("NL_ASSERTION")):
         found.add("judged_behaviour")
-        for chk in info.nl_assertions:
+        for chk in details_of(info).nl_assertions:
             if not chk.met:
                 _add(evidence, "judged_behaviour", chk.text)
 

@@ -37,8 +37,10 @@ from __future__ import annotations
 from typing import Any
 
 from agentrig.errors import ConfigError
-from agentrig.types import (
-    COMPONENTS, SCORED_TERMINATIONS, ActionCheck, AssertionCheck, Message, RewardInfo, TextCheck,
+from agentrig.types import Message, RewardInfo
+
+from .verdict import (
+    COMPONENTS, SCORED_TERMINATIONS, ActionCheck, AssertionCheck, Tau2Details, TextCheck, details_of, reward_info,
 )
 
 from .environment import field_of
@@ -245,11 +247,12 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
             reward *= value
         if skipped:
             notes["reward"] = f"{', '.join(skipped)} not computed, left out of the product"
-    return RewardInfo(
+    return reward_info(
         reward=reward, reward_basis=basis, components={c: comps.get(c) for c in COMPONENTS},
-        db_match=state.db_match, agent_db_match=state.agent_db_match, user_db_match=state.user_db_match,
-        env_assertions=assertions, action_checks=action_checks, communicate_checks=comm_checks,
-        nl_assertions=nl_checks, notes=notes, unchecked=unchecked,
+        notes=notes, unchecked=unchecked,
+        details=Tau2Details(db_match=state.db_match, agent_db_match=state.agent_db_match,
+                            user_db_match=state.user_db_match, env_assertions=assertions,
+                            action_checks=action_checks, communicate_checks=comm_checks, nl_assertions=nl_checks),
     )
 
 
@@ -280,9 +283,10 @@ def tau2_reward_info(info: RewardInfo, task: Any = None) -> dict:
                  communicate_checks=None, reward_basis=None, reward_breakdown=None)
     if "termination" in info.notes or "criteria" in info.notes:
         return {"reward": info.reward, **empty, "info": {"note": info.notes.get("reward", "")}}
+    d = details_of(info)
     gold = list(field_of(field_of(task, "evaluation_criteria"), "actions") or []) if task is not None else []
     actions = []
-    for i, c in enumerate(info.action_checks):
+    for i, c in enumerate(d.action_checks):
         extra = field_of(gold[i], "info") if i < len(gold) and field_of(gold[i], "name") == c.name else None
         actions.append({
             "action": {"action_id": c.action_id, "requestor": c.requestor, "name": c.name,
@@ -291,25 +295,25 @@ def tau2_reward_info(info: RewardInfo, task: Any = None) -> dict:
         })
     basis = set(info.reward_basis)
     nl_judged = info.components.get("NL_ASSERTION") is not None
-    if info.nl_assertions:
+    if d.nl_assertions:
         nl = [{"nl_assertion": c.text, "met": c.met, "justification": c.justification or ""}
-              for c in info.nl_assertions]
+              for c in d.nl_assertions]
     else:
         nl = [] if "NL_ASSERTION" in basis and nl_judged else None
     db_reward = info.components.get("DB")
     return {
         "reward": info.reward,
-        "db_check": {"db_match": bool(info.db_match), "db_reward": 1.0 if db_reward is None else db_reward},
+        "db_check": {"db_match": bool(d.db_match), "db_reward": 1.0 if db_reward is None else db_reward},
         "env_assertions": [
             {"env_assertion": {"env_type": a.env_type, "func_name": a.func_name, "arguments": a.arguments,
                                "assert_value": a.assert_value, "message": a.message},
              "met": a.met, "reward": 1.0 if a.met else 0.0}
-            for a in info.env_assertions
+            for a in d.env_assertions
         ],
         "action_checks": actions or None,
         "nl_assertions": nl,
         "communicate_checks": [
-            {"info": c.text, "met": c.met, "justification": c.justification or ""} for c in info.communicate_checks
+            {"info": c.text, "met": c.met, "justification": c.justification or ""} for c in d.communicate_checks
         ] or None,
         "reward_basis": list(info.reward_basis),
         "reward_breakdown": {c: info.components[c] for c in _BREAKDOWN_ORDER

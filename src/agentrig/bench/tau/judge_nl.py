@@ -21,7 +21,9 @@ import re
 from typing import Any
 
 from agentrig.errors import AgentrigError
-from agentrig.types import Message, TextCheck
+from agentrig.types import Message
+
+from .verdict import TextCheck
 
 OPEN_TAG = "<expected_outcomes>"
 CLOSE_TAG = "</expected_outcomes>"
