@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.errors import DataError
-from agentrig.store.store import Store
+from agentrig.store.store import SCHEMA_VERSION, Store
 from agentrig.bench.tau.verdict import ActionCheck, TextCheck
 from agentrig.types import (Attempt, Message, ModelCall, PluginEvent, RewardInfo, ToolCall, Trajectory, TrialKey,
                             TrialRecord, Usage, Verdict)
@@ -98,7 +98,7 @@ def test_round_trip_and_columns(tmp_path: Path):
         assert list(store.records(domain="retail", valid=False)) == recs[-1:]
         assert store.get_meta("config") == {"seed": 7, "arms": ["base", "memory"]}
         assert store.get_meta("nope") is None
-        assert store.get_meta("store")["schema"] == 1
+        assert store.get_meta("store")["schema"] == SCHEMA_VERSION
         rows = store.verdict_rows()
         assert [r.key for r in rows] == [(r.key.arm, r.key.domain, r.key.task_id, r.key.trial)
                                          for r in recs]
