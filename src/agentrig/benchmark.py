@@ -272,6 +272,8 @@ class _Entry:
     tables: dict[str, str | type[BaseModel]] = field(default_factory=dict)
     # top-level `agentrig NAME …` command groups of its own: NAME → a typer.Typer (by import path)
     commands: dict[str, str | Any] = field(default_factory=dict)
+    # analysis figures of its own (analysis/figure.py), "module:Class", shown for its runs
+    figures: tuple[str, ...] = ()
 
 
 # kind → where its parts are (imported only when asked for).
@@ -285,7 +287,8 @@ _BUILTIN: dict[str, _Entry] = {
                        {"sandbox": "agentrig.bench.terminal.sandbox.base:SandboxSettings"}),
     "appworld": _Entry("agentrig.bench.appworld.settings:AppWorldSettings",
                        "agentrig.bench.appworld.benchmark:AppWorldBenchmark",
-                       commands={"appworld": "agentrig.bench.appworld.commands:appworld_app"}),
+                       commands={"appworld": "agentrig.bench.appworld.commands:appworld_app"},
+                       figures=("agentrig.bench.appworld.goals:GoalCompletion",)),
 }
 _REGISTRY: dict[str, _Entry] = dict(_BUILTIN)
 _INSTANCES: dict[str, Benchmark] = {}
@@ -313,6 +316,11 @@ def register(kind: str, implementation: type[Benchmark] | str, *,
     _INSTANCES.pop(kind, None)
     for listener in _listeners:
         listener()
+
+
+def figure_refs() -> list[str]:
+    """Every registered benchmark's own analysis figures ("module:Class"; analysis/figure.py)."""
+    return [ref for entry in _REGISTRY.values() for ref in entry.figures]
 
 
 def command_groups() -> dict[str, Any]:

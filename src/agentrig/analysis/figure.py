@@ -36,13 +36,16 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from agentrig.benchmark import figure_refs
+
 __all__ = ["ArmInputs", "Bar", "FIGURES", "Figure", "FigureView", "compute_figures", "figure_views", "registered",
            "results_of", "print_figures"]
 
-# the registered figures, by import path "module:Class", in the order they are shown
+# the registered figures, by import path "module:Class", in the order they are shown; a benchmark's
+# own figures are registered with the benchmark (benchmark.py, its registry entry's ``figures``)
+# and shown after these (in their slot)
 FIGURES: list[str] = [
     "agentrig.analysis.durations:TrialDurations",
-    "agentrig.bench.appworld.goals:GoalCompletion",  # AppWorld runs only
     "agentrig.analysis.instability_view:DecisionInstability",
 ]
 
@@ -99,16 +102,20 @@ class Figure:
 
 
 _LOADED: list[Figure] | None = None
+_LOADED_FROM: tuple[str, ...] = ()
 
 
 def registered() -> list[Figure]:
-    global _LOADED
-    if _LOADED is None:
+    """The generic figures, then every registered benchmark's own (a figure's ``compute`` says None
+    for a run it has nothing for)."""
+    global _LOADED, _LOADED_FROM
+    refs = tuple(dict.fromkeys([*FIGURES, *figure_refs()]))
+    if _LOADED is None or refs != _LOADED_FROM:
         loaded = []
-        for ref in FIGURES:
+        for ref in refs:
             module, _, name = ref.partition(":")
             loaded.append(getattr(importlib.import_module(module), name)())
-        _LOADED = loaded
+        _LOADED, _LOADED_FROM = loaded, refs
     return _LOADED
 
 
