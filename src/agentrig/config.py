@@ -138,6 +138,23 @@ class ResolvedRole(BaseModel):
     wire: Wire = "chat"
 
 
+# settings whose tables merge key by key across layers (the rest: the upper layer's value wins)
+MERGED_TABLES = ("headers", "headers_from_env", "extra_body")
+
+
+def merge_layers(*layers: BaseModel | None) -> dict[str, Any]:
+    """The one merge rule of role settings, lowest layer first ([channel] → [roles.X] → an arm's
+    roles.X): a setting given in an upper layer replaces the lower one's, except the tables of
+    ``MERGED_TABLES``, which merge key by key; unset (None) settings leave the lower layer's."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        if layer is None:
+            continue
+        for name, value in layer.model_dump(exclude_none=True).items():
+            merged[name] = {**merged.get(name, {}), **value} if name in MERGED_TABLES else value
+    return merged
+
+
 class ChannelConfig(_Strict):
     channel: ChannelSettings = ChannelSettings()
     roles: dict[Role, RoleConfig] = {}
@@ -145,15 +162,7 @@ class ChannelConfig(_Strict):
 
     def resolve(self, role: str, env: Mapping[str, str] | None = None) -> ResolvedRole:
         env = os.environ if env is None else env
-        merged: dict[str, Any] = {}
-        for layer in (self.channel, self.roles.get(role)):  # type: ignore[arg-type]
-            if layer is None:
-                continue
-            for name, value in layer.model_dump(exclude_none=True).items():
-                if name in ("headers", "headers_from_env", "extra_body"):
-                    merged[name] = {**merged.get(name, {}), **value}
-                else:
-                    merged[name] = value
+        merged = merge_layers(self.channel, self.roles.get(role))
         merged.setdefault("base_url", env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
         merged.setdefault("api_key_env", DEFAULT_KEY_ENV)
         merged.setdefault("model", None)

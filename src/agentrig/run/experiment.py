@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from agentrig.agents.base import AgentSettings
 from agentrig.benchmark import Benchmark, get_benchmark
-from agentrig.config import ROLES, ChannelConfig, RoleConfig, read_toml
+from agentrig.config import ROLES, ChannelConfig, RoleConfig, merge_layers, read_toml
 from agentrig.errors import ConfigError
 from agentrig.plugins.base import PluginSettings
 
@@ -85,13 +85,7 @@ def rel_path(source: Path, value: str) -> Path:
 def _merge_role(base: RoleConfig | None, over: RoleConfig | None) -> RoleConfig | None:
     if over is None:
         return base
-    merged = base.model_dump(exclude_none=True) if base is not None else {}
-    for name, value in over.model_dump(exclude_none=True).items():
-        if name in ("headers", "headers_from_env", "extra_body"):
-            merged[name] = {**merged.get(name, {}), **value}
-        else:
-            merged[name] = value
-    return RoleConfig(**merged)
+    return RoleConfig(**merge_layers(base, over))
 
 
 def arm_channel(exp: Experiment, arm: ArmSettings) -> ChannelConfig:
