@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup chromium appworld test test-fast demo bench clean
+.PHONY: setup chromium appworld mmdebstrap test test-fast demo bench clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,14 @@ $(APPWORLD_STAMP): $(STAMP)
 	  case "$$CI" in 1|true|yes) echo "error: AppWorld's environment could not be made (required under CI)"; exit 1;; \
 	  *) echo "note: AppWorld's environment could not be made; the AppWorld tests will skip";; esac; }
 
+# Debian's mmdebstrap: terminal tasks' base images are roots built from packages with it
+# (bench/terminal/images); installed when missing and we may, else those tests skip locally.
+mmdebstrap:
+	@command -v mmdebstrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO=sudo; else SUDO=none; fi; \
+	  if [ "$$SUDO" = none ]; then echo "note: mmdebstrap is missing and cannot be installed here (apt-get install mmdebstrap); base-image tests will skip"; \
+	  else echo "installing Debian's mmdebstrap (builds the terminal tasks' base images)"; $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y mmdebstrap; fi; }
+
 # pytest-xdist workers: most tests wait on subprocesses and local servers, so 3 workers pay on
 # 2 cores; one test file stays in one worker (module fixtures: the Ray cluster, shared servers).
 # PYTEST_WORKERS=0 runs serially. Figures: docs/performance.md ("The test suite").
@@ -44,7 +52,7 @@ PYTEST_WORKERS ?= 3
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The whole suite, slow scale tests included (CI runs exactly this).
-test: setup chromium appworld
+test: setup chromium appworld mmdebstrap
 	$(BIN)/python -m pytest -q $(XDIST)
 
 # Everything but the slow scale tests.

@@ -203,6 +203,9 @@ from .benchmark import command_groups  # noqa: E402
 
 for _name, _group in command_groups().items():  # each benchmark's own groups (τ²: data; AppWorld: appworld)
     app.add_typer(_group, name=_name)
+from .bench.terminal.images.cli import app as images_app  # noqa: E402
+
+app.add_typer(images_app, name="images", help="Build, list and remove the base images (roots built from packages) terminal tasks run on.")
 
 
 def main() -> None:

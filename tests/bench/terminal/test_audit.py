@@ -28,7 +28,8 @@ def test_audit_of_the_builtin_tasks(tmp_path):
     for t in doc["tasks"]:
         assert t["oracle"]["reward"] == 1.0 and t["oracle"]["termination"] == "submitted"
         assert t["noop"]["reward"] == (1.0 if t["task_id"] in LENIENT else 0.0)
-    assert doc["summary"] == {"ok": len(status) - 1, "broken": 0, "lenient": 1, "excluded": 0, "error": 0}
+    assert doc["summary"] == {"ok": len(status) - 1, "broken": 0, "lenient": 1, "excluded": 0, "error": 0,
+                              "base_substituted": 0}
 
 
 def test_audit_tells_broken_lenient_and_excluded_tasks_apart(tmp_path):
@@ -37,11 +38,15 @@ def test_audit_tells_broken_lenient_and_excluded_tasks_apart(tmp_path):
     write_task(tasks, "wrong-solution", solution="#!/bin/bash\necho nope > /app/out.txt\n")
     write_task(tasks, "lenient", test="def test_nothing():\n    assert True\n")
     write_task(tasks, "needs-image", dockerfile="FROM golang:1.22 AS build\nFROM ubuntu:24.04\nWORKDIR /app\n")
+    write_task(tasks, "stand-in-build", dockerfile="FROM ubuntu:24.04\nWORKDIR /app\nRUN exit 3\n")
     proc = agentrig("audit", "--bench", "terminal", "--tasks", tasks, "--cache-dir", tmp_path / "cache", "--json")
     assert proc.returncode == 0, proc.stderr
     rows = {t["task_id"]: t for t in json.loads(proc.stdout)["tasks"]}
     assert {k: v["status"] for k, v in rows.items()} == {
-        "good": "ok", "wrong-solution": "broken", "lenient": "lenient", "needs-image": "excluded"}
+        "good": "ok", "wrong-solution": "broken", "lenient": "lenient", "needs-image": "excluded",
+        "stand-in-build": "base_substituted"}
+    assert "Debian bookworm stands in for Ubuntu 24.04" in rows["stand-in-build"]["reason"]
+    assert "Ubuntu 24.04" in rows["wrong-solution"]["reason"]
     assert "wrong_output" in rows["wrong-solution"]["reason"]
     assert rows["needs-image"]["reason"].startswith("needs_container")
     table = agentrig("audit", "--bench", "terminal", "--tasks", tasks, "--task-ids", "good,lenient",

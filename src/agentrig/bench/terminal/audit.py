@@ -8,7 +8,11 @@ Per task, one trial of the ``oracle`` and one of the ``noop`` agent, played exac
 - ``lenient``  — the noop passes: the tests accept an agent that did nothing;
 - ``excluded`` — the sandbox cannot run the task (``needs_container``, ``needs_network``,
   a build that fails: ``broken_task``), with the reason;
-- ``error``    — a trial stayed invalid (the sandbox failed) after its replays.
+- ``error``    — a trial stayed invalid (the sandbox failed) after its replays;
+- ``base_substituted`` — the build breaks on a base that stands in for the task's image (Debian
+  for Ubuntu, another Python): the stand-in's fault until shown otherwise, never ``broken_task``
+  (``images/describe.py``). An oracle that fails on such a base is ``broken``, its reason naming
+  the substitution.
 
 A trial spoiled by the sandbox (invalid) is played again, up to ``REPLAYS`` times.
 """
@@ -27,7 +31,7 @@ from agentrig.types import TrialKey
 from .sandbox.base import SandboxSettings
 
 REPLAYS = 2
-AuditStatus = Literal["ok", "broken", "lenient", "excluded", "error"]
+AuditStatus = Literal["ok", "broken", "lenient", "excluded", "error", "base_substituted"]
 
 
 class AgentOutcome(BaseModel):
@@ -77,6 +81,13 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0) -> Tas
     if not found.ok:
         return TaskAudit(**base, status="excluded", reason=found.reason or "cannot run in this sandbox")
     oracle = await _play(task, "oracle", settings, seed)
+    from .images.describe import task_image
+
+    substituted = task_image(task)["substituted"]
+    if substituted and oracle.termination == "broken_task":
+        first = (oracle.detail or "").splitlines()[0] if oracle.detail else ""
+        return TaskAudit(**base, status="base_substituted", oracle=oracle,
+                         reason=f"the build fails on the stand-in base ({substituted}): {first}".rstrip(": "))
     if oracle.termination in ("broken_task", "needs_network", "needs_container"):
         return TaskAudit(**base, status="excluded", reason=f"{oracle.termination}: {oracle.detail or ''}".strip(),
                          oracle=oracle)
@@ -86,7 +97,8 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0) -> Tas
         return TaskAudit(**base, status="error", reason=f"the sandbox failed: {cause}", oracle=oracle, noop=noop)
     if (oracle.reward or 0.0) < 1.0:
         return TaskAudit(**base, status="broken", reason=f"the oracle does not pass ({oracle.failure_mode}"
-                         f"{': ' + oracle.detail.splitlines()[0] if oracle.detail else ''})", oracle=oracle, noop=noop)
+                         f"{': ' + oracle.detail.splitlines()[0] if oracle.detail else ''})"
+                         + (f" on a stand-in base: {substituted}" if substituted else ""), oracle=oracle, noop=noop)
     if (noop.reward or 0.0) >= 1.0:
         return TaskAudit(**base, status="lenient", reason="an agent that does nothing passes the tests",
                          oracle=oracle, noop=noop)

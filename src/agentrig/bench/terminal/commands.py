@@ -109,7 +109,10 @@ def tasks_show(
     tasks, _ = _load(tasks_dir, task_ids=[task_id])
     task = tasks[0]
     row = _support_rows([task])[0]
-    doc = {**task.model_dump(mode="json", exclude={"extra"}), "sandboxes": row["sandboxes"]}
+    from .images.describe import task_image
+
+    image = task_image(task)
+    doc = {**task.model_dump(mode="json", exclude={"extra"}), "sandboxes": row["sandboxes"], "image": image}
     if json_out:
         print(json.dumps(doc, ensure_ascii=False, default=str))
         return
@@ -124,6 +127,8 @@ def tasks_show(
     else:
         solution = f"solution.yaml, {len(task.solution or [])} step(s)" if task.solution else "none"
     out.print(Text(f"solution: {solution}"))
+    out.print(Text(f"image: {image['base'] or '-'} → {image['image']}"
+                   + (f" · substituted: {image['substituted']}" if image["substituted"] else "")))
     tests = sorted(str(p.relative_to(task.path)) for p in (task.tests_dir.rglob("*") if task.tests_dir else [])
                    if p.is_file() and "__pycache__" not in p.parts)
     out.print(Text(f"tests: {', '.join(tests) or 'none'}" + (f" (run by {task.run_tests.name})" if task.run_tests else "")))
@@ -150,7 +155,7 @@ def audit_command(
     tasks, _ = _load(tasks_dir, task_ids=ids)
     settings = SandboxSettings(kind=sandbox, cache_dir=cache_dir)  # type: ignore[arg-type]
     rows = asyncio.run(audit_tasks(tasks, settings, concurrency))
-    counts = {s: sum(r.status == s for r in rows) for s in ("ok", "broken", "lenient", "excluded", "error")}
+    counts = {s: sum(r.status == s for r in rows) for s in ("ok", "broken", "lenient", "excluded", "error", "base_substituted")}
     if json_out:
         print(json.dumps({"sandbox": sandbox, "summary": counts, "tasks": [r.model_dump(mode="json") for r in rows]},
                          ensure_ascii=False))
@@ -165,7 +170,7 @@ def audit_command(
             return "-"
         return "invalid" if not o.valid else f"{o.reward:g} ({o.failure_mode or o.termination})"
 
-    style = {"ok": "green", "broken": "red", "lenient": "red", "excluded": "yellow", "error": "red"}
+    style = {"ok": "green", "broken": "red", "lenient": "red", "excluded": "yellow", "error": "red", "base_substituted": "yellow"}
     for r in rows:
         table.add_row(Text(r.task_id), fmt(r.oracle), fmt(r.noop), Text(r.status.upper() if r.status != "ok" else "ok",
                       style=style[r.status]), Text(r.reason))

@@ -192,6 +192,11 @@ def parse_dockerfile(path: Path, context_dir: Path | None = None) -> BuildPlan:
             if not accepted_base(image):
                 return unsupported(f"{where}: FROM {image} is not a supported base (the host root stands in for Ubuntu/Debian/Python bases only)")
             base = image
+            from .images import resolve_base  # noqa: PLC0415 - the base image's own WORKDIR and ENV
+
+            recipe = resolve_base(image)
+            if recipe is not None and recipe.workdir != "/":
+                cwd, has_workdir = recipe.workdir, True
             continue
         if base is None and op != "ARG":
             return unsupported(f"{where}: {op} before FROM")

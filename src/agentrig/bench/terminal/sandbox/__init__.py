@@ -62,13 +62,14 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
         from .build import ensure_layer
         from .bwrap import BwrapSandbox, new_trial_dir
 
-        layer = await ensure_layer(task, plan, settings)
+        recipe, base_root = await _base_root(plan, settings)
+        layer = await ensure_layer(task, plan, settings, recipe, base_root)
         trial_dir = new_trial_dir(settings.resolved_cache_dir(), label or str(getattr(task, "id", "trial")))
         sandbox: Any = BwrapSandbox(
             trial_dir=trial_dir, layer_dir=layer.path, workdir=layer.workdir, env=layer.env, network=network,
             shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep,
             memory_mb=memory_mb, pids=pids, cpus=cpus, bwrap=settings.bwrap_path,
-            warm_verifier=settings.warm_verifier,
+            warm_verifier=settings.warm_verifier, base_root=base_root,
         )
     elif settings.kind == "local":
         from .local import LocalSandbox
@@ -85,6 +86,25 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
                                    output_limit=settings.output_limit, keep=settings.keep)
     await sandbox.start()
     return sandbox
+
+
+async def _base_root(plan: BuildPlan, settings: SandboxSettings) -> tuple[Any, Path | None]:
+    """(recipe, built root) for the plan's FROM when ``[sandbox] root = "image"``; (None, None):
+    the host's root stands in (root = "host", or a task without a Dockerfile)."""
+    if settings.root != "image" or not plan.base:
+        return None, None
+    from ..images import ensure_base_root, resolve_base
+
+    recipe = resolve_base(plan.base)
+    if recipe is None:
+        raise TaskBuildError(f"no recipe builds the base image {plan.base} from packages", exclusion="needs_container")
+    import sys
+
+    def progress(message: str) -> None:
+        print(f"agentrig: {message}", file=sys.stderr, flush=True)
+
+    root = await asyncio.to_thread(ensure_base_root, recipe, progress, host_settings=settings.build_network == "host-settings")
+    return recipe, root
 
 
 class Finding(BaseModel):

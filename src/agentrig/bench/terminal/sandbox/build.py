@@ -51,14 +51,20 @@ def host_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def layer_key(plan: BuildPlan, context_dir: Path, workdir: str) -> str:
+def layer_key(plan: BuildPlan, context_dir: Path, workdir: str, base_key: str | None = None) -> str:
     digest = hashlib.sha256(plan.content_hash(context_dir).encode())
-    digest.update(f"{workdir}|{host_fingerprint()}".encode())
+    digest.update(f"{workdir}|{base_key or host_fingerprint()}".encode())
     return digest.hexdigest()[:32]
 
 
-def _skeleton(top: Path, workdir: str) -> None:
-    """What every image has at the top: /root (from /etc/skel), /home, /tmp, /run, the workdir."""
+def _skeleton(top: Path, workdir: str, base_root: Path | None = None) -> None:
+    """What every image has at the top: /root (from /etc/skel), /home, /tmp, /run, the workdir.
+    Over a built base root, only the workdir when the base lacks it."""
+    if base_root is not None:
+        first = workdir.strip("/").split("/")[0]
+        if first and not (base_root / first).exists():
+            (top / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        return
     (top / "root").mkdir(parents=True, exist_ok=True)
     os.chmod(top / "root", 0o700)
     skel = Path("/etc/skel")
@@ -138,13 +144,35 @@ async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, sett
             raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}:\n{text}", exclusion=exclusion)
 
 
-async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings) -> Layer:
-    """The task's build layer: from the cache, or built now (once, under a lock)."""
+HOST_SETTINGS_MOUNT = "/.agentrig-host-settings"
+
+
+def host_settings_binds() -> tuple[dict[str, str], dict[str, str]]:
+    """(ro binds, env) giving a build step the host's package-index settings for pip: its
+    configuration file, CA bundle and PIP_* variables. Bound at build time only, never copied
+    into a layer."""
+    binds, env = {}, {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
+    pip_conf = os.environ.get("PIP_CONFIG_FILE") or "/etc/pip.conf"
+    if os.path.isfile(pip_conf):
+        binds[pip_conf] = f"{HOST_SETTINGS_MOUNT}/pip.conf"
+        env["PIP_CONFIG_FILE"] = f"{HOST_SETTINGS_MOUNT}/pip.conf"
+    for ca in (os.environ.get("PIP_CERT"), "/etc/ssl/certs/ca-certificates.crt"):
+        if ca and os.path.isfile(ca):
+            binds[ca] = f"{HOST_SETTINGS_MOUNT}/ca.crt"
+            env.update(PIP_CERT=f"{HOST_SETTINGS_MOUNT}/ca.crt", REQUESTS_CA_BUNDLE=f"{HOST_SETTINGS_MOUNT}/ca.crt")
+            break
+    return binds, env
+
+
+async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings, base: Any = None,
+                       base_root: Path | None = None) -> Layer:
+    """The task's build layer: from the cache, or built now (once, under a lock). `base` (an
+    images.BaseRecipe) and `base_root`: build over that root instead of the host's."""
     if not plan.supported:
         raise TaskBuildError(plan.reason or "unsupported Dockerfile", exclusion="needs_container")
     context = Path(getattr(task, "build_context", None) or getattr(task, "path", "."))
     workdir = plan.workdir if plan.has_workdir else getattr(task, "workdir", "/app")
-    key = layer_key(plan, context, workdir)
+    key = layer_key(plan, context, workdir, base.key() if base is not None else None)
     root = settings.resolved_cache_dir() / "layers"
     root.mkdir(parents=True, exist_ok=True)
     final = root / key
@@ -158,14 +186,19 @@ async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings) ->
         staging = root / f".build-{key}-{os.getpid()}-{time.monotonic_ns()}"
         remove_tree(staging)
         (staging / "top").mkdir(parents=True)
-        _skeleton(staging / "top", workdir)
-        env = dict(plan.env)
+        _skeleton(staging / "top", workdir, base_root)
+        env = {**(base.env if base is not None else {}), **plan.env}
         needs_sandbox = any(s.op in ("RUN", "COPY", "ADD", "WORKDIR") for s in plan.steps)
         if needs_sandbox:
-            network = settings.build_network if settings.network is None else (settings.network or settings.build_network)
-            sandbox = BwrapSandbox(trial_dir=staging, layer_dir=None, workdir="/", env={}, network=network,
+            network = bool(settings.build_network if settings.network is None else (settings.network or settings.build_network))
+            binds, build_env = {str(context): CONTEXT_MOUNT}, dict(base.env if base is not None else {})
+            if network and settings.build_network == "host-settings":
+                extra_binds, extra_env = host_settings_binds()
+                binds.update(extra_binds)
+                build_env.update(extra_env)
+            sandbox = BwrapSandbox(trial_dir=staging, layer_dir=None, workdir="/", env=build_env, network=network,
                                    output_limit=settings.output_limit, keep=True, bwrap=settings.bwrap_path,
-                                   ro_binds={str(context): CONTEXT_MOUNT})
+                                   ro_binds=binds, base_root=base_root)
             try:
                 await sandbox.start()
                 await sandbox.exec(["mkdir", "-p", workdir], 60, cwd="/")
@@ -175,9 +208,10 @@ async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings) ->
                 remove_tree(staging)
                 raise
             await sandbox.close()
-            _tidy(staging)
+            _tidy(staging, base_root)
         (staging / "meta.json").write_text(json.dumps({
             "key": key, "workdir": workdir, "env": env, "base": plan.base,
+            "base_root": str(base_root) if base_root is not None else None,
             "built_at": time.time(), "steps": len(plan.steps),
         }, indent=2))
         os.rename(staging, final)
@@ -186,14 +220,16 @@ async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings) ->
         _unlock(lock)
 
 
-def _tidy(staging: Path) -> None:
-    """Drop the build's scratch: overlay work dirs, mount points and the host's symlinks."""
+def _tidy(staging: Path, base_root: Path | None = None) -> None:
+    """Drop the build's scratch: overlay work dirs, mount points and the root's symlinks."""
     remove_tree(staging / "work")
     top = staging / "top"
+    remove_tree(top / HOST_SETTINGS_MOUNT.strip("/"))  # only the binds' mount points: never kept
+    shown = set(HOST_DIRS) | ({e.name for e in base_root.iterdir()} if base_root is not None else set())
     for entry in list(top.iterdir()):
-        if entry.is_symlink() and entry.name in {"bin", "sbin", "lib", "lib64", "lib32", "libx32"}:
+        if entry.is_symlink() and (entry.name in {"bin", "sbin", "lib", "lib64", "lib32", "libx32"} or entry.name in shown):
             entry.unlink()
-        elif entry.name in (*HOST_DIRS, *SPECIAL, CONTEXT_MOUNT.strip("/")) and entry.is_dir():
+        elif entry.name in (*shown, *SPECIAL, CONTEXT_MOUNT.strip("/"), HOST_SETTINGS_MOUNT.strip("/")) and entry.is_dir():
             with contextlib.suppress(OSError):
                 entry.rmdir()  # only when empty: a mount point
 

@@ -56,19 +56,27 @@ def bwrap_binary(explicit: Path | None = None) -> Path:
         raise SandboxError(str(exc)) from None
 
 
-def host_symlinks() -> dict[str, str]:
-    """Top-level symlinks of the host (bin -> usr/bin, ...) that point into the shown dirs."""
+def host_symlinks(base_root: Path | None = None) -> dict[str, str]:
+    """Top-level symlinks of the root (bin -> usr/bin, ...) that point into the shown dirs."""
     links = {}
-    for entry in Path("/").iterdir():
+    for entry in Path(base_root or "/").iterdir():
         if entry.is_symlink():
             target = os.readlink(entry)
-            if target.lstrip("/").split("/")[0] in HOST_DIRS:
+            if base_root is not None or target.lstrip("/").split("/")[0] in HOST_DIRS:
                 links[entry.name] = target
     return links
 
 
-def overlay_names(layer_dir: Path | None) -> list[str]:
-    names = [n for n in HOST_DIRS if Path("/", n).is_dir() and not Path("/", n).is_symlink()]
+def base_dirs(base_root: Path | None) -> list[str]:
+    """The directories shown from the root under the trial: the host's HOST_DIRS, or every
+    top-level directory of a built base root (then nothing of the host's root is shown)."""
+    if base_root is None:
+        return [n for n in HOST_DIRS if Path("/", n).is_dir() and not Path("/", n).is_symlink()]
+    return sorted(e.name for e in Path(base_root).iterdir() if e.is_dir() and not e.is_symlink() and e.name not in SPECIAL)
+
+
+def overlay_names(layer_dir: Path | None, base_root: Path | None = None) -> list[str]:
+    names = base_dirs(base_root)
     if layer_dir is not None and (layer_dir / "top").is_dir():
         for entry in sorted((layer_dir / "top").iterdir()):
             if entry.is_dir() and not entry.is_symlink() and entry.name not in SPECIAL and entry.name not in names:
@@ -96,6 +104,7 @@ class BwrapSandbox:
         bwrap: Path | None = None,
         ro_binds: dict[str, str] | None = None,
         warm_verifier: bool = False,
+        base_root: Path | None = None,
     ) -> None:
         self.trial_dir = Path(trial_dir)
         self.layer_dir = layer_dir
@@ -108,6 +117,7 @@ class BwrapSandbox:
         self.limits = (memory_mb, pids, cpus)
         self.bwrap = bwrap_binary(bwrap)
         self.ro_binds = ro_binds or {}
+        self.base_root = Path(base_root) if base_root is not None else None  # None: the host's root (legacy)
         self.warm_verifier = warm_verifier  # run_pytest may use the warm verifier (warm.py)
         self.cgroups: TrialCgroups | None = None
         self.spawner = Spawner()
@@ -121,21 +131,24 @@ class BwrapSandbox:
     def _mount_args(self) -> list[str]:
         top = self.trial_dir / "top"
         args = ["--bind", str(top), "/"]
-        for name in overlay_names(self.layer_dir):
+        shown = set(base_dirs(self.base_root))
+        for name in overlay_names(self.layer_dir, self.base_root):
             lowers: list[Path] = []
             if self.layer_dir is not None:
                 for candidate in (self.layer_dir / "upper" / name, self.layer_dir / "top" / name):
                     if candidate.is_dir():
                         lowers.append(candidate)
-            if name in HOST_DIRS:
-                lowers.append(Path("/", name))
+            if name in shown:
+                lowers.append(Path(self.base_root or "/", name))
             upper, work = self.trial_dir / "upper" / name, self.trial_dir / "work" / name
             upper.mkdir(parents=True, exist_ok=True)
             work.mkdir(parents=True, exist_ok=True)
+            if lowers and self.base_root is not None:  # the mount's root takes the upper's mode (/tmp: 1777)
+                os.chmod(upper, os.stat(lowers[0]).st_mode & 0o7777)
             for lower in reversed(lowers):  # bwrap stacks the first --overlay-src lowest
                 args += ["--overlay-src", str(lower)]
             args += ["--overlay", str(upper), str(work), "/" + name]
-        for name, target in host_symlinks().items():
+        for name, target in host_symlinks(self.base_root).items():
             if not (top / name).is_symlink():
                 args += ["--symlink", target, "/" + name]
         for host, inside in self.ro_binds.items():

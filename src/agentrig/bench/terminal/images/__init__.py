@@ -1,0 +1,19 @@
+"""Base images as directory trees built from Debian packages (mmdebstrap), cached by recipe hash.
+
+Public API (stable; the bwrap and docker/podman sandboxes use it):
+
+- ``resolve_base(image_ref) -> BaseRecipe | None`` — the recipe a task's ``FROM`` stands for
+  (TB's ``python-3-13``/``ubuntu-24-04``, ``python:3.x[-slim][-suite]``, ``debian:<suite>[-slim]``,
+  ``ubuntu:<version>``), None when there is none. A recipe carries the image's metadata:
+  ``workdir``, ``env``, ``cmd``, ``shell``, and ``substituted`` (what differs from the real image).
+- ``ensure_base_root(recipe, progress=None, *, cache=None, host_settings=False) -> Path`` — the
+  root directory, built once (into a temp dir, renamed when complete, under a lock) and cached in
+  ``images_dir()`` (``$AGENTRIG_IMAGES_DIR`` or ``$XDG_CACHE_HOME/agentrig/images``).
+- ``list_roots()``, ``remove_roots(selector)``, ``images_dir()`` — for ``agentrig images``.
+"""
+
+from .builder import ensure_base_root, images_dir, list_roots, mmdebstrap_binary, remove_roots, root_path
+from .recipes import BaseRecipe, resolve_base
+
+__all__ = ["BaseRecipe", "ensure_base_root", "images_dir", "list_roots", "mmdebstrap_binary", "remove_roots",
+           "resolve_base", "root_path"]

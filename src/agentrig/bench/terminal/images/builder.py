@@ -1,0 +1,160 @@
+"""Build a base root once with mmdebstrap, cached by its recipe's hash; list and remove them.
+
+Layout: ``IMAGES/<key>/`` holding ``root/`` (the tree) and ``meta.json`` (the recipe).
+A build goes to ``IMAGES/.build-…`` and is renamed into place when complete; builds of the same
+key wait on ``IMAGES/<key>.lock`` (one builds, the others reuse it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..sandbox.base import SandboxError
+from .recipes import BaseRecipe
+
+MIRROR = "http://deb.debian.org/debian"
+SECURITY = "http://deb.debian.org/debian-security"
+Progress = Callable[[str], None]
+
+
+def images_dir(explicit: Path | None = None) -> Path:
+    """Where base roots live: `explicit`, env AGENTRIG_IMAGES_DIR, or $XDG_CACHE_HOME/agentrig/images."""
+    if explicit is not None:
+        return Path(explicit).expanduser()
+    if os.environ.get("AGENTRIG_IMAGES_DIR"):
+        return Path(os.environ["AGENTRIG_IMAGES_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agentrig" / "images"
+
+
+def mmdebstrap_binary() -> str:
+    found = shutil.which("mmdebstrap")
+    if not found:
+        raise SandboxError("mmdebstrap is not installed: base images are built with it "
+                           "(apt-get install mmdebstrap, or `make system-deps`)")
+    return found
+
+
+def root_path(recipe: BaseRecipe, cache: Path | None = None) -> Path:
+    return images_dir(cache) / recipe.key()  # by key only: refs that build the same tree share it
+
+
+def host_apt_options() -> list[str]:
+    """The host's apt proxy settings as mmdebstrap --aptopt values (passed at build time only)."""
+    try:
+        out = subprocess.run(["apt-config", "dump"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    opts = []
+    for line in out.splitlines():
+        name = line.split(" ", 1)[0]
+        if name.startswith("Acquire::") and ("Proxy" in name or name.endswith("Check-Valid-Until")):
+            opts.append(line.rstrip(";") + ";")
+    return opts
+
+
+def _sources(suite: str) -> list[str]:
+    lines = [f"deb {MIRROR} {suite} main", f"deb {MIRROR} {suite}-updates main"]
+    lines.append(f"deb {SECURITY} {suite}-security main")
+    return lines
+
+
+def _finish(root: Path, recipe: BaseRecipe) -> None:
+    """What the real image has beyond the packages: a pip that installs, the WORKDIR."""
+    if recipe.python:
+        for marker in glob.glob(str(root / "usr/lib/python3*/EXTERNALLY-MANAGED")):
+            os.unlink(marker)  # the official python images' pip installs into the system; so does ours
+    if recipe.workdir != "/":
+        (root / recipe.workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    for name in ("tmp", "var/tmp"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        os.chmod(root / name, 0o1777)
+
+
+def _lock(path: Path) -> int:
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def _remove(path: Path) -> None:
+    if path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, cache: Path | None = None,
+                     host_settings: bool = False) -> Path:
+    """The built root directory for `recipe`: from the cache, or built now with mmdebstrap.
+
+    `host_settings`: pass the host's apt proxy options to the build (never stored in the root).
+    Raises SandboxError when mmdebstrap is missing or the build fails (its last lines quoted)."""
+    final = root_path(recipe, cache)
+    if (final / "meta.json").exists():
+        return final / "root"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd = _lock(final.parent / f"{recipe.key()}.lock")
+    try:
+        if (final / "meta.json").exists():
+            return final / "root"
+        binary = mmdebstrap_binary()
+        staging = final.parent / f".build-{recipe.key()}-{os.getpid()}"
+        _remove(staging)
+        staging.mkdir()
+        say = progress or (lambda _m: None)
+        say(f"building base image {recipe.ref} (Debian {recipe.suite}, {len(recipe.packages)} packages) "
+            f"with mmdebstrap; once, then cached in {final}")
+        argv = [binary, "--variant=apt", "--mode=root" if os.geteuid() == 0 else "--mode=unshare", "--quiet"]
+        if recipe.packages:
+            argv.append("--include=" + ",".join(recipe.packages))
+        for opt in host_apt_options() if host_settings else []:
+            argv.append(f"--aptopt={opt}")
+        argv += [recipe.suite, str(staging / "root"), *_sources(recipe.suite)]
+        started = time.monotonic()
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if proc.returncode != 0:
+            _remove(staging)
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
+            raise SandboxError(f"building base image {recipe.ref} failed (mmdebstrap exited {proc.returncode}):\n{tail}")
+        _finish(staging / "root", recipe)
+        meta = {"recipe": recipe.model_dump(), "key": recipe.key(), "built_at": time.time(),
+                "build_s": round(time.monotonic() - started, 1)}
+        (staging / "meta.json").write_text(json.dumps(meta, indent=2))
+        os.rename(staging, final)
+        say(f"built base image {recipe.ref} in {meta['build_s']:.0f} s")
+        return final / "root"
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def list_roots(cache: Path | None = None) -> list[dict]:
+    """The built roots: their directory, recipe, size on disk (bytes) and build time."""
+    out = []
+    base = images_dir(cache)
+    for entry in sorted(base.glob("*/meta.json")) if base.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError):
+            meta = json.loads(entry.read_text())
+            meta["path"] = str(entry.parent)
+            out.append(meta)
+    return out
+
+
+def remove_roots(selector: str | None, cache: Path | None = None) -> list[str]:
+    """Delete the built roots whose ref, key or directory name equals `selector` (all when None)."""
+    removed = []
+    for meta in list_roots(cache):
+        path = Path(meta["path"])
+        if selector is None or selector in (meta["recipe"]["ref"], meta["key"], path.name):
+            _remove(path)
+            removed.append(path.name)
+    return removed

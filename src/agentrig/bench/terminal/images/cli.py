@@ -1,0 +1,60 @@
+"""``agentrig images build|list|rm``: the base roots built from packages (see images/__init__.py)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ..sandbox.base import SandboxError
+from . import ensure_base_root, list_roots, remove_roots, resolve_base
+
+app = typer.Typer(help="Base images for terminal tasks: roots built from Debian packages, cached.", no_args_is_help=True)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+@app.command("build")
+def build(refs: list[str] = typer.Argument(..., help="image references, e.g. python:3.13-slim-bookworm"),
+          host_settings: bool = typer.Option(False, "--host-settings", help="pass the host's apt proxy settings to the build (not stored)")) -> None:
+    """Build (or find in the cache) the base root for each image reference."""
+    for ref in refs:
+        recipe = resolve_base(ref)
+        if recipe is None:
+            _fail(f"no recipe for the base image {ref!r}: supported are python:3.x[-slim][-suite], debian:<suite>[-slim], "
+                  "ubuntu:<version> and Terminal-Bench's ghcr.io/laude-institute/t-bench/python-3-13 and ubuntu-24-04")
+        try:
+            root = ensure_base_root(recipe, progress=lambda m: typer.echo(m, err=True), host_settings=host_settings)
+        except SandboxError as exc:
+            _fail(str(exc))
+        note = f"  (substituted: {recipe.substituted})" if recipe.substituted else ""
+        typer.echo(f"{ref}: {root}{note}")
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """The built base roots."""
+    rows = list_roots()
+    if not rows:
+        typer.echo("no base images built yet (agentrig images build REF)")
+        return
+    for meta in rows:
+        recipe = meta["recipe"]
+        typer.echo(f"{meta['key']}  {recipe['ref']}  Debian {recipe['suite']}  built in {meta.get('build_s', '?')} s  {meta['path']}")
+
+
+@app.command("rm")
+def rm(selector: str = typer.Argument(None, help="a ref, key or directory name; omit with --all"),
+       all_: bool = typer.Option(False, "--all", help="remove every built base root")) -> None:
+    """Remove built base roots."""
+    if selector is None and not all_:
+        _fail("name a base image (ref, key or directory) or pass --all")
+    removed = remove_roots(None if all_ else selector)
+    if not removed and selector is not None:
+        _fail(f"no built base image matches {selector!r} (see `agentrig images list`)")
+    for name in removed:
+        typer.echo(f"removed {name}")
+    sys.stdout.flush()

@@ -1,0 +1,21 @@
+"""What image a task runs on, for ``tasks show`` and the audit: its FROM, the root, substitutions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .recipes import resolve_base
+
+
+def task_image(task: Any) -> dict[str, str | None]:
+    """{"base": the FROM reference, "image": what stands for it, "substituted": what differs or None}."""
+    from ..sandbox import build_plan  # noqa: PLC0415 - the sandbox package imports this one's neighbours
+
+    plan = build_plan(task)
+    if not plan.base:
+        return {"base": None, "image": "no Dockerfile: the host's root stands in (bwrap, local)", "substituted": None}
+    recipe = resolve_base(plan.base)
+    if recipe is None:
+        return {"base": plan.base, "image": "no recipe builds it from packages: a container engine pulls it", "substituted": None}
+    return {"base": plan.base, "image": f"a Debian {recipe.suite} root built from packages (agentrig images)",
+            "substituted": recipe.substituted}

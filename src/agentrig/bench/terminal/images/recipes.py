@@ -1,0 +1,108 @@
+"""Recipes for base images: what a task's ``FROM`` line stands for, built from Debian packages.
+
+``resolve_base(ref)`` maps an image reference (TB's ``ghcr.io/laude-institute/t-bench/python-3-13``
+and ``ubuntu-24-04``, ``python:3.x[-slim][-<suite>]``, ``debian:<suite>[-slim]``,
+``ubuntu:<version>``) to a ``BaseRecipe`` or None. What the real images have and tasks rely on is
+taken from their public Dockerfiles: TB's images are ``python:3.13-slim-bookworm`` /
+``ubuntu:24.04`` plus ``tmux asciinema`` and ``WORKDIR /app``; the official python images have
+``python``/``pip`` on PATH, ``LANG=C.UTF-8`` and ``CMD ["python3"]``, the non-slim ones the
+buildpack-deps tools (git, curl, a C compiler). Where we substitute (Debian for Ubuntu, the
+suite's Python for another version) the recipe says so in ``substituted``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from pydantic import BaseModel, Field
+
+RECIPE_FORMAT = "1"
+SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
+DEFAULT_SUITE = "bookworm"  # the suite this machine's Debian mirror serves; ubuntu and bare python tags map to it
+UBUNTU_NAMES = {"20.04": "focal", "22.04": "jammy", "24.04": "noble", "24.10": "oracular", "25.04": "plucky"}
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PYTHON_PACKAGES = ["python3", "python3-pip", "python3-venv", "python-is-python3", "ca-certificates", "netbase"]
+BUILDPACK_PACKAGES = ["git", "curl", "wget", "build-essential", "procps", "openssh-client", "xz-utils", "unzip"]
+TB_PACKAGES = ["tmux", "asciinema"]
+TB_PREFIX = "ghcr.io/laude-institute/t-bench/"
+
+
+class BaseRecipe(BaseModel):
+    """How to build one base root: a Debian suite, packages, and the image's metadata."""
+
+    ref: str  # the image reference it stands for, as written in the FROM line
+    suite: str  # the Debian suite mmdebstrap builds
+    packages: list[str] = Field(default_factory=list)
+    python: bool = False  # python/pip on PATH and pip installs (no EXTERNALLY-MANAGED refusal)
+    workdir: str = "/"  # the image's WORKDIR
+    env: dict[str, str] = Field(default_factory=dict)
+    cmd: list[str] = Field(default_factory=lambda: ["bash"])
+    shell: list[str] = Field(default_factory=lambda: ["/bin/sh", "-c"])  # the Dockerfile SHELL for RUN
+    substituted: str | None = None  # what differs from the real image (shown by `tasks show`, audit: base_substituted)
+
+    def key(self) -> str:
+        """The cache key: everything that changes the built tree (not the ref: two refs may share a root)."""
+        body = self.model_dump(exclude={"ref", "substituted"})
+        return hashlib.sha256(json.dumps([RECIPE_FORMAT, body], sort_keys=True).encode()).hexdigest()[:16]
+
+    def slug(self) -> str:
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", self.ref.split("/")[-1])[:40]
+
+
+def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseRecipe:
+    suite = suite or DEFAULT_SUITE
+    notes = []
+    if suite not in SUITE_PYTHON:
+        return None  # type: ignore[return-value]
+    if SUITE_PYTHON[suite] != version:
+        notes.append(f"Python {SUITE_PYTHON[suite]} (Debian {suite}'s) stands in for Python {version}")
+    packages = list(PYTHON_PACKAGES)
+    if variant != "slim":
+        packages += BUILDPACK_PACKAGES
+    env = {"PATH": PATH, "LANG": "C.UTF-8", "PYTHON_VERSION": SUITE_PYTHON[suite]}
+    return BaseRecipe(ref=ref, suite=suite, packages=packages, python=True, env=env, cmd=["python3"],
+                      substituted="; ".join(notes) or None)
+
+
+def resolve_base(image_ref: str) -> BaseRecipe | None:
+    """The recipe for a FROM reference, or None when we have none (the caller decides what then)."""
+    ref = image_ref.strip()
+    name = ref.split("@", 1)[0]
+    for prefix in ("docker.io/library/", "docker.io/", "library/"):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    if name.startswith(TB_PREFIX):
+        kind = name[len(TB_PREFIX):].split(":", 1)[0]
+        match = re.fullmatch(r"python-3-(\d+)", kind)
+        if match:
+            recipe = _python(f"3.{match.group(1)}", "slim", "bookworm", ref)
+            recipe.packages += TB_PACKAGES
+            recipe.workdir = "/app"
+            return recipe
+        match = re.fullmatch(r"ubuntu-(\d\d)-(\d\d)", kind)
+        if match:
+            version = f"{match.group(1)}.{match.group(2)}"
+            return BaseRecipe(ref=ref, suite=DEFAULT_SUITE, packages=TB_PACKAGES, workdir="/app",
+                              env={"PATH": PATH}, substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {version}")
+        return None
+    repo, _, tag = name.partition(":")
+    tag = tag or "latest"
+    if repo == "python":
+        match = re.fullmatch(r"(3\.\d+)(?:\.\d+)?(?:-(slim))?(?:-(bullseye|bookworm|trixie))?(?:-(slim))?", tag)
+        if not match:
+            return None
+        return _python(match.group(1), match.group(2) or match.group(4) or "", match.group(3), ref)
+    if repo == "debian":
+        match = re.fullmatch(r"(bullseye|bookworm|trixie|11|12|13|stable)(?:-slim)?(?:-\d+)?", tag)
+        if not match:
+            return None
+        suite = {"11": "bullseye", "12": "bookworm", "13": "trixie", "stable": DEFAULT_SUITE}.get(match.group(1), match.group(1))
+        return BaseRecipe(ref=ref, suite=suite, env={"PATH": PATH})
+    if repo == "ubuntu":
+        if tag not in UBUNTU_NAMES and tag not in UBUNTU_NAMES.values() and tag != "latest":
+            return None
+        return BaseRecipe(ref=ref, suite=DEFAULT_SUITE, env={"PATH": PATH},
+                          substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {tag}")
+    return None
