@@ -1,9 +1,11 @@
 """``agentrig run``: load, open, plan, play, print.
 
 Output: people get a progress line (on a terminal) and a summary per arm; ``--json`` prints one
-JSON object on stdout and nothing else (messages go to stderr). Exit codes: 0 done, 1 a user
-error or a fatal channel error (the run stops, finished trials kept), 130 Ctrl-C; a run stopped by
-its budget (``[run] max_cost``/``max_tokens``, run/budget.py) exits 0 with status "budget".
+JSON object on stdout and nothing else (messages go to stderr). Exit codes (docs/experiments.md):
+0 done, 1 a user error, a fatal channel error or a stalled run (the run stops, finished trials
+kept), 3 the run finished but an arm has no valid trial (nothing it played can be scored: every
+trial was spoiled by the channel or the sandbox), 130 Ctrl-C; a run stopped by its budget
+(``[run] max_cost``/``max_tokens``, run/budget.py) exits 0 with status "budget".
 ``--estimate`` prints what the whole plan will take (run/estimate.py) and plays nothing else.
 """
 
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from agentrig.run.smoke import SmokeReport
 
 EXIT_INTERRUPTED = 130
+EXIT_NO_VALID_TRIAL = 3  # an arm ended with no valid trial: nothing of it can be scored
 
 
 def _fmt(x: float | None) -> str:
@@ -258,6 +261,15 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
             return EXIT_INTERRUPTED
         if outcome.status == "budget" and budget is not None:  # a clean stop: exit 0, the summary says why
             err.print(Text("budget: ", style="bold yellow") + Text(budget.stop_message(run.dir)))
+            return 0
+        empty = [name for name, s in summary.items() if s["planned"] and not s["valid"]]
+        if empty:  # a script must not read a run in which an arm scored nothing as a success
+            err.print(Text("error: ", style="bold red") + Text(
+                f"arm(s) {', '.join(empty)} ended with no valid trial: every trial was spoiled by the "
+                "infrastructure (see the invalid causes above). Fix the cause (`agentrig doctor --config "
+                "EXPERIMENT`; for terminal tasks `agentrig doctor --sandbox`) and rerun the same command: "
+                "the invalid trials are played again."))
+            return EXIT_NO_VALID_TRIAL
         return 0
     finally:
         if cache is not None:
