@@ -81,6 +81,19 @@ def test_extra_packages_need_the_network_unless_provided():
     assert ok.needs_network is None and any("numpy" in n for n in ok.notes)
 
 
+def test_editable_and_requirements_installs_are_a_verdict_not_a_crash():
+    """SWE-bench-style scripts (`pip install -e .`, `-r requirements.txt`) crashed the reader with
+    "A distribution name is required"; now they are a needs_network verdict naming what is installed."""
+    cases = {"pip install -e .": "editable project .", "pip install --editable=/app": "editable project /app",
+             "python -m pip install -e. --no-deps": "editable project .",
+             "uv pip install -r requirements.txt": "requirements file requirements.txt",
+             "pip3 install -rreq-dev.txt": "requirements file req-dev.txt",
+             "pip install --requirement /tests/reqs.txt": "requirements file /tests/reqs.txt"}
+    for line, named in cases.items():
+        r = rewrite_script(f"#!/bin/bash\ncd /app\n{line}\npytest /tests/t.py\n", PYT, PYM, PY)
+        assert r.needs_network and named in r.needs_network, (line, r.needs_network)
+
+
 def test_other_network_use_is_reported():
     for line in ("curl -fsSL https://example.org/data.json -o /tmp/d.json",
                  "apt-get install -y jq", "git clone https://example.org/r.git", "uv sync", "pip install requests-xyz-none"):

@@ -79,7 +79,11 @@ def _req_name(req: str) -> str:
 
 def _available(req: str, notes: list[str], provided: list[str] | None = None) -> str | None:
     """None when the verifier Python provides `req` (a note when it is not pytest's), else why not."""
+    if req.startswith("<"):  # a requirements file or an editable project: what it pulls is unknown here
+        return f"installs {req.strip('<>')} (its requirements are fetched from a package index)"
     name = _req_name(req)
+    if not name:
+        return f"installs {req!r}, which is not a requirement agentrig can check"
     if name in _PYTEST_FAMILY or name in _DROPPED_PLUGINS:
         return None
     try:
@@ -107,10 +111,13 @@ def _install_reqs(words: list[str]) -> list[str] | None:
         args = w[4:]
     else:
         return None
-    reqs = [a for a in args if not a.startswith("-")]
-    if any(a in ("-r", "--requirement", "-e", "--editable") for a in args):
-        return ["<a requirements file>"]
-    return reqs
+    for i, a in enumerate(args):
+        flag, _, inline = a.partition("=")
+        if flag in ("-r", "--requirement", "-e", "--editable") or re.fullmatch(r"-[re]\S+", a):
+            target = inline or (a[2:] if re.fullmatch(r"-[re]\S+", a) else (args[i + 1] if i + 1 < len(args) else ""))
+            kind = "a requirements file" if flag.startswith(("-r", "--req")) else "an editable project"
+            return [f"<{kind} {target}>".replace(" >", ">")]
+    return [a for a in args if not a.startswith("-")]
 
 
 def _is_bootstrap(cmd: str, notes: list[str], provided: list[str] | None = None) -> bool | str:
