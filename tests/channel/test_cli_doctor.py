@@ -81,3 +81,51 @@ def test_bad_config_is_one_clear_error(tmp_path):
 def test_missing_key_human_output(server):
     p = agentrig("doctor", "--base-url", server.base_url, "--model", "fake-model", "--api-key-env", KEY_ENV)
     assert p.returncode == 1 and "KEY_MISSING" in p.stdout and f"export {KEY_ENV}=" in p.stdout
+
+
+def _ab_experiment(tmp_path, server, candidate_model: str):
+    exp = tmp_path / "ab.toml"
+    exp.write_text(f"""
+name = "ab"
+[benchmark]
+domains = ["bikeshop"]
+[user]
+kind = "llm"
+[judge]
+nl_assertions = "never"
+[channel]
+base_url = "{server.base_url}"
+api_key_env = "{KEY_ENV}"
+model = "fake-model-mini"        # the user role inherits it: no [roles.user]
+[roles.agent]
+model = "fake-model"
+[[arms]]
+name = "baseline"
+[[arms]]
+name = "candidate"
+roles.agent = {{ model = "{candidate_model}" }}
+""")
+    return exp
+
+
+def test_config_probes_every_model_of_every_arm_and_role(server, tmp_path):
+    """Issue 23.1: an arm's model override and a role inheriting [channel] model are both probed."""
+    p = agentrig("doctor", "--config", str(_ab_experiment(tmp_path, server, "m1-typo")), "--json",
+                 env_extra={KEY_ENV: KEY})
+    assert p.returncode == 1, p.stdout + p.stderr
+    eps = {e["model"]: e for e in json.loads(p.stdout)["endpoints"]}
+    assert set(eps) == {"fake-model", "fake-model-mini", "m1-typo"}
+    assert eps["m1-typo"]["uses"] == ["candidate: agent"] and eps["m1-typo"]["wire"] == "chat"
+    assert any(c["code"] == "MODEL_NOT_FOUND" for c in eps["m1-typo"]["checks"])
+    assert eps["fake-model-mini"]["roles"] == ["user"]
+    assert sorted(eps["fake-model-mini"]["uses"]) == ["baseline: user", "candidate: user"]
+    assert eps["fake-model"]["uses"] == ["baseline: agent"]
+
+
+def test_config_lists_what_it_checks(server, tmp_path):
+    p = agentrig("doctor", "--config", str(_ab_experiment(tmp_path, server, "fake-model")),
+                 env_extra={KEY_ENV: KEY, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "2 (endpoint, model, wire) to check" in p.stdout
+    assert "used by baseline: agent, candidate: agent" in p.stdout
+    assert "used by baseline: user, candidate: user" in p.stdout

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from agentrig.errors import AgentrigError
 
@@ -34,27 +35,30 @@ def doctor_command(*, config: Path | None, base_url: str | None, model: str | No
         return doctor_from_command(from_file, model=model, timeout_s=timeout_s, as_json=as_json, console=out)
     from agentrig.channel.doctor.console import print_doctor
     from agentrig.channel.doctor.diagnose import run_doctor
-    from agentrig.config import WIRE_MODULES, ChannelConfig, ChannelSettings, load_channel_config
+    from agentrig.config import WIRE_MODULES, ChannelConfig, ChannelSettings
 
-    shapes = None
+    shapes = targets = None
     if config is not None:
         if base_url or model:
             raise AgentrigError("give either --config or --base-url/--model, not both")
-        cfg = load_channel_config(config)
-        if timeout_s:
-            cfg.channel.timeout_s = timeout_s
+        from agentrig.run.doctor_targets import doctor_targets
         from agentrig.run.request_shape import first_request_shapes
+
+        cfg = None
+        targets, why = doctor_targets(config, timeout_s=timeout_s)  # every (endpoint, model, wire) of every arm
+        if why and not as_json:
+            out.print(f"[dim]note: {escape(why)}[/]", highlight=False)
 
         shapes, note = first_request_shapes(config)  # the doctor sends what the experiment's agent sends
         if note and not as_json:
-            out.print(f"[dim]note: {note}[/]", highlight=False)
+            out.print(f"[dim]note: {escape(note)}[/]", highlight=False)
     else:
         if wire is not None and wire not in WIRE_MODULES:
             *most, last = WIRE_MODULES
             raise AgentrigError(f"--wire {wire!r}: expected {', '.join(most)} or {last} (docs/channel.md, Wire formats)")
         cfg = ChannelConfig(channel=ChannelSettings(base_url=base_url, model=model, api_key_env=api_key_env,
                                                     timeout_s=timeout_s, wire=wire))
-    report = asyncio.run(run_doctor(cfg, shapes=shapes))
+    report = asyncio.run(run_doctor(cfg, shapes=shapes, targets=targets))
     if as_json:
         sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
     else:

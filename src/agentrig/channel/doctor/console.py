@@ -11,9 +11,15 @@ _MARK = {"pass": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]"}
 
 
 def print_doctor(report: DoctorReport, console: Console) -> None:
+    if len(report.endpoints) > 1 or any(ep.uses for ep in report.endpoints):
+        console.print(f"[bold]{len(report.endpoints)} (endpoint, model, wire) to check:[/]", highlight=False)
+        for ep in report.endpoints:
+            used = f"  used by {', '.join(ep.uses)}" if ep.uses else f"  roles {', '.join(ep.roles)}"
+            console.print(f"  {escape(ep.base_url)}  {escape(str(ep.model))}  {ep.wire}{escape(used)}", highlight=False)
     for ep in report.endpoints:
+        wire = f"  wire {ep.wire}" if ep.wire != "chat" else ""
         console.print(
-            f"\n[bold]{escape(ep.base_url)}[/]  model [cyan]{escape(str(ep.model))}[/]  roles {escape(', '.join(ep.roles))}",
+            f"\n[bold]{escape(ep.base_url)}[/]  model [cyan]{escape(str(ep.model))}[/]{wire}  roles {escape(', '.join(ep.roles))}",
             highlight=False,
         )
         for c in ep.checks:

@@ -67,7 +67,9 @@ ORDER = ("key", "base_url", "network", "models", "model", "chat", "server", "too
 class EndpointReport(BaseModel):
     base_url: str
     model: str | None
+    wire: str = "chat"
     roles: list[str]
+    uses: list[str] = []  # "arm: role" for each arm's role on this endpoint (``doctor --config`` of an experiment)
     checks: list[Check] = []
     skipped: list[str] = []
 
@@ -261,10 +263,11 @@ async def check_tools(client: openai.AsyncOpenAI, rr: ResolvedRole, headers: dic
 
 # ------------------------------------------------------------------------------------- driver
 async def diagnose(rr: ResolvedRole, roles: list[str], env: Mapping[str, str] | None = None,
-                   shape: RequestShape | None = None) -> EndpointReport:
+                   shape: RequestShape | None = None, uses: list[str] | None = None) -> EndpointReport:
     """``shape``: what the experiment's agent sends first (``--config``); None = a representative request."""
     env = os.environ if env is None else env
-    report = EndpointReport(base_url=redact_url(normalize_base_url(rr.base_url)), model=rr.model, roles=roles)
+    report = EndpointReport(base_url=redact_url(normalize_base_url(rr.base_url)), model=rr.model, wire=rr.wire,
+                            roles=roles, uses=uses or [])
     checks = report.checks
     timeout = rr.timeout_s
 
@@ -339,14 +342,19 @@ def endpoint_groups(config: ChannelConfig, env: Mapping[str, str] | None = None)
     return list(groups.values())
 
 
-async def run_doctor(config: ChannelConfig, env: Mapping[str, str] | None = None,
-                     shapes: Mapping[str, RequestShape] | None = None) -> DoctorReport:
-    """``shapes``: role → what the experiment sends first on it (the agent's request, …)."""
-    groups = endpoint_groups(config, env)
+async def run_doctor(config: ChannelConfig | None, env: Mapping[str, str] | None = None,
+                     shapes: Mapping[str, RequestShape] | None = None,
+                     targets: list[tuple[ResolvedRole, list[str], list[str]]] | None = None) -> DoctorReport:
+    """``shapes``: role → what the experiment sends first on it (the agent's request, …);
+    ``targets``: (settings, roles, uses) to check instead of the configured roles of ``config``
+    (an experiment's arms: ``run/doctor_targets.py``)."""
+    if targets is None:
+        targets = [(rr, roles, []) for rr, roles in endpoint_groups(config or ChannelConfig(), env)]
     shapes = shapes or {}
 
     def shape_of(roles: list[str]) -> RequestShape | None:
         return next((shapes[r] for r in roles if r in shapes), None)
 
-    reports = await asyncio.gather(*(diagnose(rr, roles, env, shape_of(roles)) for rr, roles in groups))
+    reports = await asyncio.gather(*(diagnose(rr, roles, env, shape_of(roles), uses)
+                                     for rr, roles, uses in targets))
     return DoctorReport(ok=all(r.ok for r in reports), endpoints=list(reports))
