@@ -131,7 +131,13 @@ class Store:
             if not create:
                 raise DataError(f"{path}: no agentrig store there; "
                                 "run the experiment first or check the run directory")
+            if path.parent.exists() and not path.parent.is_dir():
+                raise DataError(f"{path.parent}: is a file, not a run directory; give a directory path "
+                                "(--dir or [run] dir), or move that file away")
             path.parent.mkdir(parents=True, exist_ok=True)
+        elif path.is_file() and path.stat().st_size == 0:  # never lay a new schema into an existing file
+            raise DataError(f"{path}: is empty (0 bytes), not a readable agentrig store (a copy that failed?); "
+                            "restore the file from where it came from, or remove it to start the run anew")
         try:
             conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
                                    timeout=30.0)
