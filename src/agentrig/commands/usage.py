@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.text import Text
 
 from agentrig.errors import ConfigError
 from agentrig.store.rundir import open_run_dir
@@ -159,7 +160,7 @@ def usage_command(run_dir: Path, *, by: str, role: str | None, arm: str | None, 
         t.add_row(*label, *(str(getattr(r, c)) for c in shown), cost, end_section=i == len(table.rows) - 1)
     out.print(t)
     if table.unpriced_models:
-        out.print(f"no price for {', '.join(table.unpriced_models)}: add [prices.\"<model>\"] to the experiment for costs")
+        out.print(Text(f"no price for {', '.join(table.unpriced_models)}: add [prices.\"<model>\"] to the experiment for costs"))
     if table.total.estimated_time:
         out.print(f"{table.total.estimated_time} call(s) stored without a send time: binned by their trial's start")
     return 0
