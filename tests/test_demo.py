@@ -88,3 +88,12 @@ def test_terminal_section_says_why_it_skips_without_a_sandbox(tmp_path, monkeypa
     assert (code, dirs) == (0, []) and not any(tmp_path.iterdir())
     assert "skipped: the bwrap sandbox does not work here" in out and "(root: not running as root)" in out
     assert "agentrig doctor --sandbox bwrap" in out
+
+
+def test_the_demo_s_hints_name_a_command_that_runs(monkeypatch, tmp_path):
+    # after `make demo`, agentrig is .venv/bin/agentrig, not on PATH: the closing hints must say so
+    from agentrig.commands.demo import command_name
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing named agentrig there
+    cmd = command_name()
+    assert cmd != "agentrig" and Path(cmd).name == "agentrig" and Path(cmd).exists()

@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 import shutil
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -108,6 +109,20 @@ async def _mistakes(console: Console) -> None:
             console.print(f"      [dim]fix:[/] {escape(bad.fix or '')}", highlight=False)
 
 
+def command_name() -> str:
+    """How to call agentrig from here: ``agentrig`` when it is on PATH, else the venv's script (after
+    ``make demo`` it is ``.venv/bin/agentrig``, not on PATH)."""
+    if shutil.which("agentrig"):
+        return "agentrig"
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    if script is None or script.name != "agentrig":
+        script = Path(sys.executable).with_name("agentrig")
+    try:
+        return os.path.relpath(script)
+    except ValueError:
+        return str(script)
+
+
 def run_demo(console: Console, base_dir: Path | None = None) -> int:
     if not console.is_terminal:  # a log or a pipe: wide enough for the summary tables, no hard wraps
         console = Console(width=110, soft_wrap=True, highlight=False)
@@ -170,17 +185,18 @@ def run_demo(console: Console, base_dir: Path | None = None) -> int:
     asyncio.run(_mistakes(console))
 
     console.rule()
+    cmd = command_name()
     console.print(
         f"The runs are stored in {base} (trajectories, model calls, verdicts). Look closer with\n"
-        f"  agentrig analyze {run_dir}                      # pass^k with CIs, forks, failure classes\n"
-        f"  agentrig compare {run_dir}:gold {run_dir}:flaky-gold   # paired A/B\n"
-        f"  agentrig export {run_dir} --format tau2 --arm flaky-gold\n\n"
+        f"  {cmd} analyze {run_dir}                      # pass^k with CIs, forks, failure classes\n"
+        f"  {cmd} compare {run_dir}:gold {run_dir}:flaky-gold   # paired A/B\n"
+        f"  {cmd} export {run_dir} --format tau2 --arm flaky-gold\n\n"
         "Run a real model on τ²-bench:\n"
         "  export OPENAI_API_KEY=...                        # or any OpenAI-compatible endpoint: see docs/channel.md\n"
-        "  agentrig data pull tau2 --dest ~/tau2-data && export AGENTRIG_TAU2_DATA=~/tau2-data\n"
-        "  agentrig doctor --config examples/airline.toml    # key, URL, model, tool calling\n"
-        "  agentrig run examples/airline.toml --smoke        # one task per arm, every role exercised\n"
-        "  agentrig run examples/airline.toml                # Ctrl-C stops cleanly; the same command resumes\n"
+        f"  {cmd} data pull tau2 --dest ~/tau2-data && export AGENTRIG_TAU2_DATA=~/tau2-data\n"
+        f"  {cmd} doctor --config examples/airline.toml    # key, URL, model, tool calling\n"
+        f"  {cmd} run examples/airline.toml --smoke        # one task per arm, every role exercised\n"
+        f"  {cmd} run examples/airline.toml                # Ctrl-C stops cleanly; the same command resumes\n"
         "A bash agent on terminal tasks (built-in, Terminal-Bench or Harbor): see docs/terminal.md",
         highlight=False,
     )
