@@ -152,14 +152,7 @@ def open_run(base: Path, *, name: str, comparability: dict[str, Any], config_for
     --force resumes the forced run)."""
     first_diffs: list[str] | None = None
     for directory in _candidates(Path(base)):
-        if directory.exists() and not directory.is_dir():
-            raise DataError(f"{directory}: is a file, not a run directory; give a directory "
-                            "(--dir or [run] dir) that is new or holds a run")
-        existing = directory / store_file
-        if existing.is_file() and existing.stat().st_size == 0 and (directory / CONFIG_FILE).is_file():
-            raise DataError(f"{existing}: the store of this run is empty (0 bytes): its trials cannot be "
-                            "read; restore it from a copy, or give another run directory")
-        store = Store.open(existing)
+        store = Store.open(directory / store_file)
         try:
             old = store.get_meta("comparability")
             diffs = differences(old, comparability) if old is not None else []

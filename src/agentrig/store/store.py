@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 import threading
 import zlib
 from collections.abc import Iterator
@@ -146,7 +145,7 @@ class Store:
             raise DataError(f"{path}: cannot open the store ({exc}); check the path and its "
                             "permissions") from None
         try:
-            cls._prepare(path, conn, create)
+            cls._prepare(path, conn)
             if create:  # a writer: what it appends is in this schema, so an older reader must refuse it
                 if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -156,7 +155,7 @@ class Store:
         return cls(path, conn)
 
     @staticmethod
-    def _prepare(path: Path, conn: sqlite3.Connection, create: bool = True) -> None:
+    def _prepare(path: Path, conn: sqlite3.Connection) -> None:
         not_store = (f"{path}: is not an agentrig store; pass the store of a run directory, "
                      "or choose a new path for a new run")
         try:
@@ -170,13 +169,6 @@ class Store:
                     conn.execute("COMMIT")
         except sqlite3.DatabaseError:
             raise DataError(not_store + " (the file is not a SQLite database)") from None
-        if app_id == 0 and tables == 0 and not create:  # a reader never lays out a schema in a run
-            for _ in range(20):  # a writer may be laying it out this moment: give it a little time
-                time.sleep(0.05)
-                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                    return Store._prepare(path, conn, create)
-            raise DataError(f"{path}: the store is empty ({path.stat().st_size} bytes): no trials can be read "
-                            "from it; restore trials.sqlite from a copy, or run the experiment again")
         if app_id == 0 and tables == 0:  # a new (or empty) file: lay out the schema
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("BEGIN IMMEDIATE")
