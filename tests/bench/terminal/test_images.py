@@ -105,3 +105,19 @@ def test_tasks_show_names_the_image_and_what_stands_in_for_it(tmp_path):
     assert f"image: {TB_PYTHON}" in proc.stdout and "Python 3.11" in proc.stdout and "3.13" in proc.stdout
     builtin = agentrig("tasks", "show", "--bench", "terminal", "shell-session-state")
     assert builtin.returncode == 0 and "Debian bookworm stands in for Ubuntu 24.04" in builtin.stdout
+
+
+@needs_root_bwrap()
+@pytest.mark.slow
+async def test_the_verifier_judges_a_task_on_the_built_root(tmp_path, tb_root):
+    from agentrig.bench.terminal.audit import audit_task
+    from agentrig.bench.terminal.sandbox import SandboxSettings
+    from agentrig.bench.terminal.taskfile import load_task
+
+    from .run_support import write_task
+
+    task = load_task(write_task(tmp_path / "tasks", "on-image", dockerfile=f"FROM {TB_PYTHON}\n"))
+    row = await audit_task(task, SandboxSettings(cache_dir=tmp_path / "cache", root="image"))
+    assert row.status == "ok", row.reason  # the oracle passes, doing nothing fails: verifier and workdir work
+    listed = CliRunner().invoke(app, ["images", "list"])
+    assert listed.exit_code == 0 and resolve_base(TB_PYTHON).key() in listed.output

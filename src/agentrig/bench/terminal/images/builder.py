@@ -106,8 +106,9 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
         if (final / "meta.json").exists():
             return final / "root"
         binary = mmdebstrap_binary()
+        for stale in final.parent.glob(f".build-{recipe.key()}-*"):  # a build killed midway (we hold the lock)
+            _remove(stale)
         staging = final.parent / f".build-{recipe.key()}-{os.getpid()}"
-        _remove(staging)
         staging.mkdir()
         say = progress or (lambda _m: None)
         say(f"building base image {recipe.ref} (Debian {recipe.suite}, {len(recipe.packages)} packages) "

@@ -47,9 +47,6 @@ class BaseRecipe(BaseModel):
         body = self.model_dump(exclude={"ref", "substituted"})
         return hashlib.sha256(json.dumps([RECIPE_FORMAT, body], sort_keys=True).encode()).hexdigest()[:16]
 
-    def slug(self) -> str:
-        return re.sub(r"[^A-Za-z0-9._-]+", "_", self.ref.split("/")[-1])[:40]
-
 
 def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseRecipe:
     suite = suite or DEFAULT_SUITE
