@@ -23,6 +23,7 @@ def test_recipes_for_the_bases_tasks_use_say_what_they_substitute():
     tb = resolve_base(TB_PYTHON)
     assert tb is not None and tb.workdir == "/app" and tb.python and {"tmux", "asciinema"} <= set(tb.packages)
     assert "3.13" in (tb.substituted or "")
+    assert "WORKDIR /app" in tb.image_changes() and 'ENV LANG="C.UTF-8"' in tb.image_changes()
     ubuntu = resolve_base("ubuntu:24.04")
     assert ubuntu is not None and "Ubuntu" in (ubuntu.substituted or "")
     assert resolve_base("python:3.11-slim-bookworm").substituted is None

@@ -42,6 +42,11 @@ class BaseRecipe(BaseModel):
     shell: list[str] = Field(default_factory=lambda: ["/bin/sh", "-c"])  # the Dockerfile SHELL for RUN
     substituted: str | None = None  # what differs from the real image (shown by `tasks show`, audit: base_substituted)
 
+    def image_changes(self) -> list[str]:
+        """The image's metadata as Dockerfile lines (``podman/docker import --change`` each)."""
+        lines = [f"ENV {name}={json.dumps(value)}" for name, value in self.env.items()]
+        return [*lines, f"WORKDIR {self.workdir}", f"CMD {json.dumps(self.cmd)}", f"SHELL {json.dumps(self.shell)}"]
+
     def key(self) -> str:
         """The cache key: everything that changes the built tree (not the ref: two refs may share a root)."""
         body = self.model_dump(exclude={"ref", "substituted"})
