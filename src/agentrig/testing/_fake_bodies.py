@@ -197,6 +197,21 @@ def default_reply(body: dict, tool_support: str) -> dict | str:
     return {"content": None, "tool_calls": [{"name": fn.get("name"), "arguments": example_arguments(fn.get("parameters"))}]}
 
 
+def doctor_reply(body: dict) -> dict:
+    """What a scripted endpoint (gold, solution, AppWorld) answers ``agentrig doctor``'s probes with
+    (role ``doctor``): what a model that calls tools answers — a tool call when tools are offered
+    (the named one when forced), else "OK"."""
+    tools = [t.get("function") or {} for t in body.get("tools") or [] if isinstance(t, dict)]
+    choice = body.get("tool_choice")
+    if not tools or choice == "none":
+        return {"content": "OK"}
+    fn = tools[0]
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name")
+        fn = next((f for f in tools if f.get("name") == name), fn)
+    return {"content": None, "tool_calls": [{"name": fn.get("name"), "arguments": example_arguments(fn.get("parameters"))}]}
+
+
 def _chars(content: Any) -> int:
     if isinstance(content, str):
         return len(content)

@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AgentrigError
-from ._fake_bodies import Fault
+from ._fake_bodies import Fault, doctor_reply
 from ._gold_texts import (MEMORY_NOTE, GoldRequestError, _call_text, _info_text, _is_text, _opening,
                           header_form, judge_reply, memory_reply)
 from ._fake_server import REQUEST_HEADERS, FakeEndpoint
@@ -290,6 +290,8 @@ class GoldResponder:
         messages = body.get("messages") or []
         if role == "judge":
             return judge_reply(messages)
+        if role == "doctor":  # `agentrig doctor`'s probes: answered as any server that calls tools
+            return doctor_reply(body)
         if role not in ("agent", "user", "memory"):
             raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the gold endpoint plays the roles agent, user, "
                                    "memory and judge (send requests through agentrig's channel)")

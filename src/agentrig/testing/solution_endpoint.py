@@ -56,7 +56,7 @@ from typing import Any
 from ..agents.bash import parse_action
 from ..agents.bash_prompts import ACTION_LABEL, SUBMIT_SENTINEL, TOOL_NAME
 from ..errors import AgentrigError
-from ._fake_bodies import Fault
+from ._fake_bodies import Fault, doctor_reply
 from ._fake_server import REQUEST_HEADERS, FakeEndpoint
 from ._gold_texts import GoldRequestError, header_form
 from ._noise import Noise, add_noise_arguments, obeys, parse_noise_args, wrong_word
@@ -230,6 +230,8 @@ class SolutionResponder:
 
     def reply(self, body: dict, headers: Any) -> dict:
         role = headers.get("X-Agentrig-Role")
+        if role == "doctor":  # `agentrig doctor`'s probes: answered as any server that calls tools
+            return doctor_reply(body)
         if role not in ("agent", "memory"):
             raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the solution endpoint plays the roles agent and "
                                    "memory (send requests through agentrig's channel)")
