@@ -122,3 +122,29 @@ async def test_the_verifier_judges_a_task_on_the_built_root(tmp_path, tb_root):
     assert row.status == "ok", row.reason  # the oracle passes, doing nothing fails: verifier and workdir work
     listed = CliRunner().invoke(app, ["images", "list"])
     assert listed.exit_code == 0 and resolve_base(TB_PYTHON).key() in listed.output
+
+
+@pytest.mark.slow
+def test_two_builds_of_one_recipe_at_once_build_it_once_and_rm_removes_it(tmp_path):
+    import threading
+
+    _need_mmdebstrap()
+    from agentrig.bench.terminal.images import list_roots, remove_roots
+
+    recipe = resolve_base("debian:bookworm-slim")
+    said: list[str] = []
+    roots: list[Path] = []
+
+    def build() -> None:
+        roots.append(ensure_base_root(recipe, said.append, cache=tmp_path))
+
+    threads = [threading.Thread(target=build) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(roots) == 2 and roots[0] == roots[1] and (roots[0] / "etc/debian_version").is_file()
+    assert sum(m.startswith("building") for m in said) == 1
+    assert not list(tmp_path.glob(".build-*"))  # built in a temp dir, renamed into place
+    assert [m["key"] for m in list_roots(tmp_path)] == [recipe.key()]
+    assert remove_roots("debian:bookworm-slim", tmp_path) == [recipe.key()] and list_roots(tmp_path) == []
