@@ -50,7 +50,9 @@ def _engines() -> dict[str, str | None]:
     return asyncio.run(probe())
 
 
-def _support_rows(tasks: list[Any]) -> list[dict[str, Any]]:
+def _support_rows(tasks: list[Any], engines: dict[str, str | None] | None = None) -> list[dict[str, Any]]:
+    """Per task and sandbox kind: ``ok`` (the task can run in that kind) and ``usable_here`` (and the
+    kind's engine answers on this machine: docker / podman per ``engines``)."""
     from .availability import task_support
 
     rows = []
@@ -58,7 +60,8 @@ def _support_rows(tasks: list[Any]) -> list[dict[str, Any]]:
         kinds = {}
         for kind in SANDBOX_KINDS:
             s = task_support(t, kind)
-            kinds[kind] = {"ok": s.ok, "reason": s.reason}
+            problem = (engines or {}).get(kind)
+            kinds[kind] = {"ok": s.ok, "reason": s.reason, "usable_here": s.ok and problem is None}
         rows.append({"id": t.id, "format": t.format, "difficulty": t.difficulty, "category": t.category,
                      "agent_timeout_s": t.agent_timeout_s, "test_timeout_s": t.test_timeout_s, "sandboxes": kinds})
     return rows
@@ -73,8 +76,8 @@ def tasks_list(
 ) -> None:
     """List terminal tasks: format, difficulty, and which sandbox kinds can run each (and why not)."""
     tasks, invalid = _load(tasks_dir, skip_invalid)
-    rows = _support_rows(tasks)
     engines = _engines()
+    rows = _support_rows(tasks, engines)
     if json_out:
         print(json.dumps({"tasks": rows, "invalid": [i.model_dump(mode="json") for i in invalid],
                           "engines": engines}, ensure_ascii=False))
@@ -84,7 +87,8 @@ def tasks_list(
     for col in ("task", "format", "difficulty", "category", *SANDBOX_KINDS):
         table.add_column(col)
     for r in rows:
-        cells = [("yes" if s["ok"] else (s["reason"] or "no").split(":", 1)[0]) for s in r["sandboxes"].values()]
+        cells = [("yes" if s["usable_here"] else "no engine here" if s["ok"] else (s["reason"] or "no").split(":", 1)[0])
+                 for s in r["sandboxes"].values()]
         table.add_row(Text(r["id"]), r["format"], r["difficulty"] or "-", r["category"] or "-", *cells)
     table.print(out)
     reasons = {(r["id"], s["reason"]) for r in rows for s in r["sandboxes"].values() if not s["ok"] and s["reason"]}
