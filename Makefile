@@ -15,13 +15,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,ray]'
 	@touch $(STAMP)
 
-# Debian's chromium, for the report test in a real browser: installed when missing and we may
-# (root, or sudo without a password); otherwise that test skips locally (CI requires it).
+# Debian's chromium, for the report test in a real browser, with no recommended packages
+# (scripts/install-chromium.sh lists them first): under CI always; otherwise AGENTRIG_BROWSER=install|skip,
+# or asked on a terminal. Declined, the report's browser test skips (CI requires it).
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO=sudo; else SUDO=none; fi; \
-	  if [ "$$SUDO" = none ]; then echo "note: chromium is missing and cannot be installed here (apt-get install chromium); the report's browser test will skip"; \
-	  else echo "installing Debian's chromium for the report test"; $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi; }
+	@scripts/install-chromium.sh
 
 # AppWorld's own environment (it pins pydantic 1, SQLAlchemy 1.4 …: a venv of its own): the AppWorld
 # tests use it (tests/bench/appworld/conftest.py); `agentrig appworld setup` runs `appworld install`.
