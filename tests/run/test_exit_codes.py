@@ -68,3 +68,17 @@ def test_an_arm_with_no_valid_trial_is_not_a_success(tmp_path):
 def test_arms_that_all_have_valid_trials_exit_0(tmp_path):
     res = _run(tmp_path, llm=False)  # only the reference arm: every trial valid (no endpoint needed)
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_a_fatal_channel_error_stops_the_run_with_exit_1(tmp_path):
+    from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
+
+    with ThreadedFakeEndpoint(api_key="local") as srv:  # serves fake-model, not the arm's "m1-typo"
+        exp = tmp_path / "exp.toml"
+        text = textwrap.dedent(EXP.format(port=0, key_env=KEY_ENV, llm_arm='[[arms]]\nname = "llm"'))
+        text = text.replace("http://127.0.0.1:0/v1", srv.base_url).replace('model = "m"', 'model = "m1-typo"')
+        exp.write_text(text)
+        res = subprocess.run([AGENTRIG, "run", str(exp)], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, KEY_ENV: "local"})
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert "MODEL_NOT_FOUND" in res.stderr and "fatal channel error" in res.stderr and "Traceback" not in res.stderr
