@@ -32,6 +32,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agentrig.types import Strict
+
 from .errors import ConfigError
 
 # analyst: writes consistency guidelines (`agentrig guidelines derive`), never called in a trial
@@ -51,8 +53,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+_Strict = Strict  # the one strict base (types.Strict)
 
 
 class EndpointSettings(_Strict):

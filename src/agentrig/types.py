@@ -7,8 +7,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
-class _Model(BaseModel):
+class Strict(BaseModel):
+    """The one strict base model: an unknown field is an error (stored records, configs, settings)."""
+
     model_config = ConfigDict(extra="forbid")
+
+
+_Model = Strict
 
 
 HEADER_MAX = 1000  # characters of an X-Agentrig-* value (telecom task ids run past 200)

@@ -57,6 +57,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
+from agentrig.types import Strict
+
 from agentrig.agents.base import AgentSettings
 from agentrig import benchmark as bench_registry
 from agentrig.config import ChannelSettings, Price, Role, RoleConfig
@@ -69,8 +71,7 @@ NAME_RULE = "1-64 characters: letters, digits, '-', '_', '.', starting with a le
 DOCS = "docs/experiments.md"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+_Strict = Strict  # the one strict base (types.Strict)
 
 
 class RunSettings(_Strict):

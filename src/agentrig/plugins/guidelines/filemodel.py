@@ -30,6 +30,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agentrig.types import Strict
+
 from agentrig.errors import ConfigError
 
 FORMAT = "agentrig.guidelines/1"
@@ -37,8 +39,7 @@ Category = Literal["strategy", "recovery", "constraint"]
 CATEGORIES = ("strategy", "recovery", "constraint")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+_Strict = Strict  # the one strict base (types.Strict)
 
 
 class Source(_Strict):
