@@ -49,7 +49,10 @@ def get_domain(name: str) -> DomainSpec:
     if name and name.isidentifier() and not name.startswith("_"):
         spec = _load(name)
     if spec is None:
-        raise ConfigError(
-            f"unknown domain {name!r}; available domains: {', '.join(available_domains()) or '(none)'}"
-        )
+        import difflib
+
+        known = available_domains()
+        close = difflib.get_close_matches(str(name).lower(), known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"unknown domain {name!r}; {hint}available domains: {', '.join(known) or '(none)'}")
     return spec
