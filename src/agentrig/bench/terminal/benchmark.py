@@ -158,7 +158,7 @@ class TerminalBenchmark(Benchmark):
             if problem:
                 raise ConfigError(f"{source}: [sandbox] kind = \"bwrap\"{' (the default)' if 'kind' not in exp.sandbox.model_fields_set else ''} "
                                   f"cannot run here: {problem}.\n  fix: see `agentrig doctor --sandbox`; "
-                                  "or set [sandbox] kind = \"docker\" / \"podman\" (a daemon must answer) or \"local\" (no isolation)")
+                                  "or set [sandbox] kind = \"docker\" / \"podman\" (docker: its daemon must answer; podman: `podman info` must) or \"local\" (no isolation)")
             try:
                 broken = run_sync(build_check(runnable, sb))
             except SandboxError as exc:

@@ -156,10 +156,11 @@ async def sandbox_check(kind: str, settings: SandboxSettings | None = None) -> l
         ok = shutil.which("bash") is not None
         return [Finding(kind="local", check="bash", ok=ok,
                         detail="runs commands on this machine WITHOUT isolation" if ok else "no bash on PATH")]
-    from .docker import engine_problem
+    from .docker import engine_info
 
-    problem = await engine_problem(kind)
-    return [Finding(kind=kind, check="daemon", ok=problem is None, detail=problem or f"{kind} client and daemon answer")]
+    problem, info = await engine_info(kind)
+    check = "engine" if kind == "podman" else "daemon"  # podman runs without a daemon
+    return [Finding(kind=kind, check=check, ok=problem is None, detail=problem or f"{info} (answers)")]
 
 
 def sandbox_check_sync(kind: str) -> list[Finding]:

@@ -1,9 +1,10 @@
-"""Docker / Podman: a long-lived container per trial (``run -d`` + ``exec`` per command).
+"""Docker/Podman: a long-lived container per trial (``run -d`` + ``exec`` per command).
 
-Used only when the client and a daemon answer (``engine_problem`` says why not). The image is
+Used only when the engine answers (``engine_problem`` says why not: podman needs no daemon, docker
+does). podman runs with agentrig's own containers.conf (runc, the host's ulimits), never the host's. The image is
 built from the task's Dockerfile (the engine caches it); the container runs ``sleep infinity``
 with the task's limits and, unless the task may use it, no network. A command runs as
-``exec ... setsid bash -lc COMMAND`` and records its process group; a timeout kills that group
+``exec ... setsid -w bash -lc COMMAND`` and records its process group; a timeout kills that group
 inside the container. The container is removed at close (kept, stopped, with ``keep``).
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +37,49 @@ async def _call(argv: list[str], timeout: float = 30) -> tuple[int, str]:
     return proc.returncode or 0, out.decode(errors="replace")
 
 
-async def engine_problem(engine: str) -> str | None:
-    """None when ``engine`` (docker/podman) has a client and a daemon that answer."""
+# podman reads this instead of the host's containers.conf (the host's /etc is left alone): the
+# default ulimits are left to the host (runc cannot raise them here) and runc is the runtime
+# (crun refuses hybrid cgroup hierarchies).
+_PODMAN_CONF = '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n'
+
+
+def podman_conf() -> Path:
+    """agentrig's containers.conf for podman (written once per user, idempotently)."""
+    path = Path(tempfile.gettempdir()) / f"agentrig-containers-{os.getuid()}.conf"
+    if not path.exists() or path.read_text() != _PODMAN_CONF:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_PODMAN_CONF)
+        tmp.replace(path)
+    return path
+
+
+def engine_cli(engine: str) -> list[str]:
+    """The argv prefix that runs ``engine``: podman with agentrig's containers.conf, docker as is."""
+    if engine == "podman":
+        return ["env", f"CONTAINERS_CONF={podman_conf()}", "podman"]
+    return [engine]
+
+
+async def engine_info(engine: str) -> tuple[str | None, str]:
+    """(problem or None, what the runtime reports): podman needs no daemon; docker's must answer."""
     if shutil.which(engine) is None:
-        return f"no {engine} client on PATH"
-    code, out = await _call([engine, "info", "--format", "{{.ServerVersion}}"], timeout=15)
-    if code != 0 or not out.strip():
-        return f"{engine} client found but no daemon answers: {out.strip().splitlines()[-1] if out.strip() else code}"
-    return None
+        return f"no {engine} client on PATH", ""
+    if engine == "podman":
+        fmt = "podman {{.Version.Version}}, runtime {{.Host.OCIRuntime.Name}}, cgroups {{.Host.CgroupsVersion}}, storage {{.Store.GraphDriverName}}"
+        code, out = await _call([*engine_cli(engine), "info", "--format", fmt], timeout=30)
+        if code != 0 or not out.strip():
+            last = out.strip().splitlines()[-1] if out.strip() else code
+            return f"podman is installed but `podman info` fails: {last}", ""
+        return None, out.strip().splitlines()[-1]
+    code, out = await _call([engine, "info", "--format", "docker {{.ServerVersion}}, runtime {{.DefaultRuntime}}, storage {{.Driver}}"], timeout=15)
+    if code != 0 or not out.strip() or "docker ," in out:
+        return f"{engine} client found but no daemon answers: {out.strip().splitlines()[-1] if out.strip() else code}", ""
+    return None, out.strip().splitlines()[-1]
+
+
+async def engine_problem(engine: str) -> str | None:
+    """None when ``engine`` can run containers (podman: `podman info` answers; docker: its daemon does)."""
+    return (await engine_info(engine))[0]
 
 
 class ContainerSandbox:
@@ -50,6 +88,7 @@ class ContainerSandbox:
                  output_limit: int = 10_000, keep: bool = False) -> None:
         self.kind = engine
         self.engine, self.task, self.network = engine, task, network
+        self.cli = engine_cli(engine)
         self.workdir, self.env = workdir, {**BASE_ENV, **env}
         self.limits = (memory_mb, pids, cpus)
         self.shell_kind, self.output_limit, self.keep = shell, output_limit, keep
@@ -66,11 +105,11 @@ class ContainerSandbox:
         if dockerfile is None:
             raise TaskBuildError("the task has no Dockerfile to build", exclusion="needs_container")
         tag = f"agentrig-task-{getattr(self.task, 'id', 'task')}".lower()[:100]
-        code, out = await _call([self.engine, "build", "-q", "-t", tag, "-f", str(dockerfile), str(Path(dockerfile).parent)], 3600)
+        code, out = await _call([*self.cli, "build", "-q", "-t", tag, "-f", str(dockerfile), str(Path(dockerfile).parent)], 3600)
         if code != 0:
             raise TaskBuildError(f"{self.engine} build failed:\n{out[-2000:]}")
         memory_mb, pids, cpus = self.limits
-        argv = [self.engine, "run", "-d", "--name", self.name, "-w", self.workdir]
+        argv = [*self.cli, "run", "-d", "--name", self.name, "-w", self.workdir]
         argv += [] if self.network else ["--network", "none"]
         argv += ["--memory", f"{memory_mb}m"] if memory_mb else []
         argv += ["--pids-limit", str(pids)] if pids else []
@@ -84,7 +123,7 @@ class ContainerSandbox:
         flags = ["-i"] if interactive else []
         for key, value in env.items():
             flags += ["-e", f"{key}={value}"]
-        return [self.engine, "exec", *flags, "-w", self.workdir, self.name, *argv]
+        return [*self.cli, "exec", *flags, "-w", self.workdir, self.name, *argv]
 
     async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None) -> CommandResult:
         full_env = {**self.env, **(env or {})}
@@ -96,17 +135,21 @@ class ContainerSandbox:
         self._seq += 1
         pidfile = f"/tmp/.agentrig-cmd-{self._seq}"
         wrapped = f"echo $$ > {pidfile}; exec bash -lc {_quote(command)}"
-        spawn = subprocess_spawn(self._exec(["setsid", "bash", "-c", wrapped], full_env), {"PATH": BASE_ENV["PATH"]})
+        spawn = subprocess_spawn(self._exec(["setsid", "-w", "bash", "-c", wrapped], full_env), {"PATH": BASE_ENV["PATH"]})
 
         async def kill(proc) -> None:
-            await _call([self.engine, "exec", self.name, "sh", "-c", f"kill -KILL -- -$(cat {pidfile}) 2>/dev/null"], 30)
-            proc.kill()
+            await _call([*self.cli, "exec", self.name, "bash", "-c", f"kill -KILL -- -$(cat {pidfile}) 2>/dev/null"], 30)
+            if proc.returncode is None:  # the exec client usually ends with the group it ran
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
 
         return await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, kill=kill, drainers=self._drainers)
 
     async def copy_in(self, src: Path, dest: str) -> None:
-        code, out = await _call([self.engine, "exec", self.name, "mkdir", "-p", str(Path(dest).parent)])
-        code, out = await _call([self.engine, "cp", f"{src}/." if Path(src).is_dir() else str(src), f"{self.name}:{dest}"], 300)
+        code, out = await _call([*self.cli, "exec", self.name, "mkdir", "-p", str(Path(dest).parent)])
+        code, out = await _call([*self.cli, "cp", f"{src}/." if Path(src).is_dir() else str(src), f"{self.name}:{dest}"], 300)
         if code != 0:
             raise SandboxError(f"{self.engine} cp failed: {out.strip()}")
 
@@ -123,7 +166,7 @@ class ContainerSandbox:
     async def close(self) -> None:
         if self._shell is not None:
             await self._shell.close()
-        await _call([self.engine, "stop" if self.keep else "rm", *([] if self.keep else ["-f"]), self.name], 60)
+        await _call([*self.cli, "stop" if self.keep else "rm", *([] if self.keep else ["-f"]), self.name], 60)
 
 
 def _quote(text: str) -> str:
