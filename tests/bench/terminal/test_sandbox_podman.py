@@ -60,7 +60,6 @@ async def test_the_doctor_asks_podman_itself():
 
 
 async def test_podman_trial_container_timeout_kills_the_group_and_leaves_nothing(tmp_path, base_image):
-    before = _containers()
     task = make_task(tmp_path, f"FROM {base_image}\nRUN echo built > /built\n")
     sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
     try:
@@ -73,4 +72,26 @@ async def test_podman_trial_container_timeout_kills_the_group_and_leaves_nothing
         assert "sleep 100" not in left.output, left.output  # the whole process group was killed
     finally:
         await sandbox.close()
-    assert _containers() == before
+    assert sandbox.name not in _containers()
+
+
+async def test_containers_of_a_killed_runner_are_reaped_by_the_next(tmp_path, base_image):
+    """A runner killed by SIGKILL leaves its container; the next sandbox start removes it (its owner
+    pid is dead), and leaves a live owner's container alone."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    from agentrig.bench.terminal.sandbox.docker import OWNER_LABEL, _boot_id
+
+    cli = engine_cli("podman")
+    for name, owner in (("agentrig-orphan-test", dead.pid), ("agentrig-live-test", os.getpid())):
+        subprocess.run([*cli, "run", "-d", "--name", name, "--label", f"{OWNER_LABEL}={owner}@{_boot_id()}",
+                        base_image, "sleep", "infinity"], check=True, stdout=subprocess.DEVNULL)
+    try:
+        task = make_task(tmp_path, f"FROM {base_image}\n")
+        sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
+        await sandbox.close()
+        left = _containers()
+        assert "agentrig-orphan-test" not in left and "agentrig-live-test" in left
+    finally:
+        for name in ("agentrig-orphan-test", "agentrig-live-test"):  # one by one: podman 4.3 stops at a missing one
+            subprocess.run([*cli, "rm", "-f", "-t", "0", name], capture_output=True)

@@ -82,6 +82,51 @@ async def engine_problem(engine: str) -> str | None:
     return (await engine_info(engine))[0]
 
 
+OWNER_LABEL = "agentrig.owner"  # "<pid>@<boot id>" of the process that started the container
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _owner() -> str:
+    return f"{os.getpid()}@{_boot_id()}"
+
+
+def _owner_alive(owner: str) -> bool:
+    pid, _, boot = owner.partition("@")
+    if boot != _boot_id():
+        return False  # started before this boot: its owner is gone
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True
+
+
+def _no_grace(cli: list[str]) -> list[str]:
+    """podman's `rm -f` first waits 10 s for `sleep infinity` to obey SIGTERM; docker's kills at once."""
+    return ["-t", "0"] if cli[-1] == "podman" else []
+
+
+async def reap_orphans(cli: list[str]) -> list[str]:
+    """Remove agentrig containers whose owner process is gone (a runner killed by SIGKILL)."""
+    code, out = await _call([*cli, "ps", "-a", "--filter", f"label={OWNER_LABEL}",
+                             "--format", f'{{{{.Names}}}} {{{{index .Labels "{OWNER_LABEL}"}}}}'], 30)
+    if code != 0:
+        return []
+    dead = [name for name, _, owner in (line.partition(" ") for line in out.splitlines() if line.strip())
+            if not _owner_alive(owner.strip())]
+    if dead:
+        await _call([*cli, "rm", "-f", *_no_grace(cli), *dead], 120)
+    return dead
+
+
 class ContainerSandbox:
     def __init__(self, *, engine: str, task: Any, network: bool, workdir: str, env: dict[str, str],
                  memory_mb: int | None, pids: int | None, cpus: float | None, shell: str = "stateless",
@@ -109,7 +154,8 @@ class ContainerSandbox:
         if code != 0:
             raise TaskBuildError(f"{self.engine} build failed:\n{out[-2000:]}")
         memory_mb, pids, cpus = self.limits
-        argv = [*self.cli, "run", "-d", "--name", self.name, "-w", self.workdir]
+        await reap_orphans(self.cli)
+        argv = [*self.cli, "run", "-d", "--name", self.name, "-w", self.workdir, "--label", f"{OWNER_LABEL}={_owner()}"]
         argv += [] if self.network else ["--network", "none"]
         argv += ["--memory", f"{memory_mb}m"] if memory_mb else []
         argv += ["--pids-limit", str(pids)] if pids else []
@@ -166,7 +212,7 @@ class ContainerSandbox:
     async def close(self) -> None:
         if self._shell is not None:
             await self._shell.close()
-        await _call([*self.cli, "stop" if self.keep else "rm", *([] if self.keep else ["-f"]), self.name], 60)
+        await _call([*self.cli, "stop" if self.keep else "rm", *([] if self.keep else ["-f", *_no_grace(self.cli)]), self.name], 60)
 
 
 def _quote(text: str) -> str:
