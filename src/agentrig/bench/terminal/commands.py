@@ -40,7 +40,7 @@ def _load(tasks_dir: Optional[Path], skip_invalid: bool = False, task_ids: list[
 
 
 def _engines() -> dict[str, str | None]:
-    """docker / podman: None when the client and a daemon answer, else why not."""
+    """docker / podman: None when the engine answers (docker's daemon; podman needs none), else why not."""
     from .sandbox.docker import engine_problem
 
     async def probe() -> dict[str, str | None]:
@@ -96,7 +96,8 @@ def tasks_list(
         kinds = [k for r in rows if r["id"] == task_id for k, s in r["sandboxes"].items() if s["reason"] == reason]
         out.print(Text(f"{task_id} ({', '.join(kinds)}): {reason}"))
     for kind, problem in engines.items():
-        out.print(Text(f"{kind}: " + ("the client and a daemon answer" if problem is None else
+        out.print(Text(f"{kind}: " + (("`podman info` answers (no daemon needed)" if kind == "podman" else "the client and a daemon answer")
+                                      if problem is None else
                                       f"cannot be used here ({problem})"), style="dim"))
     for bad in invalid:
         out.print(Text(f"invalid: {bad.task_id}: {bad.file}: {bad.field}: {bad.problem} (fix: {bad.fix})", style="red"))
