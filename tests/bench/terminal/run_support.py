@@ -23,9 +23,11 @@ def agentrig(*args: str, cwd: Path | None = None, timeout: float = 900) -> subpr
                           timeout=timeout)
 
 
-def run_json(path: Path, *extra: str) -> dict:
+def run_json(path: Path, *extra: str, code: int = 0) -> dict:
+    """`agentrig run --json`'s document; ``code``: the exit code expected (3: an arm ended with no
+    valid trial, docs/experiments.md)."""
     proc = agentrig("run", path, "--json", *extra)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == code, proc.stderr[-3000:]
     return json.loads(proc.stdout)
 
 

@@ -195,7 +195,7 @@ def test_a_sandbox_that_never_starts_leaves_the_trial_invalid_never_failed(tmp_p
                        + dead.split("\n", 1)[1])
     path = experiment(tmp_path, "dead", ORACLE, cache=cache, tasks=tasks, sandbox=f'bwrap_path = "{wrapper}"',
                       run="max_invalid_retries = 2")
-    doc = run_json(path)
+    doc = run_json(path, code=3)  # the arm has no valid trial: not a success (exit 3)
     recs = records(doc["run_dir"])
     assert len(recs) == 3 and not any(r.verdict.valid for r in recs)  # the first play and two replays
     assert all("no space left on device (test)" in r.verdict.invalid_cause for r in recs)
