@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentrig.types import Strict
 
-from .errors import ConfigError
+from .errors import ConfigError, format_validation_error as _format_errors
 
 # analyst: writes consistency guidelines (`agentrig guidelines derive`), never called in a trial
 Role = Literal["agent", "user", "memory", "judge", "analyst"]
@@ -175,14 +175,13 @@ class ChannelConfig(_Strict):
 
 
 def format_validation_error(exc: ValidationError, source: str) -> str:
-    lines = [f"{source}: invalid configuration"]
-    for err in exc.errors():
+    def line(err: dict) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown setting (check its spelling against the docs: docs/channel.md)"
-        lines.append(f"  - {where}: {msg}")
-    return "\n".join(lines)
+        return f"{where}: {msg}"
+    return _format_errors(exc, f"{source}: invalid configuration", line)
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:

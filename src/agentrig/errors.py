@@ -31,6 +31,7 @@ Messages never contain a key: server text is passed through ``agentrig.redact`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -127,3 +128,15 @@ class PromptTruncated(ChannelError):
 
 class BadRequest(FatalChannelError):
     pass
+
+
+def format_validation_error(exc: Any, head: str, line: Callable[[dict], str], *, limit: int | None = None) -> str:
+    """The one pydantic error formatter: ``head``, then one ``  - …`` line per error of ``exc`` (a
+    pydantic ValidationError) as ``line(err)`` words it (the caller names the file/field and the
+    fix); past ``limit`` errors, one ``… N more`` line."""
+    errs = exc.errors()
+    shown = errs if limit is None else errs[:limit]
+    lines = [head, *(f"  - {line(err)}" for err in shown)]
+    if limit is not None and len(errs) > limit:
+        lines.append(f"  - … {len(errs) - limit} more")
+    return "\n".join(lines)

@@ -57,6 +57,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
+from agentrig.errors import format_validation_error
 from agentrig.types import Strict
 
 from agentrig.agents.base import AgentSettings
@@ -232,13 +233,12 @@ def _suggest(loc: tuple, top: type[BaseModel]) -> str:
 def format_errors(exc: ValidationError, source: str, data: dict, model: type[BaseModel] = Experiment) -> str:
     """Like ``config.format_validation_error``, with arm names in the location and a suggestion
     for a misspelt setting (``model``: the experiment model the file was read with)."""
-    lines = [f"{source}: invalid experiment"]
-    for err in exc.errors():
+    def line(err: dict) -> str:
         loc = tuple(err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = f"unknown setting{_suggest(loc, model)} (the settings are listed in {DOCS})"
         elif err["type"] == "missing":
             msg = "required, but missing"
-        lines.append(f"  - {_where(loc, data)}: {msg}")
-    return "\n".join(lines)
+        return f"{_where(loc, data)}: {msg}"
+    return format_validation_error(exc, f"{source}: invalid experiment", line)

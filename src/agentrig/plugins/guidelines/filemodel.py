@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentrig.types import Strict
 
-from agentrig.errors import ConfigError
+from agentrig.errors import ConfigError, format_validation_error
 
 FORMAT = "agentrig.guidelines/1"
 Category = Literal["strategy", "recovery", "constraint"]
@@ -155,8 +155,7 @@ def load(path: str | Path) -> GuidelinesFile:
     try:
         return GuidelinesFile.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors()[:8]:
+        def line(err: dict) -> str:
             field = _where(tuple(err["loc"]))
             if err["type"] == "extra_forbidden":
                 msg = "not a field of a guidelines file (check its spelling; see docs/consistency.md)"
@@ -164,11 +163,8 @@ def load(path: str | Path) -> GuidelinesFile:
                 msg = f"{err['input']!r} is not a category (fix: use one of {', '.join(CATEGORIES)})"
             else:
                 msg = err["msg"]
-            lines.append(f"  - {field}: {msg}")
-        more = len(exc.errors()) - 8
-        if more > 0:
-            lines.append(f"  - … {more} more")
-        raise ConfigError(f"{p}: invalid guidelines file:\n" + "\n".join(lines)) from None
+            return f"{field}: {msg}"
+        raise ConfigError(format_validation_error(exc, f"{p}: invalid guidelines file:", line, limit=8)) from None
 
 
 def markdown(gf: GuidelinesFile, *, sha: str | None = None) -> str:

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentrig.errors import ConfigError
+from agentrig.errors import ConfigError, format_validation_error
 from agentrig.plugins.memory.bm25 import BM25Index, terms
 from agentrig.plugins.memory.window import Conversation
 from agentrig.types import Transient
@@ -64,20 +64,18 @@ def parse_settings(options: dict[str, Any], where: str = "") -> GuidelinesSettin
     try:
         return GuidelinesSettings.model_validate(options)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
+        def line(err: dict) -> str:
             name = ".".join(str(p) for p in err["loc"]) or "(settings)"
             if err["type"] == "extra_forbidden":
-                lines.append(f"  - `{name}`: not a setting of the guidelines plug-in "
-                             f"(fix: use one of: {', '.join(GuidelinesSettings.model_fields)})")
-            elif err["type"] == "missing":
-                lines.append(f"  - `{name}`: required (fix: {_FIXES.get(name, 'see docs/consistency.md')})")
-            else:
-                lines.append(f"  - `{name}` = {err.get('input')!r}: {err['msg']} "
-                             f"(fix: {_FIXES.get(name, 'see docs/consistency.md')})")
+                return (f"`{name}`: not a setting of the guidelines plug-in "
+                        f"(fix: use one of: {', '.join(GuidelinesSettings.model_fields)})")
+            if err["type"] == "missing":
+                return f"`{name}`: required (fix: {_FIXES.get(name, 'see docs/consistency.md')})"
+            return (f"`{name}` = {err.get('input')!r}: {err['msg']} "
+                    f"(fix: {_FIXES.get(name, 'see docs/consistency.md')})")
         head = f"{where}: " if where else ""
-        raise ConfigError(f"{head}invalid setting(s) of plug-in kind \"guidelines\" in the arm's `plugins`:\n"
-                          + "\n".join(lines)) from None
+        raise ConfigError(format_validation_error(
+            exc, f"{head}invalid setting(s) of plug-in kind \"guidelines\" in the arm's `plugins`:", line)) from None
 
 
 def guideline_text(g: Guideline) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentrig.errors import ConfigError
+from agentrig.errors import ConfigError, format_validation_error
 
 MODES = ("selective", "full_bank", "always_inject", "advisor", "retrieval")
 INJECTIONS = ("transient_system", "user_append")
@@ -59,15 +59,13 @@ def parse_settings(options: dict[str, Any], where: str = "") -> MemorySettings:
     try:
         return MemorySettings.model_validate(options)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
+        def line(err: dict) -> str:
             name = ".".join(str(p) for p in err["loc"]) or "(settings)"
             if err["type"] == "extra_forbidden":
-                lines.append(f"  - `{name}`: not a setting of the memory plug-in "
-                             f"(fix: use one of: {', '.join(MemorySettings.model_fields)})")
-            else:
-                fix = _FIXES.get(name.split(".")[0], "see docs/memory.md")
-                lines.append(f"  - `{name}` = {err.get('input')!r}: {err['msg']} (fix: {fix})")
+                return (f"`{name}`: not a setting of the memory plug-in "
+                        f"(fix: use one of: {', '.join(MemorySettings.model_fields)})")
+            fix = _FIXES.get(name.split(".")[0], "see docs/memory.md")
+            return f"`{name}` = {err.get('input')!r}: {err['msg']} (fix: {fix})"
         head = f"{where}: " if where else ""
-        raise ConfigError(f"{head}invalid setting(s) of plug-in kind \"memory\" in the arm's `plugins`:\n"
-                          + "\n".join(lines)) from None
+        raise ConfigError(format_validation_error(
+            exc, f"{head}invalid setting(s) of plug-in kind \"memory\" in the arm's `plugins`:", line)) from None
