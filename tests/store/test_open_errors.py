@@ -43,3 +43,15 @@ def test_an_empty_store_is_an_error_and_stays_as_it_was(tmp_path):
     res = _cli("run", "demo.toml", "--dir", str(run), cwd=tmp_path)  # resuming it is refused the same way
     assert res.returncode == 1 and "is empty (0 bytes)" in res.stderr
     assert (run / "trials.sqlite").stat().st_size == 0
+
+
+def test_the_empty_store_of_a_run_killed_before_it_began_is_started_anew(tmp_path):
+    # SQLite creates the file before the schema is laid out: a kill in between leaves 0 bytes and no
+    # config snapshot; the same command again must resume (here: start) the run, not refuse it
+    shutil.copy(FIXTURE / "demo.toml", tmp_path / "demo.toml")
+    run = tmp_path / "fresh"
+    run.mkdir()
+    (run / "trials.sqlite").write_bytes(b"")
+    res = _cli("run", "demo.toml", "--dir", str(run), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 already stored, 192 to play" in res.stderr

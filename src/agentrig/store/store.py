@@ -135,7 +135,10 @@ class Store:
                 raise DataError(f"{path.parent}: is a file, not a run directory; give a directory path "
                                 "(--dir or [run] dir), or move that file away")
             path.parent.mkdir(parents=True, exist_ok=True)
-        elif path.is_file() and path.stat().st_size == 0:  # never lay a new schema into an existing file
+        elif path.is_file() and path.stat().st_size == 0 and not (
+                create and not (path.parent / "config.json").exists()):
+            # never lay a new schema into an existing run's file; a writer may into the empty file a
+            # run killed before its first write left (no config snapshot beside it yet)
             raise DataError(f"{path}: is empty (0 bytes), not a readable agentrig store (a copy that failed?); "
                             "restore the file from where it came from, or remove it to start the run anew")
         try:
