@@ -98,7 +98,7 @@ def test_the_run_and_the_doctor_say_the_same_about_a_refused_connection(tmp_path
         """), encoding="utf-8")
     runner = CliRunner(env={KEY_ENV: "local", "COLUMNS": "250"})
     run = runner.invoke(app, ["run", str(path)])
-    assert run.exit_code == 0, run.output
+    assert run.exit_code == 3, run.output  # the arm has no valid trial (docs/experiments.md, Exit codes)
     said = " ".join(run.stdout.split())
     assert f"connection refused at 127.0.0.1:{port}: nothing listens there" in said
     assert "ConnectTimeout" not in run.output and not DOUBLED.search(said)

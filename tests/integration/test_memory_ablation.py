@@ -48,7 +48,7 @@ def _sub(pattern: str, repl: str, text: str) -> str:
 def copy_example(dest: Path, base_url: str, root: Path, *, num_tasks: int | None, trials: int | None) -> Path:
     """The example with [channel] pointed at the local endpoint (and, for speed, fewer tasks / trials)."""
     text = EXAMPLE.read_text(encoding="utf-8")
-    text = _sub(r'^base_url = ".*"', f'base_url = "{base_url}"', text)
+    text = _sub(r'^# base_url = "[^"]*"', f'base_url = "{base_url}"', text)  # the example leaves it to $OPENAI_BASE_URL
     text = _sub(r'^api_key_env = ".*"', f'api_key_env = "{KEY_ENV}"', text)
     text = _sub(r'^domains = \["airline"\]', f'domains = ["airline"]\ndata = "{root}"', text)
     if num_tasks is not None:

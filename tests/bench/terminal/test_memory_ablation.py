@@ -105,7 +105,7 @@ def _no_key(run_dir: Path) -> None:
 @pytest.fixture(scope="module")
 def ablation(endpoint, cache, tmp_path_factory) -> tuple[Path, dict]:
     text = EXAMPLE.read_text(encoding="utf-8")
-    text = _sub(r'^base_url = ".*"', f'base_url = "{endpoint}"', text)
+    text = _sub(r'^# base_url = "[^"]*"', f'base_url = "{endpoint}"', text)  # the example leaves it to $OPENAI_BASE_URL
     text = _sub(r'^api_key_env = ".*"', f'api_key_env = "{KEY_ENV}"', text)
     text = _sub(r"^# num_tasks = .*$", f"num_tasks = {NUM_TASKS}", text)
     text = _sub(r"^trials = \d+", f"trials = {TRIALS}", text)
