@@ -134,3 +134,16 @@ def test_task_and_scenario_goal_completion_per_rerun():
     assert got["task goal completion"] == pytest.approx(2 / 3)
     assert got["scenario goal completion"] == pytest.approx(0.5)
     assert goal_completion([], 2) == {"task goal completion": None, "scenario goal completion": None}
+
+
+def test_workers_leave_no_scratch_directory_behind(appworld_python, synthetic_root):
+    # a worker is killed, never asked to exit: its scratch directory (APPWORLD_ROOT) lives under one
+    # directory of this process, which closing the pools removes
+    from agentrig.bench.appworld import pool
+
+    worker = pool.Worker._start(appworld_python, synthetic_root)
+    parent = pool._scratch_parent()
+    assert [p.name.startswith("world-") for p in parent.iterdir()] == [True]
+    worker.kill()
+    pool.close_pools()
+    assert not parent.exists()

@@ -25,7 +25,9 @@ import json
 import os
 import select
 import signal
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -64,6 +66,19 @@ def worker_env() -> dict[str, str]:
     return env
 
 
+# Each worker's scratch directory (its APPWORLD_ROOT: a link to the data, the outputs of its worlds)
+# lives under one directory per process, removed when the pools close: a worker is killed, not asked
+# to exit, so it cannot remove its own.
+SCRATCH_ENV = "AGENTRIG_APPWORLD_SCRATCH"
+_SCRATCH: list[Path] = []
+
+
+def _scratch_parent() -> Path:
+    if not _SCRATCH or not _SCRATCH[0].is_dir():
+        _SCRATCH[:] = [Path(tempfile.mkdtemp(prefix="agentrig-appworld-"))]
+    return _SCRATCH[0]
+
+
 class Worker:
     """One worker process. Its pipes are plain blocking pipes read with ``select`` in a thread of
     the pool's executor, not asyncio transports: a worker outlives the event loop of the run
@@ -88,7 +103,7 @@ class Worker:
         try:
             proc = subprocess.Popen([str(python), "-u", str(WORKER_SCRIPT), str(data_root)], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-                                    env=worker_env())
+                                    env={**worker_env(), SCRATCH_ENV: str(_scratch_parent())})
         except OSError as exc:
             raise WorkerError(f"the AppWorld worker could not start ({python}: {exc})") from None
         worker = cls(proc, {})
@@ -295,6 +310,10 @@ def get_pool(python: Path, data_root: Path, size: int) -> WorkerPool:
 
 @atexit.register
 def close_pools() -> None:
-    """Kill every worker this process started (they are in their own process groups)."""
+    """Kill every worker this process started (they are in their own process groups) and remove
+    their scratch directories."""
     for pool in _POOLS.values():
         pool.close()
+    for parent in _SCRATCH:
+        shutil.rmtree(parent, ignore_errors=True)
+    _SCRATCH.clear()

@@ -56,7 +56,7 @@ def _protocol_pipe():
 def main() -> int:
     pipe = _protocol_pipe()
     data_root = os.path.abspath(sys.argv[1])
-    scratch = tempfile.mkdtemp(prefix="agentrig-appworld-")
+    scratch = tempfile.mkdtemp(prefix="world-", dir=os.environ.get("AGENTRIG_APPWORLD_SCRATCH") or None)
     os.symlink(os.path.join(data_root, "data"), os.path.join(scratch, "data"))
     os.environ["APPWORLD_ROOT"] = scratch
     os.chdir(scratch)
