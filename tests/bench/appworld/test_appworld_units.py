@@ -141,6 +141,7 @@ def test_workers_leave_no_scratch_directory_behind(appworld_python, synthetic_ro
     # directory of this process, which closing the pools removes
     from agentrig.bench.appworld import pool
 
+    pool.close_pools()  # this test process may hold pools of earlier tests (pytest-xdist runs many files in one)
     worker = pool.Worker._start(appworld_python, synthetic_root)
     parent = pool._scratch_parent()
     assert [p.name.startswith("world-") for p in parent.iterdir()] == [True]
