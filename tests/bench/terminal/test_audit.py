@@ -29,7 +29,7 @@ def test_audit_of_the_builtin_tasks(tmp_path):
         assert t["oracle"]["reward"] == 1.0 and t["oracle"]["termination"] == "submitted"
         assert t["noop"]["reward"] == (1.0 if t["task_id"] in LENIENT else 0.0)
     assert doc["summary"] == {"ok": len(status) - 1, "broken": 0, "lenient": 1, "excluded": 0, "error": 0,
-                              "base_substituted": 0}
+                              "base_substituted": 0, "timeout": 0}
 
 
 def test_audit_tells_broken_lenient_and_excluded_tasks_apart(tmp_path):
@@ -80,3 +80,24 @@ def test_tasks_show(tmp_path):
     assert "tests run in the agent's shell" in proc.stdout and "solution.yaml, 4 step(s)" in proc.stdout
     proc = agentrig("tasks", "show", "--bench", "terminal", "no-such-task")
     assert proc.returncode == 1 and "no task named" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_audit_has_a_per_task_time_limit_and_prints_each_task_as_it_goes(tmp_path):
+    # a solution that would run for minutes is cut at the limit: the task is `timeout`, naming the
+    # phase, and the other task's line is printed as soon as it is known (never a silent hang)
+    tasks = tmp_path / "tasks"
+    write_task(tasks, "good")
+    write_task(tasks, "slow", solution="#!/bin/bash\nsleep 600\necho ok > /app/out.txt\n", agent_timeout=900)
+    proc = agentrig("audit", "--bench", "terminal", "--tasks", tasks, "--cache-dir", tmp_path / "cache",
+                    "--task-timeout", "8", "--concurrency", "2", "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    rows = {t["task_id"]: t for t in doc["tasks"]}
+    assert rows["good"]["status"] == "ok"
+    assert rows["slow"]["status"] == "timeout"
+    assert "time limit (8 s per task)" in rows["slow"]["reason"] and "the oracle's trial" in rows["slow"]["reason"]
+    assert doc["summary"]["timeout"] == 1 and doc["summary"]["ok"] == 1
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("[")]
+    assert len(lines) == 2 and lines[0].startswith("[1/2] ok") and " good " in lines[0]  # the quick one first
+    assert lines[1].startswith("[2/2] timeout") and " slow " in lines[1]
+    assert rows["slow"]["duration_s"] < 60

@@ -9,18 +9,23 @@ Per task, one trial of the ``oracle`` and one of the ``noop`` agent, played exac
 - ``excluded`` — the sandbox cannot run the task (``needs_container``, ``needs_network``,
   a build that fails: ``broken_task``), with the reason;
 - ``error``    — a trial stayed invalid (the sandbox failed) after its replays;
+- ``timeout``  — the task's audit outgrew its time limit (``task_timeout_s``): its trials are
+  cancelled (their sandboxes closed) and the reason says which phase was running;
 - ``base_substituted`` — the build breaks on a base that stands in for the task's image (Debian
   for Ubuntu, another Python): the stand-in's fault until shown otherwise, never ``broken_task``
   (``images/describe.py``). An oracle that fails on such a base is ``broken``, its reason naming
   the substitution.
 
 A trial spoiled by the sandbox (invalid) is played again, up to ``REPLAYS`` times.
+``audit_tasks`` hands each task's result to ``on_result`` as soon as it is known (the CLI prints
+one line per task as it goes), in the order they finish.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+import time
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel
 
@@ -31,7 +36,9 @@ from agentrig.types import TrialKey
 from .sandbox.base import SandboxSettings
 
 REPLAYS = 2
-AuditStatus = Literal["ok", "broken", "lenient", "excluded", "error", "base_substituted"]
+AuditStatus = Literal["ok", "broken", "lenient", "excluded", "error", "base_substituted", "timeout"]
+AUDIT_STATUSES: tuple[str, ...] = ("ok", "broken", "lenient", "excluded", "error", "base_substituted", "timeout")
+DEFAULT_TASK_TIMEOUT_S = 1800.0
 
 
 class AgentOutcome(BaseModel):
@@ -50,6 +57,7 @@ class TaskAudit(BaseModel):
     reason: str
     oracle: AgentOutcome | None = None
     noop: AgentOutcome | None = None
+    duration_s: float = 0.0  # the task's whole audit (builds included)
 
 
 async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> AgentOutcome:
@@ -73,13 +81,19 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
                         duration_s=record.duration_s)
 
 
-async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0) -> TaskAudit:
+async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
+                     phase: dict[str, str] | None = None) -> TaskAudit:
+    """One task's audit. ``phase`` (when given) is kept up to date with what is running
+    (``"oracle"``, ``"noop"``): a caller that cuts the audit short names it."""
     from .availability import task_support
+
+    phase = phase if phase is not None else {}
 
     found = task_support(task, settings.kind, settings.network)
     base = dict(task_id=task.id, format=task.format)
     if not found.ok:
         return TaskAudit(**base, status="excluded", reason=found.reason or "cannot run in this sandbox")
+    phase["now"] = "the oracle's trial (its build included)"
     oracle = await _play(task, "oracle", settings, seed)
     from .images.describe import task_image
 
@@ -91,6 +105,7 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0) -> Tas
     if oracle.termination in ("broken_task", "needs_network", "needs_container"):
         return TaskAudit(**base, status="excluded", reason=f"{oracle.termination}: {oracle.detail or ''}".strip(),
                          oracle=oracle)
+    phase["now"] = "the noop's trial"
     noop = await _play(task, "noop", settings, seed)
     if not oracle.valid or not noop.valid:
         cause = oracle.detail if not oracle.valid else noop.detail
@@ -105,8 +120,30 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0) -> Tas
     return TaskAudit(**base, status="ok", reason="the oracle passes, doing nothing fails", oracle=oracle, noop=noop)
 
 
-async def audit_tasks(tasks: list[Any], settings: SandboxSettings, concurrency: int = 4) -> list[TaskAudit]:
-    """Audit every task, ``concurrency`` at a time; results in the tasks' order."""
+async def audit_one(task: Any, settings: SandboxSettings, task_timeout_s: float | None = None,
+                    seed: int = 0) -> TaskAudit:
+    """``audit_task`` within ``task_timeout_s`` (None: no limit). Past the limit the task's trials
+    are cancelled — their sandboxes and builds closed as at any cancellation — and the result is
+    ``timeout`` naming the phase that was running. A crash is an ``error`` naming it, never lost."""
+    phase: dict[str, str] = {"now": "the support check"}
+    started = time.monotonic()
+    try:
+        row = await asyncio.wait_for(audit_task(task, settings, seed, phase), task_timeout_s)
+    except TimeoutError:
+        row = TaskAudit(task_id=task.id, format=task.format, status="timeout",
+                        reason=f"the audit's time limit ({task_timeout_s:g} s per task) was reached during {phase['now']}")
+    except Exception as exc:  # noqa: BLE001 - one task's crash must not take the others' results with it
+        row = TaskAudit(task_id=task.id, format=task.format, status="error",
+                        reason=f"the audit failed during {phase['now']}: {type(exc).__name__}: {exc}")
+    row.duration_s = round(time.monotonic() - started, 2)
+    return row
+
+
+async def audit_tasks(tasks: list[Any], settings: SandboxSettings, concurrency: int = 4,
+                      task_timeout_s: float | None = DEFAULT_TASK_TIMEOUT_S,
+                      on_result: Callable[[TaskAudit], None] | None = None) -> list[TaskAudit]:
+    """Audit every task, ``concurrency`` at a time, each within ``task_timeout_s``; results in the
+    tasks' order, and each handed to ``on_result`` as soon as it is known."""
     from .availability import warn_local_once
 
     if settings.kind == "local":
@@ -115,6 +152,9 @@ async def audit_tasks(tasks: list[Any], settings: SandboxSettings, concurrency: 
 
     async def one(task: Any) -> TaskAudit:
         async with gate:
-            return await audit_task(task, settings)
+            row = await audit_one(task, settings, task_timeout_s)
+        if on_result is not None:
+            on_result(row)
+        return row
 
     return list(await asyncio.gather(*(one(t) for t in tasks)))

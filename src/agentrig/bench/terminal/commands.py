@@ -2,7 +2,8 @@
 
     agentrig tasks list --bench terminal [--tasks DIR] [--skip-invalid] [--json]
     agentrig tasks show --bench terminal TASK_ID [--tasks DIR] [--json]
-    agentrig audit --bench terminal [--tasks DIR] [--task-ids a,b] [--sandbox bwrap] [--concurrency 4] [--json]
+    agentrig audit --bench terminal [--tasks DIR] [--task-ids a,b] [--sandbox bwrap] [--root image|host]
+                   [--concurrency 4] [--task-timeout 1800] [--json]
 
 ``tasks list`` shows per task which sandbox kinds can run it and, when one cannot, why
 (``needs_container`` / ``needs_network``), and whether the docker / podman daemons answer here.
@@ -146,36 +147,53 @@ def audit_command(
     tasks_dir: Optional[Path] = TasksOpt,
     task_ids: Optional[str] = typer.Option(None, "--task-ids", help="comma-separated task ids (default: every task)"),
     sandbox: str = typer.Option("bwrap", "--sandbox", help="the sandbox kind: bwrap, local, docker, podman"),
+    root: Optional[str] = typer.Option(None, "--root", help="bwrap: 'image' (a root built from packages for the "
+                                       "task's FROM) or 'host' (the host's root stands in); default: [sandbox] root's default"),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="tasks audited at once"),
+    task_timeout: float = typer.Option(1800.0, "--task-timeout", min=1.0,
+                                       help="seconds one task's audit may take (builds and both trials); past it: timeout"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="build cache (default: the user cache dir)"),
     json_out: bool = JsonOpt,
 ) -> None:
     """Audit terminal tasks: per task, does the oracle pass (else: broken task) and does doing nothing fail
-    (else: lenient task)?"""
-    from .audit import audit_tasks
+    (else: lenient task)? One line per task as it is known; the totals at the end."""
+    import sys
+
+    from .audit import AUDIT_STATUSES, audit_tasks
 
     if sandbox not in SANDBOX_KINDS:
         raise ConfigError(f"--sandbox {sandbox!r}: unknown sandbox kind.\n  fix: use one of {', '.join(SANDBOX_KINDS)}")
+    if root is not None and root not in ("image", "host"):
+        raise ConfigError(f"--root {root!r}: not a root.\n  fix: use 'image' or 'host'")
     ids = [t.strip() for t in task_ids.split(",") if t.strip()] if task_ids else None
     tasks, _ = _load(tasks_dir, task_ids=ids)
-    settings = SandboxSettings(kind=sandbox, cache_dir=cache_dir)  # type: ignore[arg-type]
-    rows = asyncio.run(audit_tasks(tasks, settings, concurrency))
-    counts = {s: sum(r.status == s for r in rows) for s in ("ok", "broken", "lenient", "excluded", "error", "base_substituted")}
-    if json_out:
-        print(json.dumps({"sandbox": sandbox, "summary": counts, "tasks": [r.model_dump(mode="json") for r in rows]},
-                         ensure_ascii=False))
-        return
+    settings = SandboxSettings(kind=sandbox, cache_dir=cache_dir, **({"root": root} if root else {}))  # type: ignore[arg-type]
     out = output_console()
-    table = FitTable(Text(f"terminal audit of {len(rows)} task(s) under {sandbox}"), boxed=True)
-    for col in ("task", "oracle", "noop", "status", "why"):
-        table.add_column(col, wrap=col == "why")
+    # the table goes to stdout at the end; the lines as they come go to stderr under --json (stdout stays one document)
+    live = Console(file=sys.stderr, highlight=False, soft_wrap=True) if json_out else out
+    style = {"ok": "green", "broken": "red", "lenient": "red", "excluded": "yellow", "error": "red",
+             "base_substituted": "yellow", "timeout": "red"}
+    done = [0]
 
     def fmt(o: Any) -> str:
         if o is None:
             return "-"
         return "invalid" if not o.valid else f"{o.reward:g} ({o.failure_mode or o.termination})"
 
-    style = {"ok": "green", "broken": "red", "lenient": "red", "excluded": "yellow", "error": "red", "base_substituted": "yellow"}
+    def line(r: Any) -> None:
+        done[0] += 1
+        live.print(Text.assemble(f"[{done[0]}/{len(tasks)}] ", (f"{r.status:<8}", style[r.status]),
+                                 f" {r.task_id}  oracle {fmt(r.oracle)} · noop {fmt(r.noop)} · {r.duration_s:.0f} s — {r.reason}"))
+
+    rows = asyncio.run(audit_tasks(tasks, settings, concurrency, task_timeout_s=task_timeout, on_result=line))
+    counts = {s: sum(r.status == s for r in rows) for s in AUDIT_STATUSES}
+    if json_out:
+        print(json.dumps({"sandbox": sandbox, "root": settings.root, "summary": counts,
+                          "tasks": [r.model_dump(mode="json") for r in rows]}, ensure_ascii=False))
+        return
+    table = FitTable(Text(f"terminal audit of {len(rows)} task(s) under {sandbox}"), boxed=True)
+    for col in ("task", "oracle", "noop", "status", "why"):
+        table.add_column(col, wrap=col == "why")
     for r in rows:
         table.add_row(Text(r.task_id), fmt(r.oracle), fmt(r.noop), Text(r.status.upper() if r.status != "ok" else "ok",
                       style=style[r.status]), Text(r.reason))

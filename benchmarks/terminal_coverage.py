@@ -1,0 +1,192 @@
+"""How many of Terminal-Bench's real tasks agentrig runs: the coverage figure (issue 24, item 5).
+
+For every task of a Terminal-Bench ``tasks/`` folder (TB1 ``task.yaml`` and Harbor ``task.toml``
+directories, read as they are):
+
+1. the verdict of ``agentrig tasks list --bench terminal`` for the sandbox (``task_support``): a
+   task the sandbox cannot run is excluded before anything is played, with the reason;
+2. for the others, ``agentrig audit``'s trials (``audit.audit_one``): one oracle trial and one
+   no-op trial, played as ``agentrig run`` plays them, on bwrap with ``[sandbox] root = "image"``
+   (a root built from packages for the task's ``FROM``) by default, each task within
+   ``--task-timeout`` seconds. A task *runs* when its oracle gets reward 1 and the no-op 0.
+
+It prints one line per task as it is known — every task that does not run says why — and the
+totals, and writes every row to ``--json``. Tasks are never special-cased by name.
+
+Getting the tasks (never commit them): the ``fetch`` tool of this workplace brings a public
+repository's snapshot here as a git directory; ``extract`` writes one folder of it out and records
+the files the snapshot lacks (it holds no file of 4 MiB or more, and no Git LFS content) in
+``DEST/.absent.json`` — a task with such a file is reported ``missing_files`` naming them, never run
+with the file silently gone:
+
+    # github:laude-institute/terminal-bench (tasks/ or original-tasks/), where a snapshot is stored;
+    # this session's was a copy of its tasks/ folder (94 tasks, July 2025) inside github:camel-ai/camel:
+    .venv/bin/python benchmarks/terminal_coverage.py extract /work/.mirror/camel-ai+camel/repo \\
+        7955886894c2051654d09f7fc0478382b455cb45:examples/workforce/terminal_bench/tasks /tmp/tb-tasks
+    nice .venv/bin/python benchmarks/terminal_coverage.py /tmp/tb-tasks --json /tmp/coverage.json \\
+        [--task-ids a,b] [--task-timeout 600] [--concurrency 2] [--root image|host]
+
+Needs root (bwrap), mmdebstrap (the base roots, built once each) and the package registries
+(the tasks' own ``RUN apt-get``/``pip install`` steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ABSENT = ".absent.json"
+
+
+def extract(git_dir: str, spec: str, dest: Path) -> None:
+    """Write REV:PATH of a git directory to DEST; list the blobs the snapshot lacks in DEST/.absent.json."""
+    rev, _, prefix = spec.partition(":")
+    prefix = prefix.strip("/")
+    listing = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "-z", rev, "--", prefix],
+                             check=True, capture_output=True).stdout.decode()
+    absent: list[str] = []
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in filter(None, listing.split("\0")):
+        meta, path = entry.split("\t", 1)
+        mode, kind, sha = meta.split()
+        rel = os.path.relpath(path, prefix) if prefix else path
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if kind != "blob":
+            continue
+        blob = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "blob", sha], capture_output=True)
+        if blob.returncode != 0:
+            absent.append(rel)
+            continue
+        if mode == "120000":
+            target.unlink(missing_ok=True)
+            target.symlink_to(blob.stdout.decode())
+            continue
+        target.write_bytes(blob.stdout)
+        if mode == "100755":
+            target.chmod(0o755)
+    (dest / ABSENT).write_text(json.dumps(sorted(absent), indent=1))
+    tasks = sum(1 for p in dest.iterdir() if p.is_dir())
+    print(f"{tasks} task directories in {dest}; {len(absent)} file(s) the snapshot lacks (listed in {dest / ABSENT})")
+
+
+def absent_files(tasks_dir: Path) -> dict[str, list[str]]:
+    """task id → the files of it the copy lacks (from extract's list)."""
+    found: dict[str, list[str]] = {}
+    listing = tasks_dir / ABSENT
+    if listing.is_file():
+        for rel in json.loads(listing.read_text()):
+            task_id, _, inner = rel.partition("/")
+            found.setdefault(task_id, []).append(inner)
+    return found
+
+
+async def measure(args: argparse.Namespace) -> dict:
+    from agentrig.bench.terminal.audit import TaskAudit, audit_one
+    from agentrig.bench.terminal.availability import task_support
+    from agentrig.bench.terminal.sandbox.base import SandboxSettings
+    from agentrig.bench.terminal.taskfile import load_tasks
+
+    tasks_dir = Path(args.tasks)
+    ids = [t for t in args.task_ids.split(",") if t] if args.task_ids else None
+    tasks, invalid = load_tasks(tasks_dir, task_ids=ids, skip_invalid=True)
+    absent = absent_files(tasks_dir)
+    settings = SandboxSettings(kind=args.sandbox, root=args.root, cache_dir=args.cache_dir)
+    total = len(tasks) + len(invalid)
+    rows: list[dict] = []
+    counter = [0]
+    started = time.monotonic()
+
+    def report(row: dict) -> None:
+        counter[0] += 1
+        rows.append(row)
+        extra = f" · oracle {row['oracle']} · noop {row['noop']}" if row.get("oracle") is not None else ""
+        print(f"[{counter[0]}/{total}] {row['task_id']}: {row['verdict']}{extra} · {row['duration_s']:.0f} s"
+              + ("" if row["verdict"] == "runs" else f" — {row['reason']}"), flush=True)
+
+    for bad in invalid:
+        report({"task_id": bad.task_id, "verdict": "invalid", "stage": "load", "duration_s": 0.0,
+                "reason": f"{bad.file}: {bad.field}: {bad.problem}"})
+    to_play = []
+    for task in tasks:
+        if task.id in absent:
+            report({"task_id": task.id, "verdict": "missing_files", "stage": "list", "duration_s": 0.0,
+                    "reason": "missing_files: the copy lacks " + ", ".join(absent[task.id])})
+            continue
+        found = task_support(task, settings.kind, settings.network)
+        if not found.ok:
+            report({"task_id": task.id, "verdict": found.exclusion or "excluded", "stage": "list", "duration_s": 0.0,
+                    "reason": found.reason})
+            continue
+        to_play.append(task)
+
+    gate = asyncio.Semaphore(args.concurrency)
+
+    def outcome(o: object) -> str | None:
+        if o is None:
+            return None
+        if not o.valid:  # type: ignore[attr-defined]
+            return "invalid"
+        return f"{o.reward:g} ({o.failure_mode or o.termination})"  # type: ignore[attr-defined]
+
+    async def one(task: object) -> None:
+        async with gate:
+            audit: TaskAudit = await audit_one(task, settings, args.task_timeout)
+        verdict = "runs" if audit.status == "ok" else audit.status
+        if audit.status == "excluded":
+            verdict = audit.reason.split(":", 1)[0].strip() or "excluded"
+        report({"task_id": audit.task_id, "verdict": verdict, "stage": "audit", "status": audit.status,
+                "reason": audit.reason, "oracle": outcome(audit.oracle), "noop": outcome(audit.noop),
+                "duration_s": audit.duration_s,
+                "oracle_detail": (audit.oracle.detail or "")[-1500:] if audit.oracle else None})
+
+    await asyncio.gather(*(one(t) for t in to_play))
+    verdicts = Counter(r["verdict"] for r in rows)
+    return {"machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
+            "load_at_end": round(os.getloadavg()[0], 1), "wall_s": round(time.monotonic() - started, 1),
+            "settings": {"sandbox": settings.kind, "root": settings.root, "task_timeout_s": args.task_timeout,
+                         "concurrency": args.concurrency},
+            "tasks": total, "played": len(to_play), "verdicts": dict(verdicts),
+            "rows": sorted(rows, key=lambda r: r["task_id"])}
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "extract":
+        parser = argparse.ArgumentParser(prog="terminal_coverage.py extract")
+        parser.add_argument("git_dir")
+        parser.add_argument("spec", help="REV:PATH of the tasks folder")
+        parser.add_argument("dest", type=Path)
+        a = parser.parse_args(sys.argv[2:])
+        extract(a.git_dir, a.spec, a.dest)
+        return
+    parser = argparse.ArgumentParser()
+    parser.add_argument("tasks", help="a Terminal-Bench tasks folder (see the module docstring)")
+    parser.add_argument("--task-ids", default=None)
+    parser.add_argument("--sandbox", default="bwrap")
+    parser.add_argument("--root", default="image", choices=("image", "host"))
+    parser.add_argument("--task-timeout", type=float, default=600.0)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    print(f"machine: {platform.machine()} {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
+          f"{args.sandbox} root={args.root}, {args.task_timeout:g} s per task, {args.concurrency} at once", flush=True)
+    doc = asyncio.run(measure(args))
+    if args.json:
+        args.json.write_text(json.dumps(doc, indent=1))
+    v = doc["verdicts"]
+    print(f"\n{doc['tasks']} tasks: {v.get('runs', 0)} run (oracle 1, no-op 0) of {doc['played']} played; "
+          + ", ".join(f"{n} {k}" for k, n in sorted(v.items()) if k != "runs")
+          + f" · {doc['wall_s']:.0f} s wall, load {doc['load_at_end']}")
+
+
+if __name__ == "__main__":
+    main()
