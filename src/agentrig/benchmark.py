@@ -30,20 +30,21 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
         worker_data(r) -> [Path]                     # files under r.data_root a trial reads (Ray
                                                      # workers on other nodes get them; run/ray/data.py)
         relocate(r, root) -> None                    # make r read them from root, a node-local copy
-        smoke_task(r) -> (group, task)               # the task `run --smoke` plays
+        smoke_task(r) -> (domain, task)              # the task `run --smoke` plays
         smoke_transcript(record) -> [(label, text)]  # what `run --smoke` shows of its trial ([]: nothing)
         smoke_problem(record) -> str | None          # a valid smoke trial that still fails the check
         failure_context(config) -> Any               # what classify needs (AgentrigError: none)
         classify(record, context) -> FailureLabel | None
         action_sequence(record) -> tuple[token, …]   # for divergence; default: the tool calls
-        task_values(config) -> {"group/id": [str, …]}  # each task's literal values (ids, names,
+        task_values(config) -> {"domain/id": [str, …]} # each task's literal values (ids, names,
                                                      # amounts…) a derived guideline must not repeat
         export(fmt, store, config, run_dir, arm=, domain=, out_path=) -> (n, path, noun)
         tasks_app() -> typer.Typer | None            # `agentrig tasks … --bench KIND`
         audit_command() -> callable | None           # `agentrig audit --bench KIND`
 
-Tasks are ``(group, task)`` pairs: the group is the ``TrialKey.domain`` of its trials (τ²'s
-domain; one group for a benchmark without domains) and ``task.id`` its ``task_id``.
+Tasks are ``(domain, task)`` pairs: the domain is the ``TrialKey.domain`` of its trials (τ²'s
+domain; one fixed name for a benchmark without domains, e.g. ``terminal``) and ``task.id`` its
+``task_id``. "Domain" is the one name of that field everywhere (stores, exports, labels).
 
 Playing: ``play`` returns a ``TrialRecord`` whatever happens inside the trial except a
 ``FatalChannelError`` (it propagates: the run stops). An infrastructure fault (the channel's
@@ -115,13 +116,13 @@ class Limits:
 
 @dataclass
 class Selection:
-    """The tasks an experiment selected: ``(group, task)`` pairs in play order, where they come
-    from (``data_root``, stored in the config snapshot) and per group the subset used."""
+    """The tasks an experiment selected: ``(domain, task)`` pairs in play order, where they come
+    from (``data_root``, stored in the config snapshot) and per domain the subset used."""
 
     tasks: list[tuple[str, Any]]
     data_root: Path | None = None
     splits: dict[str, str | None] = field(default_factory=dict)
-    # tasks the benchmark left out before the run, with why ("group/id" → reason): listed before
+    # tasks the benchmark left out before the run, with why ("domain/id" → reason): listed before
     # the run and in config.json, never played (terminal: a task the sandbox cannot run)
     excluded: dict[str, str] = field(default_factory=dict)
 
@@ -226,7 +227,7 @@ class Benchmark:
         return chain_of(record)
 
     def task_values(self, config: dict) -> dict[str, list[str]]:
-        """Each task of the run (``"group/task id"``, from its config snapshot) → the literal values
+        """Each task of the run (``"domain/task id"``, from its config snapshot) → the literal values
         of its data that a guideline written from it must not repeat (``literal_values``). The
         default knows only the task ids; a benchmark adds its tasks' ids, names, amounts, paths."""
         return {f"{g}/{t}": [t] if len(t) >= 3 else [] for g, ids in (config.get("tasks") or {}).items()
@@ -253,7 +254,7 @@ class Benchmark:
 
 @dataclass(frozen=True)
 class FirstRequest:
-    """One arm's agent's first request on one group of tasks (``Benchmark.first_requests``)."""
+    """One arm's agent's first request on one domain's tasks (``Benchmark.first_requests``)."""
 
     arm: str
     where: str  # e.g. "arm a, domain airline, tool_mode native"

@@ -293,6 +293,10 @@ class Verdict(_Model):
 
 
 class TrialKey(_Model):
+    """A trial's identity, one shape everywhere (store rows, exports, labels, Ray calls, headers).
+    ``domain``: the group its task belongs to — τ²'s domain; one fixed name for a benchmark without
+    domains (``terminal``, ``appworld``)."""
+
     arm: str
     domain: str
     task_id: str

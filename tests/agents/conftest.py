@@ -7,6 +7,7 @@ import pytest
 from agentrig.bench.tau.data import domain_dir, load_policy, load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.channel.client import Channel
+from agentrig.bench.tau.domain import TauTrial
 from agentrig.trial.context import TrialContext
 from agentrig.types import Message, TrialKey
 
@@ -26,8 +27,8 @@ def make_ctx(task_id: str = "rent_city_bike", *, channel: Channel | None = None,
              domain: str = DOMAIN, root=None, task=None) -> TrialContext:
     task = task if task is not None else bikeshop_task(task_id)
     return TrialContext(key=TrialKey(arm="a", domain=domain, task_id=task.id, trial=0), task=task,
-                        spec=get_domain(domain), domain_dir=domain_dir(root, domain),
-                        policy=load_policy(root, domain), seed=seed, channel=channel)
+                        bench=TauTrial(get_domain(domain), domain_dir(root, domain), load_policy(root, domain)),
+                        seed=seed, channel=channel)
 
 
 def user(text: str) -> Message:

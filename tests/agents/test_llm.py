@@ -37,9 +37,9 @@ async def test_request_holds_policy_tools_and_grows_incrementally(fake, channel)
     b1, b2 = chat_bodies(fake)
     system = b1["messages"][0]
     assert system["role"] == "system"
-    assert ctx.policy.strip() in system["content"]
+    assert ctx.bench.policy.strip() in system["content"]
     assert "customer-service agent" in system["content"]
-    assert b1["tools"] == ctx.spec.agent_toolkit.openai_tools()
+    assert b1["tools"] == ctx.bench.spec.agent_toolkit.openai_tools()
     assert b1["parallel_tool_calls"] is False
     assert b1["seed"] == ctx.seed
     assert [m["role"] for m in b1["messages"]] == ["system", "assistant", "user"]
@@ -58,7 +58,7 @@ async def test_request_holds_policy_tools_and_grows_incrementally(fake, channel)
 async def test_tools_are_built_once_per_toolkit(channel):
     a = build_agent(AgentSettings(), make_ctx(channel=channel))
     b = build_agent(AgentSettings(), make_ctx("cancel_ebike_full_refund", channel=channel))
-    assert a.tools is b.tools is openai_tools(make_ctx().spec.agent_toolkit)
+    assert a.tools is b.tools is openai_tools(make_ctx().bench.spec.agent_toolkit)
     assert {t["function"]["name"] for t in a.tools} >= {"find_customer_by_email", "book_rental"}
 
 
@@ -185,7 +185,7 @@ async def test_prompt_file_replaces_the_preamble(fake, channel, tmp_path):
     ctx, agent = _greeted(AgentSettings(prompt=str(path)), channel)
     system = agent.messages[0]["content"]
     assert system.startswith("You are Zed, the bike shop's assistant.")
-    assert "customer-service agent" not in system and ctx.policy.strip() in system
+    assert "customer-service agent" not in system and ctx.bench.policy.strip() in system
 
 
 def test_missing_prompt_file_is_a_config_error(tmp_path):

@@ -17,7 +17,7 @@ from .conftest import make_ctx, tool, user
 async def play(agent, ctx, *, max_steps: int = 60) -> tuple[list[Message], list[tuple]]:
     """The agent's side of a conversation with a user who states a request, performs what the
     agent asks, and stops after the agent's first text that is not a request to act."""
-    env = Environment.fresh(ctx.spec, ctx.domain_dir)
+    env = Environment.fresh(ctx.bench.spec, ctx.bench.domain_dir)
     env.set_state(ctx.task)
     await agent.start([Message(role="assistant", content=GREETING)])
     said: list[Message] = []
@@ -59,7 +59,7 @@ async def test_gold_plays_every_bikeshop_task_to_the_gold_state(task_id):
     assert [(c.name, c.arguments) for c in made] == [(a.name, a.arguments) for a in gold]
     assert [c.id for c in made] == [f"gold-{i}" for i in range(len(gold))]
     assert all(len(m.tool_calls) <= 1 and (m.tool_calls or m.content) for m in said)
-    judged = judge_state(ctx.spec, ctx.domain_dir, ctx.task, calls)
+    judged = judge_state(ctx.bench.spec, ctx.bench.domain_dir, ctx.task, calls)
     assert judged.db_match and judged.env_reward == 1.0
     texts = [m.content for m in said if not m.tool_calls]
     info = ctx.task.evaluation_criteria.communicate_info or []
@@ -93,7 +93,7 @@ async def test_gold_asks_the_user_for_telecom_user_actions(tau2_root):
     assert said[1].tool_calls[0].name == aa.name and said[1].tool_calls[0].arguments == aa.arguments
     assert said[1].tool_calls[0].id == "gold-1"
     assert len(said) == 3 and not said[2].tool_calls
-    judged = judge_state(ctx.spec, ctx.domain_dir, ctx.task, calls)
+    judged = judge_state(ctx.bench.spec, ctx.bench.domain_dir, ctx.task, calls)
     assert task.reward_basis[0] == "ENV_ASSERTION" and judged.env_reward == 1.0
 
 
@@ -137,7 +137,7 @@ async def test_flaky_gold_with_a_dropped_write_misses_the_gold_state():
     agent = build_agent(AgentSettings(kind="flaky-gold", drop_p=1.0), ctx)
     said, calls = await play(agent, ctx)
     assert "cancel_rental" not in [c[1] for c in calls]
-    assert not judge_state(ctx.spec, ctx.domain_dir, ctx.task, calls).db_match
+    assert not judge_state(ctx.bench.spec, ctx.bench.domain_dir, ctx.task, calls).db_match
     assert _drops(ctx.trajectory.events)[0].data["name"] == "cancel_rental"
 
 

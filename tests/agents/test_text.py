@@ -41,8 +41,8 @@ async def test_good_replies_become_calls_and_messages(fake, channel):
     b1, b2 = chat_bodies(fake)
     assert "tools" not in b1 and "parallel_tool_calls" not in b1
     system = b1["messages"][0]["content"]
-    assert ctx.policy.strip() in system
-    for spec in ctx.spec.agent_toolkit.tool_specs():
+    assert ctx.bench.policy.strip() in system
+    for spec in ctx.bench.spec.agent_toolkit.tool_specs():
         head = f"## {spec.name}\n{spec.description}\nArguments: "
         assert head in system
         shown = system.split(head, 1)[1].split("\n", 1)[0]

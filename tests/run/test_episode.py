@@ -19,6 +19,7 @@ from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
 from agentrig.errors import AuthError
 from agentrig.plugins import REGISTRY, register
 from agentrig.plugins.base import PluginSettings
+from agentrig.bench.tau.domain import TauTrial
 from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.testing.fake_endpoint import Fault
@@ -34,8 +35,8 @@ LLM_USER = UserSettings(kind="llm", guidelines="builtin")
 
 def ctx_for(task, *, domain="bikeshop", root=None, channel=None, trial=0, seed=11) -> TrialContext:
     return TrialContext(key=TrialKey(arm="a", domain=domain, task_id=task.id, trial=trial), task=task,
-                        spec=get_domain(domain), domain_dir=domain_dir(root, domain),
-                        policy=load_policy(root, domain), seed=seed, channel=channel, run_id="r1")
+                        bench=TauTrial(get_domain(domain), domain_dir(root, domain), load_policy(root, domain)),
+                        seed=seed, channel=channel, run_id="r1")
 
 
 def bikeshop(task_id: str):

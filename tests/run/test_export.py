@@ -14,6 +14,7 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.environment import Environment
 from agentrig.bench.tau.judge import judge_trial
 from agentrig.errors import ConfigError
+from agentrig.bench.tau.domain import TauTrial
 from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.export import export_tau2, tau2_info
 from agentrig.store.export import export_jsonl
@@ -68,7 +69,7 @@ def play_gold(task, ddir: Path, trial: int, *, batch: bool = False, termination:
     say("user", "No, that's all. ###STOP###", 600)
     key = TrialKey(arm=arm, domain="airline", task_id=task.id, trial=trial)
     traj = Trajectory(messages=messages, model_calls=calls)
-    ctx = TrialContext(key=key, task=task, spec=get_domain("airline"), domain_dir=ddir, policy="",
+    ctx = TrialContext(key=key, task=task, bench=TauTrial(get_domain("airline"), ddir, ""),
                        seed=300 + trial, trajectory=traj)
     info = asyncio.run(judge_trial(ctx, termination, nl="never"))  # the real judge
     assert info.reward == 1.0

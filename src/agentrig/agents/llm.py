@@ -99,9 +99,9 @@ class LLMAgent:
     def __init__(self, settings: AgentSettings, ctx: Any):
         self.settings = settings
         self.ctx = ctx
-        self.tools = openai_tools(ctx.spec.agent_toolkit)
+        self.tools = openai_tools(ctx.bench.spec.agent_toolkit)
         text = prompts.preamble(settings.prompt, text_mode=False, parallel_tool_calls=settings.parallel_tool_calls)
-        self.messages: list[dict] = [{"role": "system", "content": prompts.system_prompt(text, ctx.policy)}]
+        self.messages: list[dict] = [{"role": "system", "content": prompts.system_prompt(text, ctx.bench.policy)}]
         self.last_user: int | None = None
 
     def _add(self, m: Message) -> None:

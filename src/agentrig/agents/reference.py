@@ -111,7 +111,7 @@ class GoldAgent:
         rng = self.ctx.rng
         if not rng.random() < self.settings.drop_p:
             return
-        toolkit = self.ctx.spec.agent_toolkit
+        toolkit = self.ctx.bench.spec.agent_toolkit
         writes = [i for i, a in enumerate(self.actions) if a.requestor == "assistant" and toolkit.is_write(a.name)]
         if writes:
             k = writes[rng.randrange(len(writes))]

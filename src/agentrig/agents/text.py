@@ -109,7 +109,7 @@ class TextAgent:
         self.settings = settings
         self.ctx = ctx
         text = prompts.preamble(settings.prompt, text_mode=True, parallel_tool_calls=False)
-        system = prompts.text_system_prompt(text, tools_text(ctx.spec.agent_toolkit), ctx.policy)
+        system = prompts.text_system_prompt(text, tools_text(ctx.bench.spec.agent_toolkit), ctx.bench.policy)
         self.messages: list[dict] = [{"role": "system", "content": system}]
         self.last_user: int | None = None
         self.names: dict[str, str] = {}  # tool call id -> tool name

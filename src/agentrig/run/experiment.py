@@ -59,13 +59,13 @@ class Resolved:
     exp: Experiment
     source: Path
     data_root: Path | None
-    tasks: list[tuple[str, Any]]  # (group, task): τ²'s (domain, task), in file order per domain
+    tasks: list[tuple[str, Any]]  # (domain, task) in file order per domain (TrialKey.domain)
     arms: list[ArmPlan]
     run_dir: Path
     splits: dict[str, str | None] = field(default_factory=dict)  # the split used per domain
     bench: Benchmark | None = None  # the benchmark that plays the tasks (benchmark.py)
     cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the benchmark's, per run
-    excluded: dict[str, str] = field(default_factory=dict)  # "group/id" → why the benchmark left it out
+    excluded: dict[str, str] = field(default_factory=dict)  # "domain/id" → why the benchmark left it out
 
     @property
     def benchmark(self) -> Benchmark:

@@ -5,7 +5,7 @@ A ``Noise`` names decision steps of tasks where the scripted agent, when its req
 
     Noise(p=0.5, seed=0, steps={"mock/create_task_1": [1, 2], "*": [0]})
 
-- ``steps`` keys are ``"<group>/<task id>"`` (τ²: the domain; terminal: ``terminal``), a bare task
+- ``steps`` keys are ``"<domain>/<task id>"`` (TrialKey.domain — τ²: the domain; terminal: ``terminal``), a bare task
   id, or ``"*"`` (every task); values are 0-based indexes of the agent's decisions in the script
   (τ²: the gold step — one tool call or one text each; terminal: the solution command). The
   lists of every matching key are joined.
@@ -55,9 +55,9 @@ class Noise(BaseModel):
     steps: dict[str, tuple[int, ...]] = {}
     mode: Literal["all", "one"] = "all"
 
-    def steps_of(self, group: str | None, task_id: str) -> set[int]:
+    def steps_of(self, domain: str | None, task_id: str) -> set[int]:
         out: set[int] = set()
-        for key in ("*", task_id, f"{group}/{task_id}" if group else None):
+        for key in ("*", task_id, f"{domain}/{task_id}" if domain else None):
             if key is not None:
                 out.update(self.steps.get(key, ()))
         return out
@@ -75,14 +75,14 @@ class Noise(BaseModel):
         chosen = keys[int(self.draw("argument", *parts) * len(keys))]
         return {**arguments, chosen: _wrong_value(arguments[chosen])}
 
-    def wrong(self, body: dict, group: str | None, task_id: str, step: int) -> bool:
+    def wrong(self, body: dict, domain: str | None, task_id: str, step: int) -> bool:
         """Whether this request, at the agent's decision ``step``, gets a wrong action."""
         temperature = body.get("temperature")
         if not isinstance(temperature, (int, float)) or temperature <= 0 or self.p <= 0:
             return False
-        if step not in self.steps_of(group, task_id):
+        if step not in self.steps_of(domain, task_id):
             return False
-        key = f"{self.seed}|{group}/{task_id}|{step}|{body.get('seed')}".encode("utf-8")
+        key = f"{self.seed}|{domain}/{task_id}|{step}|{body.get('seed')}".encode("utf-8")
         draw = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") / 2 ** 64
         return draw < self.p
 
@@ -119,7 +119,7 @@ def wrong_word(command: str) -> str:
 
 def add_noise_arguments(ap: Any) -> None:
     ap.add_argument("--noise", action="append", default=[], metavar="TASK=STEPS",
-                    help="noisy decision steps of a task (group/task id, task id or *), e.g. mock/t1=1,2")
+                    help="noisy decision steps of a task (domain/task id, task id or *), e.g. mock/t1=1,2")
     ap.add_argument("--noise-p", type=float, default=0.5, help="probability of a wrong action at a noisy step")
     ap.add_argument("--noise-seed", type=int, default=0)
     ap.add_argument("--noise-mode", choices=("all", "one"), default="all",

@@ -28,10 +28,9 @@ class TrialContext:
     key: TrialKey
     task: Any  # the benchmark's task (τ²: bench.tau.taskmodel.Task)
     seed: int
-    # τ²'s (the benchmark builds the context): the domain's DomainSpec, its data dir, the policy text
-    spec: Any = None
-    domain_dir: Path | None = None
-    policy: str = ""
+    # the benchmark's own part of the context, set by its ``trial_context`` (τ²: bench.tau.domain.TauTrial
+    # — the domain's spec, its data directory, the policy text); None for benchmarks that need none
+    bench: Any = None
     channel: Channel | None = None
     run_id: str | None = None
     data_root: Path | None = None

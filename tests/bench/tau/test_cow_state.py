@@ -15,6 +15,7 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.environment import Environment
 from agentrig.bench.tau.state import CowTable, cow_state, equal_to_diff, record_diff, shared_db
 from agentrig.bench.tau.user import UserSettings
+from agentrig.bench.tau.domain import TauTrial
 from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.types import TrialKey
@@ -74,7 +75,7 @@ def test_every_task_leaves_the_pristine_state_untouched(domain, request):
         for task in load_tasks(root, domain):
             for kind, p in (("gold", 0.0), ("flaky-gold", 1.0), ("noop", 0.0)):
                 ctx = TrialContext(key=TrialKey(arm=kind, domain=domain, task_id=task.id, trial=0), task=task,
-                                   spec=spec, domain_dir=ddir, policy=policy, seed=3)
+                                   bench=TauTrial(spec, ddir, policy), seed=3)
                 record = await play_trial(ctx, agent=AgentSettings(kind=kind, drop_p=p),
                                           user=UserSettings(kind="scripted"), plugins=[], limits=Limits(),
                                           nl_judge="never")

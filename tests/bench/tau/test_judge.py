@@ -17,6 +17,7 @@ from agentrig.bench.tau.replay import replay_gold
 from agentrig.channel.client import Channel
 from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
 from agentrig.errors import AgentrigError, ConfigError
+from agentrig.bench.tau.domain import TauTrial
 from agentrig.trial.context import TrialContext
 from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.types import Message, ToolCall, TrialKey
@@ -67,8 +68,8 @@ def gold_messages(task, *, drop: int | None = None, say: str | None = None, args
 
 def make_ctx(task, domain: str, root: Path | None, channel=None, messages=None, hlen=0) -> TrialContext:
     spec = get_domain(domain)
-    ctx = TrialContext(key=TrialKey(arm="a", domain=domain, task_id=task.id, trial=0), task=task, spec=spec,
-                       domain_dir=data.domain_dir(root, domain), policy="", seed=7, channel=channel)
+    ctx = TrialContext(key=TrialKey(arm="a", domain=domain, task_id=task.id, trial=0), task=task,
+                       bench=TauTrial(spec, data.domain_dir(root, domain), ""), seed=7, channel=channel)
     ctx.trajectory.messages = list(messages or [])
     ctx.trajectory.history_len = hlen
     return ctx

@@ -12,6 +12,7 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.judge import trial_tool_calls
 from agentrig.bench.tau.replay import judge_state
 from agentrig.bench.tau.user import UserSettings
+from agentrig.bench.tau.domain import TauTrial
 from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.types import TrialKey
@@ -30,8 +31,8 @@ async def test_end_state_judgement_equals_the_replay(domain, limit, drop_p, requ
     assert spec.sync is None  # these domains take the direct path
     policy = load_policy(root, domain)
     for task in _cases(root, domain, limit):
-        ctx = TrialContext(key=TrialKey(arm="a", domain=domain, task_id=task.id, trial=0), task=task, spec=spec,
-                           domain_dir=ddir, policy=policy, seed=5)
+        ctx = TrialContext(key=TrialKey(arm="a", domain=domain, task_id=task.id, trial=0), task=task,
+                           bench=TauTrial(spec, ddir, policy), seed=5)
         record = await play_trial(ctx, agent=AgentSettings(kind="flaky-gold", drop_p=drop_p),
                                   user=UserSettings(kind="scripted"), plugins=[], limits=Limits(), nl_judge="never")
         calls = trial_tool_calls(record.trajectory.messages, record.trajectory.history_len)

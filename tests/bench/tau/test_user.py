@@ -27,6 +27,7 @@ from agentrig.bench.tau.user import (
 from agentrig.bench.tau.user_prompts import builtin_guidelines
 from agentrig.channel.client import Channel
 from agentrig.errors import ChannelError, ConfigError, DataError
+from agentrig.bench.tau.domain import TauTrial
 from agentrig.trial.context import TrialContext
 from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.types import Message, ToolCall, TrialKey
@@ -45,7 +46,7 @@ async def channel(fake):
 def make_ctx(task, domain: str, root: Path | None, channel: Channel | None = None) -> TrialContext:
     return TrialContext(
         key=TrialKey(arm="a", domain=domain, task_id=task.id, trial=0),
-        task=task, spec=get_domain(domain), domain_dir=domain_dir(root, domain), policy="",
+        task=task, bench=TauTrial(get_domain(domain), domain_dir(root, domain), ""),
         seed=7, channel=channel, data_root=root,
     )
 

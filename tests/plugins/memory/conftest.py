@@ -15,6 +15,7 @@ from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.user import UserSettings
 from agentrig.channel.client import Channel
 from agentrig.plugins.base import PluginSettings
+from agentrig.bench.tau.domain import TauTrial
 from agentrig.trial.context import TrialContext
 from agentrig.bench.tau.episode import Limits, play_trial
 from agentrig.testing.fake_endpoint import FakeEndpoint
@@ -123,8 +124,8 @@ async def channel(fake):
 def ctx_for(channel: Channel, *, task_id: str = "rent_city_bike", trial: int = 0) -> TrialContext:
     task = next(t for t in load_tasks(None, "bikeshop") if t.id == task_id)
     return TrialContext(key=TrialKey(arm="mem", domain="bikeshop", task_id=task.id, trial=trial), task=task,
-                        spec=get_domain("bikeshop"), domain_dir=domain_dir(None, "bikeshop"),
-                        policy=load_policy(None, "bikeshop"), seed=5, channel=channel, run_id="r1")
+                        bench=TauTrial(get_domain("bikeshop"), domain_dir(None, "bikeshop"), load_policy(None, "bikeshop")),
+                        seed=5, channel=channel, run_id="r1")
 
 
 async def play(channel: Channel, trial: int = 0, **settings: Any) -> TrialRecord:

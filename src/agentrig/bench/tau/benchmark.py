@@ -172,7 +172,9 @@ class Tau2Benchmark(Benchmark):
         }
 
     def trial_context(self, r: Any, spec: Any, ctx: Any) -> Any:
-        ctx.spec, ctx.domain_dir, ctx.policy = _domain_bits(r, spec.key.domain, spec.arm.agent.policy)
+        from .domain import TauTrial
+
+        ctx.bench = TauTrial(*_domain_bits(r, spec.key.domain, spec.arm.agent.policy))
         return ctx
 
     def warm(self, r: Any) -> None:

@@ -44,3 +44,13 @@ class DomainSpec:
     builtin_dir: Path | None = None
     normalize_db: Callable[[dict], dict] | None = None
     normalize_user_db: Callable[[dict], dict] | None = None
+
+
+@dataclass(frozen=True)
+class TauTrial:
+    """τ²'s own part of a trial's context (``TrialContext.bench``): the domain's spec, its data
+    directory and the policy text the arm's agent reads. Built by ``Tau2Benchmark.trial_context``."""
+
+    spec: DomainSpec
+    domain_dir: Path | None = None
+    policy: str = ""

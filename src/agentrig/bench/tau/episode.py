@@ -95,7 +95,7 @@ class Episode:
         self.user = user
         self.plugins = plugins
         self.limits = limits
-        self.env = Environment.fresh(ctx.spec, ctx.domain_dir, copy_on_write=True)
+        self.env = Environment.fresh(ctx.bench.spec, ctx.bench.domain_dir, copy_on_write=True)
         self.env.set_state(ctx.task)
         ctx.env = self.env
         self.steps = 0

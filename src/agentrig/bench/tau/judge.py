@@ -143,7 +143,7 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
     """Judge one finished trial: every component of τ²-bench's reward, and the reward."""
     if nl not in NL_MODES:
         raise ConfigError(f"nl judge mode {nl!r} is unknown; use one of {', '.join(NL_MODES)}")
-    task, spec = ctx.task, ctx.spec
+    task, spec = ctx.task, ctx.bench.spec
     traj = ctx.trajectory
     messages = traj.messages
     criteria = field_of(task, "evaluation_criteria")
@@ -153,7 +153,7 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
     unchecked: list[str] = []  # nothing to check: τ²-bench's 1.0, but not computed (RewardInfo)
 
     # DB and ENV_ASSERTION
-    state = judge_state(spec, ctx.domain_dir, task, trial_tool_calls(messages, traj.history_len),
+    state = judge_state(spec, ctx.bench.domain_dir, task, trial_tool_calls(messages, traj.history_len),
                         end_env=getattr(ctx, "env", None))
     comps["DB"], comps["ENV_ASSERTION"] = state.db_reward, state.env_reward
     if not state.evaluated:

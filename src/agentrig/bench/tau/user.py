@@ -89,7 +89,7 @@ def build_user(settings: UserSettings, ctx: Any) -> UserSim:
     """The user simulator for one trial (``ctx``: ``agentrig.trial.context.TrialContext``)."""
     if settings.kind == "scripted":
         return ScriptedUser(ctx.task)
-    tools = user_tool_schemas(ctx.spec, ctx.task)
+    tools = user_tool_schemas(ctx.bench.spec, ctx.task)
     guidelines, source = resolve_guidelines(settings.guidelines, ctx.data_root, tools is not None)
     prompt = system_prompt(guidelines, ctx.task.user_scenario.render())
     return LLMUser(ctx, prompt, tools, guidelines_source=source)

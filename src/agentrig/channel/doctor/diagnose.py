@@ -60,6 +60,7 @@ from agentrig.channel.doctor.checks import (
     server_check,
 )
 from agentrig.channel.servers import identify
+from agentrig.channel.wires import wire_module
 
 ORDER = ("key", "base_url", "network", "models", "model", "chat", "server", "tools", "forced", "prompt", "window")
 
@@ -186,6 +187,17 @@ async def check_models(base: str, key: str, key_env: str, timeout_s: float) -> t
     return _ok("models", f"GET {shown}/models lists {len(ids or [])} model(s)", ms), ids
 
 
+def _models_check(api: str):
+    """The models check for a wire's model-listing API (``MODELS`` of its module)."""
+    if api == "anthropic":
+        from agentrig.channel.doctor.wire_models import check_models_anthropic  # the Anthropic SDK only when asked
+
+        return check_models_anthropic
+    if api == "openai":
+        return check_models
+    raise ValueError(f"unknown model-listing API {api!r}: expected 'openai' or 'anthropic'")
+
+
 def closest_models(model: str, ids: list[str], n: int = 5) -> list[str]:
     lower = model.lower()
     contains = [i for i in ids if lower in i.lower() or i.lower().split("/")[-1] == lower.split("/")[-1]]
@@ -287,11 +299,8 @@ async def diagnose(rr: ResolvedRole, roles: list[str], env: Mapping[str, str] | 
     if checks[0].status == "fail":
         return skip_rest("network", "needs a key")
     key = env[rr.api_key_env]
-    if rr.wire == "anthropic":  # GET /v1/models the Anthropic way; the later checks speak the wire (send_once)
-        from agentrig.channel.doctor.wire_models import check_models_anthropic
-        models_check, ids = await check_models_anthropic(base, key, rr.api_key_env, timeout)
-    else:
-        models_check, ids = await check_models(base, key, rr.api_key_env, timeout)
+    # the model list the wire's servers have (its module's MODELS); the later checks speak the wire (send_once)
+    models_check, ids = await _models_check(wire_module(rr.wire).MODELS)(base, key, rr.api_key_env, timeout)
     checks.append(models_check)
     if models_check.status == "fail":
         return skip_rest("models", "needs GET /models to work")

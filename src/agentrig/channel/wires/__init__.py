@@ -10,7 +10,9 @@ bounds, the X-Agentrig headers, the usage ledger and the doctor are shared by ev
   own retries off); raises the SDK's exceptions;
 - ``parse(body) -> (message, finish_reason, usage, model)`` or ``Malformed``;
 - ``classify(status, body, headers, rr) -> Fault``: what an error answer means (retried or fatal);
-- ``STATUS``, ``TIMEOUT``, ``CONNECTION``: the SDK's exception classes; ``PATH``: its route.
+- ``STATUS``, ``TIMEOUT``, ``CONNECTION``: the SDK's exception classes; ``PATH``: its route;
+- ``MODELS``: which model-listing API its servers have (``"openai"``: ``GET /models``;
+  ``"anthropic"``), the doctor's models check (``channel/doctor/diagnose.py``'s ``_models_check``).
 
 ``send`` maps what can go wrong in an attempt to a ``Fault`` in one place for every wire (as httpx
 maps its transport's exceptions once): a status error → the wire's ``classify``; a timeout → a

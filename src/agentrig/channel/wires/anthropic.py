@@ -46,6 +46,7 @@ from agentrig.channel.faults import Fault
 from agentrig.channel.wires.common import classify_api, text_of
 
 PATH = "/v1/messages"
+MODELS = "anthropic"  # how its servers list their models (the doctor's models check): GET /v1/models the Anthropic way (x-api-key, anthropic-version)
 STATUS = anthropic.APIStatusError
 TIMEOUT = (anthropic.APITimeoutError,)
 CONNECTION = anthropic.APIConnectionError

@@ -20,6 +20,7 @@ from agentrig.channel.parse import parse_completion as parse  # noqa: F401 - the
 from agentrig.config import ResolvedRole
 
 PATH = "/chat/completions"
+MODELS = "openai"  # how its servers list their models (the doctor's models check): GET {base}/models, OpenAI's list
 STATUS = openai.APIStatusError
 TIMEOUT = (openai.APITimeoutError,)
 CONNECTION = openai.APIConnectionError

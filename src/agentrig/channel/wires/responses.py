@@ -40,6 +40,7 @@ from agentrig.channel.faults import Fault
 from agentrig.channel.wires.common import classify_api, text_of
 
 PATH = "/responses"
+MODELS = "openai"  # how its servers list their models (the doctor's models check): GET {base}/models, OpenAI's list
 STATUS = openai.APIStatusError
 TIMEOUT = (openai.APITimeoutError,)
 CONNECTION = openai.APIConnectionError

@@ -72,7 +72,7 @@ class TrialWorker:
         self.breakers = {eid: ray.get_actor(name) for eid, name in (breaker_names or {}).items()}
         self.links: list[BreakerLink] = []
         self.token = uuid.uuid4().hex  # this incarnation's name with the slots and breaker actors
-        self.tasks = {(group, task.id): task for group, task in resolved.tasks}
+        self.tasks = {(domain, task.id): task for domain, task in resolved.tasks}
         self.arms = {arm.name: arm for arm in resolved.arms}
         self.executor: Executor | None = None
         self.env = {**os.environ, **unseal(pads, os.environ)}  # what its channels read keys from
@@ -119,11 +119,11 @@ class TrialWorker:
             self.executor = Executor(self.r, None, self.run_id, channels)  # type: ignore[arg-type]
         return self.executor
 
-    async def play(self, arm: str, group: str, task_id: str, trial: int, seed: int,
+    async def play(self, arm: str, domain: str, task_id: str, trial: int, seed: int,
                    attempt: int) -> tuple[str, Any]:
         """("ok", TrialRecord) or ("fatal", (code, message, fix, status, role, trial label))."""
-        spec = TrialSpec(TrialKey(arm=arm, domain=group, task_id=task_id, trial=trial),
-                         self.tasks[(group, task_id)], self.arms[arm], seed, attempt)
+        spec = TrialSpec(TrialKey(arm=arm, domain=domain, task_id=task_id, trial=trial),
+                         self.tasks[(domain, task_id)], self.arms[arm], seed, attempt)
         try:
             return "ok", await self._executor().play(spec)
         except _Fatal as fatal:
