@@ -98,11 +98,12 @@ def test_compose_template_counts_as_the_dockerfile_alone(tmp_path):
     assert check_compose(path) is None
 
 
-def test_compose_with_more_services_or_features_needs_a_container(tmp_path):
+def test_compose_with_more_services_needs_services_and_features_need_a_container(tmp_path):
     path = tmp_path / "docker-compose.yaml"
     path.write_text(TEMPLATE_COMPOSE + "  db:\n    image: postgres:16\n")
     reason = check_compose(path)
-    assert reason.startswith("needs_container:") and "2 services" in reason and "db" in reason
+    assert reason.startswith("needs_services:") and "1 service(s) beside the agent's 'client'" in reason
+    assert "db (image postgres:16)" in reason
     path.write_text(TEMPLATE_COMPOSE.replace("    command:", "    privileged: true\n    command:"))
     assert "privileged" in check_compose(path)
     path.write_text("services:\n  client:\n    image: ghcr.io/x/y:1\n")

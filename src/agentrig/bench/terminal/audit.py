@@ -7,7 +7,7 @@ Per task, one trial of the ``oracle`` and one of the ``noop`` agent, played exac
 - ``broken``   — the oracle does not pass (the task's solution, tests or environment disagree);
 - ``lenient``  — the noop passes: the tests accept an agent that did nothing;
 - ``excluded`` — the sandbox cannot run the task (``needs_container``, ``needs_network``,
-  a build that fails: ``broken_task``), with the reason;
+  ``needs_services``, ``missing_files``, a build that fails: ``broken_task``), with the reason;
 - ``error``    — a trial stayed invalid (the sandbox failed) after its replays;
 - ``timeout``  — the task's audit outgrew its time limit (``task_timeout_s``): its trials are
   cancelled (their sandboxes closed) and the reason says which phase was running;
@@ -86,6 +86,7 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
     """One task's audit. ``phase`` (when given) is kept up to date with what is running
     (``"oracle"``, ``"noop"``): a caller that cuts the audit short names it."""
     from .availability import task_support
+    from .verifier import EXCLUDED_MODES
 
     phase = phase if phase is not None else {}
 
@@ -102,7 +103,7 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
         first = (oracle.detail or "").splitlines()[0] if oracle.detail else ""
         return TaskAudit(**base, status="base_substituted", oracle=oracle,
                          reason=f"the build fails on the stand-in base ({substituted}): {first}".rstrip(": "))
-    if oracle.termination in ("broken_task", "needs_network", "needs_container"):
+    if oracle.termination == "broken_task" or oracle.termination in EXCLUDED_MODES:
         return TaskAudit(**base, status="excluded", reason=f"{oracle.termination}: {oracle.detail or ''}".strip(),
                          oracle=oracle)
     phase["now"] = "the noop's trial"

@@ -5,9 +5,10 @@
 
 Selection (``select``): the tasks of ``tasks`` (default: the built-in tasks), then every task the
 chosen sandbox cannot run is **excluded before the run**, with its reason, and never played:
-``needs_container`` (a Dockerfile outside the subset bwrap replays, a compose file with several
-services, a prebuilt image; under ``local`` without root also any ``RUN`` step), ``needs_network`` (tests that
-fetch from the network in a sandbox without it), ``invalid`` (a malformed task skipped with
+``needs_container`` (a Dockerfile outside the subset bwrap replays, a prebuilt image; under
+``local`` without root also any ``RUN`` step), ``needs_network`` (tests that fetch from the
+network in a sandbox without it), ``needs_services`` (a compose file with services beside the
+agent's), ``missing_files`` (Git LFS pointers instead of the task's files), ``invalid`` (a malformed task skipped with
 ``skip_invalid``), and ``broken_task`` — under ``bwrap`` the selected tasks' layers are built
 (once, cached by content hash: the trials reuse them) and a task whose own build fails is left
 out with the failing step's output. Excluded tasks are printed before the run, stored in
@@ -256,11 +257,13 @@ class TerminalBenchmark(Benchmark):
     def classify(self, record: Any, context: Any) -> Any:
         from agentrig.types import FailureLabel
 
+        from .verifier import EXCLUDED_MODES
+
         v = record.verdict
         info = v.reward_info
         notes = info.notes if info is not None else {}
         mode = notes.get("failure_mode") or v.termination
-        if mode in ("needs_network", "needs_container"):
+        if mode in EXCLUDED_MODES:
             mode = "excluded"
         primary = mode if mode in FAILURE_CLASSES else "other"
         classes = [primary]

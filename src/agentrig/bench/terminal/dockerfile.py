@@ -24,7 +24,7 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field
@@ -302,19 +302,63 @@ _COMPOSE_SERVICE_KEYS = {
 }
 
 
+def _service_what(service: Any) -> str:
+    """What a compose service runs: the image it pulls or what it builds."""
+    service = service if isinstance(service, dict) else {}
+    build = service.get("build")
+    if isinstance(build, dict):
+        name = build.get("dockerfile", "Dockerfile")
+        return f"builds {build.get('context', '.')}/{name}".replace("./", "", 1) if name != "Dockerfile" \
+            else f"builds {build.get('context', '.')}"
+    if build is not None:
+        return f"builds {build}"
+    return f"image {service.get('image')}" if service.get("image") else "no image"
+
+
+def agent_service(services: dict[str, Any]) -> str:
+    """The service the agent works in: the one Terminal-Bench names its client container
+    (``container_name: ${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}``), else ``client``, else the first."""
+    for name, service in services.items():
+        if isinstance(service, dict) and "T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME" in str(service.get("container_name", "")):
+            return name
+    return "client" if "client" in services else next(iter(services))
+
+
+def services_reason(name: str, services: dict[str, Any]) -> str:
+    """``needs_services: …``: the compose file runs services beside the agent's machine (a
+    database, an API, a mock server), which no sandbox here starts; names each and what it runs."""
+    agent = agent_service(services)
+    others = [f"{n} ({_service_what(s)})" for n, s in services.items() if n != agent]
+    return (f"needs_services: {name} runs {len(others)} service(s) beside the agent's '{agent}': "
+            f"{', '.join(others)}; the sandbox is one machine (a container engine with compose runs them)")
+
+
+def _read_services(path: Path) -> Any:
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    return (data or {}).get("services") if isinstance(data, dict) else None
+
+
+def compose_services(path: Path) -> dict[str, Any]:
+    """The compose file's services by name ({} when it cannot be read: ``check_compose`` says why)."""
+    try:
+        services = _read_services(path)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return services if isinstance(services, dict) else {}
+
+
 def check_compose(path: Path) -> str | None:
     """None when the compose file is the single-service template (the Dockerfile alone decides);
     else ``needs_container: why``."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        services = _read_services(path)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         return f"needs_container: cannot read {path.name}: {exc}"
-    services = (data or {}).get("services") if isinstance(data, dict) else None
     if not isinstance(services, dict) or not services:
         return f"needs_container: {path.name} defines no services"
     if len(services) > 1:
-        return f"needs_container: {path.name} defines {len(services)} services ({', '.join(services)})"
+        return services_reason(path.name, services)
     name, service = next(iter(services.items()))
     service = service or {}
     extra = sorted(set(service) - _COMPOSE_SERVICE_KEYS)

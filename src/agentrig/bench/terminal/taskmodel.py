@@ -2,7 +2,8 @@
 
 `taskfile.load_task` reads either format into a `TerminalTask`; everything downstream (the
 sandboxes, the verifier, the reference agents) sees only this model. `support` says whether a
-sandbox kind can run a task, and if not, why (``needs_container`` / ``needs_network``).
+sandbox kind can run a task, and if not, why (``needs_container`` / ``needs_network`` /
+``needs_services`` / ``missing_files``).
 """
 
 from __future__ import annotations
@@ -67,18 +68,21 @@ class TaskSupport(BaseModel):
 
     kind: str
     ok: bool
-    reason: str | None = None  # "needs_container: ..." / "needs_network: ..." when not ok
+    reason: str | None = None  # "needs_container: ..." / "needs_network: ..." / "needs_services: ..." / "missing_files: ..." when not ok
 
     @property
     def exclusion(self) -> str | None:
-        """``needs_container`` / ``needs_network`` (the excluded-failure mode), None when ok."""
+        """``needs_container`` / ``needs_network`` / ``needs_services`` / ``missing_files`` (the
+        excluded-failure mode), None when ok."""
         if self.ok or not self.reason:
             return None
         return self.reason.split(":", 1)[0].strip()
 
 
 def support(task: TerminalTask, sandbox_kind: str, network: bool | None = None) -> TaskSupport:
-    """Can `sandbox_kind` run `task`? Container kinds run every Dockerfile/compose task.
+    """Can `sandbox_kind` run `task`? A task with Git LFS pointers instead of its files
+    (``missing_files``) or a compose file with services beside the agent's (``needs_services``)
+    runs nowhere here; container kinds run every other Dockerfile/compose task.
 
     Under ``bwrap``/``local`` the Dockerfile must be in the documented subset (helper module
     ``dockerfile``) and a compose file must be the single-service template. Without network
@@ -87,6 +91,18 @@ def support(task: TerminalTask, sandbox_kind: str, network: bool | None = None) 
     """
     from . import staging  # local import: kept out of the model's import-time dependencies
 
+    missing = lfs_pointers(task.path)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" … {len(missing) - 5} more" if len(missing) > 5 else "")
+        return TaskSupport(kind=sandbox_kind, ok=False,
+                           reason=f"missing_files: {shown} {'is a Git LFS pointer' if len(missing) == 1 else 'are Git LFS pointers'}, "
+                                  "not the file (fetch them with `git lfs pull` in the task's checkout)")
+    if task.compose is not None:
+        from .dockerfile import compose_services, services_reason
+
+        services = compose_services(task.compose)
+        if len(services) > 1:
+            return TaskSupport(kind=sandbox_kind, ok=False, reason=services_reason(task.compose.name, services))
     if sandbox_kind in ("docker", "podman"):
         return TaskSupport(kind=sandbox_kind, ok=True)
     if task.docker_image and task.dockerfile is None:
@@ -110,6 +126,26 @@ def support(task: TerminalTask, sandbox_kind: str, network: bool | None = None) 
         if why:
             return TaskSupport(kind=sandbox_kind, ok=False, reason=f"needs_network: {why}")
     return TaskSupport(kind=sandbox_kind, ok=True)
+
+
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+LFS_POINTER_MAX = 1024  # a pointer file is ~130 bytes: larger files are never read
+
+
+def lfs_pointers(task_dir: Path) -> list[str]:
+    """The task's files that are Git LFS pointer files (a checkout without ``git lfs pull``),
+    relative to its directory: the real content is not there."""
+    found: list[str] = []
+    for path in sorted(Path(task_dir).rglob("*")):
+        try:
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > LFS_POINTER_MAX:
+                continue
+            with open(path, "rb") as handle:
+                if handle.read(len(LFS_POINTER)) == LFS_POINTER:
+                    found.append(str(path.relative_to(task_dir)))
+        except OSError:
+            continue
+    return found
 
 
 def _prefixed(reason: str) -> str:

@@ -57,7 +57,7 @@ AgentEnd = Literal["submitted", "agent_timeout", "format_errors", "limits_exceed
                    "never_submitted"]
 FailureMode = Literal["submitted", "wrong_output", "agent_timeout", "test_timeout", "parse_error",
                       "format_errors", "limits_exceeded", "context_overflow", "never_submitted", "broke_environment",
-                      "needs_network", "needs_container"]
+                      "needs_network", "needs_container", "needs_services", "missing_files"]
 
 FAILURE_MODES: dict[str, str] = {
     "submitted": "the agent submitted and the tests passed (resolved; not a failure)",
@@ -72,8 +72,10 @@ FAILURE_MODES: dict[str, str] = {
     "broke_environment": "the verifier could not start in the final state (shell or interpreter gone)",
     "needs_network": "excluded: the tests need the network and the sandbox has none",
     "needs_container": "excluded: the task needs a real container runtime (see TaskSupport)",
+    "needs_services": "excluded: the task's compose file runs services beside the agent's machine",
+    "missing_files": "excluded: files of the task are not in this copy (Git LFS pointers, not their content)",
 }
-EXCLUDED_MODES = frozenset({"needs_network", "needs_container"})
+EXCLUDED_MODES = frozenset({"needs_network", "needs_container", "needs_services", "missing_files"})
 _AGENT_FAILURES = ("agent_timeout", "format_errors", "limits_exceeded", "context_overflow", "never_submitted")
 
 

@@ -1,0 +1,88 @@
+"""Shapes real Terminal-Bench tasks have that no sandbox here can honour, told before the run:
+
+- a compose file with services beside the agent's (a database, an API, a mock server) is
+  ``needs_services``, naming each service and what it runs — on every sandbox kind, since none
+  starts them; Terminal-Bench's one-service template stays runnable;
+- files kept in Git LFS that the copy lacks (pointer files instead of the content) are
+  ``missing_files``, naming them.
+
+Each on a small task made here (tmp_path), read by the real loader, checked by ``task_support``
+(what ``tasks list``, ``run`` and ``audit`` use) and by the audit, which plays nothing for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+
+from agentrig.bench.terminal.audit import audit_task
+from agentrig.bench.terminal.availability import task_support
+from agentrig.bench.terminal.sandbox.base import SANDBOX_KINDS, SandboxSettings
+from agentrig.bench.terminal.taskfile import load_task
+
+from .run_support import agentrig, write_task
+
+TEMPLATE = textwrap.dedent("""\
+    services:
+      client:
+        build:
+          dockerfile: Dockerfile
+        image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}
+        container_name: ${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}
+        command: [ "sh", "-c", "sleep infinity" ]
+        environment:
+          - TEST_DIR=${T_BENCH_TEST_DIR}
+        volumes:
+          - ${T_BENCH_TASK_LOGS_PATH}:${T_BENCH_CONTAINER_LOGS_PATH}
+    """)
+
+WITH_SERVICES = TEMPLATE + textwrap.indent(textwrap.dedent("""\
+    api:
+      build: ./api
+    db:
+      image: postgres:15
+      environment:
+        POSTGRES_PASSWORD: x
+    """), "  ")
+
+POINTER = ("version https://git-lfs.github.com/spec/v1\n"
+           "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
+
+
+def test_a_compose_file_with_services_beside_the_agents_is_needs_services(tmp_path):
+    template = load_task(write_task(tmp_path, "template", files={"docker-compose.yaml": TEMPLATE}))
+    services = load_task(write_task(tmp_path, "services", files={"docker-compose.yaml": WITH_SERVICES}))
+    for kind in SANDBOX_KINDS:
+        assert task_support(template, kind).ok, kind
+        found = task_support(services, kind)
+        assert not found.ok and found.exclusion == "needs_services", (kind, found.reason)
+        assert "2 service(s) beside the agent's 'client'" in found.reason
+        assert "api (builds ./api)" in found.reason and "db (image postgres:15)" in found.reason
+
+
+def test_git_lfs_pointers_instead_of_files_are_missing_files(tmp_path):
+    task_dir = write_task(tmp_path, "lfs", files={"weights.pt": POINTER, "notes.txt": "a real file\n"})
+    (task_dir / "tests" / "expected.bin").write_text(POINTER)
+    task = load_task(task_dir)
+    for kind in SANDBOX_KINDS:
+        found = task_support(task, kind)
+        assert not found.ok and found.exclusion == "missing_files", (kind, found.reason)
+        assert "tests/expected.bin, weights.pt are Git LFS pointers" in found.reason
+        assert "notes.txt" not in found.reason
+    whole = load_task(write_task(tmp_path, "whole", files={"weights.pt": "version 2 of the weights\n"}))
+    assert task_support(whole, "bwrap").ok
+
+
+def test_tasks_list_and_the_audit_name_the_cause(tmp_path):
+    write_task(tmp_path, "services", files={"docker-compose.yaml": WITH_SERVICES})
+    write_task(tmp_path, "lfs", files={"data.csv": POINTER})
+    proc = agentrig("tasks", "list", "--bench", "terminal", "--tasks", tmp_path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {t["id"]: t["sandboxes"]["bwrap"] for t in json.loads(proc.stdout)["tasks"]}
+    assert rows["services"]["reason"].startswith("needs_services: docker-compose.yaml runs 2 service(s)")
+    assert rows["lfs"]["reason"].startswith("missing_files: data.csv is a Git LFS pointer")
+    settings = SandboxSettings(cache_dir=tmp_path / "cache")
+    for task_id, cause in (("services", "needs_services"), ("lfs", "missing_files")):
+        row = asyncio.run(audit_task(load_task(tmp_path / task_id), settings))
+        assert row.status == "excluded" and row.reason.startswith(cause) and row.oracle is None
