@@ -22,20 +22,9 @@ from agentrig.bench.terminal.sandbox.base import SANDBOX_KINDS, SandboxSettings
 from agentrig.bench.terminal.taskfile import load_task
 
 from .run_support import agentrig, write_task
+from .test_dockerfile import TEMPLATE_COMPOSE
 
-TEMPLATE = textwrap.dedent("""\
-    services:
-      client:
-        build:
-          dockerfile: Dockerfile
-        image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}
-        container_name: ${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}
-        command: [ "sh", "-c", "sleep infinity" ]
-        environment:
-          - TEST_DIR=${T_BENCH_TEST_DIR}
-        volumes:
-          - ${T_BENCH_TASK_LOGS_PATH}:${T_BENCH_CONTAINER_LOGS_PATH}
-    """)
+TEMPLATE = TEMPLATE_COMPOSE  # Terminal-Bench's one-service template
 
 WITH_SERVICES = TEMPLATE + textwrap.indent(textwrap.dedent("""\
     api:
