@@ -1,31 +1,62 @@
-"""One exception tree for agentrig.
+"""One exception tree for agentrig: every exception class of the package, where it lives (the
+module under ``agentrig/``) and what it means. ``tests/test_errors_tree.py`` checks this drawing
+against the code: a new exception class must be drawn here, under its real base.
 
-    AgentrigError                 anything agentrig raises on purpose; has a message a person can act on
-    ├── ConfigError               a bad experiment file, setting or command-line option
-    ├── DataError                 a malformed or missing benchmark file (names file, task id, field)
-    └── ChannelError              a model call that did not produce a completion
-        ├── RetriesExhausted      transient faults (429, 5xx, timeouts, bad bodies) outlasted the
-        │                         attempt bound or the deadline: the trial is invalid, not failed
-        └── FatalChannelError     retrying cannot help; a run stops at once
-            ├── AuthError             401/403
-            ├── EndpointNotFound      404 on the path: the base URL is wrong
-            ├── ModelNotFound         the endpoint does not serve the model id
-            ├── QuotaExhausted        429 whose error says the quota or credit is used up
-            ├── ContextOverflow       the request is longer than the model's context (``prompt_tokens``
-            │                         and ``window`` when the server named them); inside a trial the
-            │                         episode turns one that is not the role's first request into the
-            │                         ending ``context_overflow`` (a valid trial, reward 0)
-            └── BadRequest            400/422 with the server's message
-        PromptTruncated           the server answered, but its usage shows it cut the request (a
-                                  window smaller than the prompt): the trial is invalid
+    Exception                                                 (Python's)
+    ├── AgentrigError               errors                    raised on purpose, with a message a person can act on;
+    │   │                                                     at the CLI: one line on stderr, exit 1 (cli_errors.py)
+    │   ├── ConfigError             errors                    user error: a bad experiment file, setting or option
+    │   ├── DataError               errors                    user error: a malformed or missing benchmark file
+    │   │   │                                                 (names the file, the task id, the field)
+    │   │   ├── EnvFunctionError    bench/tau/environment     a τ² task names an environment function its domain lacks
+    │   │   ├── TaskFileError       bench/terminal/taskfile   a malformed terminal task (file, field, problem, fix)
+    │   │   └── TaskBuildError      bench/terminal/sandbox/base  a terminal task's own build fails deterministically:
+    │   │                                                     its trials are valid and score 0 (``broken_task``), or
+    │   │                                                     it is excluded (``needs_network`` / ``needs_container``)
+    │   └── InfrastructureFault     errors                    the machinery under a trial failed, never the agent:
+    │       │                                                 the trial is invalid and replayed (trial/envelope.py)
+    │       ├── ChannelError        errors                    a model call that did not produce a completion
+    │       │   ├── RetriesExhausted    errors                transient faults (429, 5xx, timeouts, bad bodies)
+    │       │   │                                             outlasted the attempt bound or the deadline: invalid
+    │       │   ├── PromptTruncated     errors                the server answered, but its usage shows it cut the
+    │       │   │                                             request (a window smaller than the prompt): invalid
+    │       │   └── FatalChannelError   errors                retrying cannot help: the run stops at once
+    │       │       ├── AuthError           errors            401/403
+    │       │       ├── EndpointNotFound    errors            404 on the path: the base URL is wrong
+    │       │       ├── ModelNotFound       errors            the endpoint does not serve the model id
+    │       │       ├── QuotaExhausted      errors            429 whose error says the quota or credit is used up
+    │       │       ├── BadRequest          errors            400/422 with the server's message
+    │       │       ├── EndpointDown        channel/breaker   an outage outlasted ``outage_wait_s``
+    │       │       └── ContextOverflow     errors            the request is longer than the model's context
+    │       │                                                 (``prompt_tokens``, ``window`` when the server named
+    │       │                                                 them); not on the role's first request in a trial,
+    │       │                                                 it ends the trial ``context_overflow`` (valid, 0)
+    │       ├── OutageTimeout       trial/envelope            the agent's time ran out while an outage held its calls
+    │       ├── SandboxError        bench/terminal/sandbox/base  the sandbox could not start or was killed, or a build
+    │       │                                                 failed for a reason not the task's (no bwrap, no disk)
+    │       ├── WorkerError         bench/appworld/pool       an AppWorld worker died, hung or garbled its answer
+    │       ├── EngineError         bench/appworld/pool       AppWorld's engine failed to open or judge the world
+    │       └── JudgeFailed         bench/tau/judge_nl        the judge model's answers could not be read twice
+    └── Signal                      errors                    control flow, not an error: caught by agentrig's own
+        │                                                     code, which turns it into something else
+        ├── AgentStop               errors                    an agent that cannot go on ends its trial with a
+        │                                                     termination (e.g. ``format_errors``): valid, scores 0
+        ├── ToolError               bench/tau/toolkit         a τ² tool refuses the call: the agent reads ``Error: …``
+        ├── ParseError (ValueError) bench/terminal/parsers    the verifier's output is unreadable: the trial is
+        │                                                     valid, failure mode ``parse_error``
+        ├── Malformed               channel/parse             a body that is not a completion: a transient fault
+        ├── _Stop                   bench/tau/episode         a τ² task's message history already ends the conversation
+        ├── _Fatal                  run/executor              a fatal channel error carried out of the trial's task
+        │                                                     with its role and trial, to stop the run
+        ├── GoldRequestError        testing/_gold_texts       a request a scripted endpoint cannot answer: an HTTP 400
+        └── ReplyError (ValueError) testing/_fake_bodies      a test's scripted reply that is not a reply: an HTTP 500
 
-Inside a trial, control flow (not errors of agentrig's; trial/envelope.py catches them):
-
-    AgentStop                     an agent that cannot go on ends its trial with a termination
-                                  (e.g. ``format_errors``): the trial is valid and scores 0
-
-Every ChannelError carries a ``Diagnosis`` (code, message, fix) shared with ``agentrig doctor``.
-Messages never contain a key: server text is passed through ``agentrig.redact`` first.
+A class with two bases names the second in parentheses. Code that catches ``AgentrigError`` (the
+CLI, the report, the doctor's reading of an experiment) catches the infrastructure faults too;
+inside a trial they never get that far: the envelope turns each into an invalid verdict, and a
+``FatalChannelError`` stops the run before. Every ChannelError carries a ``Diagnosis`` (code,
+message, fix) shared with ``agentrig doctor``. Messages never contain a key: server text is passed
+through ``agentrig.redact`` first.
 """
 
 from __future__ import annotations
@@ -44,7 +75,13 @@ class Diagnosis:
         return f"{self.code}: {self.message}\n  fix: {self.fix}"
 
 
-class AgentStop(Exception):
+class Signal(Exception):
+    """Control flow, not an error: raised to be caught by agentrig's own code a frame or a few up,
+    which turns it into something else (a termination, a tool's error text, a retried fault, an
+    HTTP error of a test endpoint). It never reaches a person as it is."""
+
+
+class AgentStop(Signal):
     """Raised by an agent that cannot go on (e.g. text mode: too many unusable replies in a row).
     The trial envelope ends the trial with ``termination`` (one of ``types.GENERIC_TERMINATIONS`` or the
     benchmark's own); the trial is valid and scores 0."""
@@ -67,7 +104,13 @@ class DataError(AgentrigError):
     """A malformed or missing benchmark data file."""
 
 
-class ChannelError(AgentrigError):
+class InfrastructureFault(AgentrigError):
+    """The machinery under a trial failed (the channel, a sandbox, a benchmark's worker or judge):
+    never the agent's failure. Inside a trial the envelope (``trial/envelope.py``) makes the trial
+    invalid and the executor replays it; a ``FatalChannelError`` stops the run."""
+
+
+class ChannelError(InfrastructureFault):
     """A model call that produced no completion. ``attempts``: the failed attempts;
     ``elapsed_s``: the call's wall time from its first attempt to the failure, waits included
     (set by the channel)."""

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..errors import Signal
 from ..redact import redact
 from ..types import AssistantMessage, ToolCall, Usage
 
 
-class Malformed(Exception):
+class Malformed(Signal):
     """The body is not an OpenAI-style chat completion."""
 
 

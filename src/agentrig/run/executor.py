@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from agentrig.analysis.reliability import is_success
 from agentrig.benchmark import Limits
 from agentrig.trial.truncation import TRUNCATION_FIX
-from agentrig.errors import Diagnosis, FatalChannelError
+from agentrig.errors import Diagnosis, FatalChannelError, Signal
 from agentrig.types import TrialRecord
 
 from . import outages
@@ -112,7 +112,7 @@ def last_failed_role(ctx: TrialContext) -> str | None:
     return None
 
 
-class _Fatal(Exception):
+class _Fatal(Signal):
     def __init__(self, error: FatalChannelError, role: str | None, trial: str):
         super().__init__(str(error))
         self.error, self.role, self.trial = error, role, trial

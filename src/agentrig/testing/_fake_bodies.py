@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import Signal
+
 JSON_CT = "application/json"
 
 FAULT_KINDS = frozenset({
@@ -230,7 +232,7 @@ def prompt_chars(messages: Any) -> int:
     return n
 
 
-class ReplyError(ValueError):
+class ReplyError(Signal, ValueError):
     """A scripted or responder reply that is not a reply dict."""
 
 

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from ..agents.base import GREETING
+from ..errors import Signal
 from ..types import HEADER_MAX
 
 _OUTCOMES = re.compile(r"<expected_outcomes>(.*?)</expected_outcomes>", re.S)
@@ -19,7 +20,7 @@ NO_INTERVENTION = "<no_intervention/>"
 REMIND_EVERY = 3
 
 
-class GoldRequestError(Exception):
+class GoldRequestError(Signal):
     """A request the gold endpoint cannot answer: becomes a 400 with this message."""
 
 

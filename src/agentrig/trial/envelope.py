@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Literal, Sequence
 
 from agentrig.channel.faults import window_too_small
-from agentrig.errors import AgentStop, ContextOverflow, PromptTruncated, RetriesExhausted
+from agentrig.errors import AgentStop, ContextOverflow, InfrastructureFault, PromptTruncated, RetriesExhausted
 from agentrig.types import TrialRecord, Verdict
 
 __all__ = ["CAUSE_CHARS", "Fault", "OutageTimeout", "agent_phase", "play_in_envelope"]
@@ -50,7 +50,7 @@ __all__ = ["CAUSE_CHARS", "Fault", "OutageTimeout", "agent_phase", "play_in_enve
 CAUSE_CHARS = 500  # characters of an invalid trial's cause kept in its verdict
 
 
-class OutageTimeout(Exception):
+class OutageTimeout(InfrastructureFault):
     """The agent's time ran out while an endpoint outage held its model calls (trial/context.py)."""
 
 

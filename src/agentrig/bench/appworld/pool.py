@@ -34,6 +34,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from agentrig.errors import InfrastructureFault
+
 from .env import ENGINE_DIR
 
 WORKER_SCRIPT = ENGINE_DIR / "worker.py"
@@ -43,11 +45,11 @@ LINE_LIMIT = 64 * 1024 * 1024
 _EXECUTOR = ThreadPoolExecutor(max_workers=64, thread_name_prefix="appworld-pipe")
 
 
-class WorkerError(Exception):
+class WorkerError(InfrastructureFault):
     """The worker process failed (died, hung, garbled its answer): an infrastructure fault."""
 
 
-class EngineError(Exception):
+class EngineError(InfrastructureFault):
     """AppWorld answered a request with an error of its own (``trace``: its traceback)."""
 
     def __init__(self, message: str, trace: str = ""):

@@ -40,6 +40,7 @@ from typing import Any
 from agentrig.agents import build_agent
 from agentrig.agents.base import GREETING, AgentSettings
 from agentrig.benchmark import Limits
+from agentrig.errors import Signal
 from agentrig.plugins import build_plugin
 from agentrig.plugins.base import PluginSettings
 from agentrig.trial.context import TrialContext
@@ -55,7 +56,7 @@ __all__ = ["Episode", "Limits", "TRANSFER_TOOL", "play_trial"]
 TRANSFER_TOOL = "transfer_to_human_agents"
 
 
-class _Stop(Exception):
+class _Stop(Signal):
     def __init__(self, termination: str):
         self.termination = termination
 

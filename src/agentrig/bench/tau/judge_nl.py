@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from agentrig.errors import AgentrigError
+from agentrig.errors import InfrastructureFault
 from agentrig.types import Message
 
 from .verdict import TextCheck
@@ -53,7 +53,7 @@ _RETRY = """Your previous reply could not be read as the JSON object that was as
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 
 
-class JudgeFailed(AgentrigError):
+class JudgeFailed(InfrastructureFault):
     """The judge model's answers could not be read twice in a row (the trial is invalid)."""
 
 

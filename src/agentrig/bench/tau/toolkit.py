@@ -39,8 +39,10 @@ from typing import Any, Callable, ClassVar
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
 
+from agentrig.errors import Signal
 
-class ToolError(Exception):
+
+class ToolError(Signal):
     """Raised by a tool for a business-rule failure; its text becomes ``Error: <text>``."""
 
 

@@ -34,6 +34,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from agentrig.errors import Signal
+
 PytestOutcome = Literal["passed", "failed", "skipped", "xfail", "xpass", "error"]
 PASSING: frozenset[str] = frozenset({"passed", "xfail", "skipped"})
 _OUTCOMES = {"PASSED": "passed", "FAILED": "failed", "SKIPPED": "skipped",
@@ -41,7 +43,7 @@ _OUTCOMES = {"PASSED": "passed", "FAILED": "failed", "SKIPPED": "skipped",
 _BANNER = re.compile(r"=+\s*short test summary info\s*=+", re.IGNORECASE)
 
 
-class ParseError(ValueError):
+class ParseError(Signal, ValueError):
     """The verifier's output or reward file could not be read (failure mode ``parse_error``)."""
 
 

@@ -18,6 +18,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentrig.errors import DataError, InfrastructureFault
+
 SandboxKind = Literal["bwrap", "docker", "podman", "local"]
 SANDBOX_KINDS: tuple[str, ...] = ("bwrap", "docker", "podman", "local")
 
@@ -36,11 +38,11 @@ BASE_ENV: dict[str, str] = {
 }
 
 
-class SandboxError(Exception):
+class SandboxError(InfrastructureFault):
     """Infrastructure failure: the trial is invalid and replayed."""
 
 
-class TaskBuildError(Exception):
+class TaskBuildError(DataError):
     """The task's own build fails deterministically: a broken task (or ``needs_network``)."""
 
     def __init__(self, message: str, *, exclusion: str | None = None) -> None:

@@ -1,0 +1,118 @@
+"""Every exception class of the package is drawn in the tree of ``agentrig/errors.py``'s docstring,
+under its real base, with the module it lives in: a new exception class must be drawn there.
+
+The classes are found by importing every module under ``src/agentrig`` (a terminal task's own files
+under ``bench/terminal/builtin/`` are task data, not the package) and, for classes defined inside a
+function, by reading the source: a nested class whose base looks like an exception fails the test
+(draw it at module level instead).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import agentrig.errors
+
+PKG = Path(agentrig.errors.__file__).resolve().parent
+NOT_PACKAGE = ("bench/terminal/builtin/",)
+
+NODE = re.compile(r"^    (?P<rails>(?:[│ ]   )*)[├└]── (?P<name>\w+)(?: \((?P<second>\w+)\))?\s+(?P<module>[\w/]+)\s")
+
+
+def drawn() -> dict[str, tuple[str, str | None, str]]:
+    """The docstring's tree: class name → (parent's name, second base or None, module)."""
+    doc = agentrig.errors.__doc__ or ""
+    lines = doc.splitlines()
+    root = next(i for i, line in enumerate(lines) if line.strip().split(" ")[0] == "Exception")
+    stack = ["Exception"]
+    out: dict[str, tuple[str, str | None, str]] = {}
+    for line in lines[root + 1:]:
+        if not line.strip():
+            break
+        m = NODE.match(line)
+        if m is None:
+            assert re.match(r"^    [│ ]*\s", line), f"a line of the tree that is neither a node nor a continuation: {line!r}"
+            continue
+        depth = len(m["rails"]) // 4 + 1
+        assert depth <= len(stack), f"{m['name']} is drawn deeper than under a parent: {line!r}"
+        del stack[depth:]
+        assert m["name"] not in out, f"{m['name']} is drawn twice"
+        out[m["name"]] = (stack[-1], m["second"], m["module"])
+        stack.append(m["name"])
+    return out
+
+
+def package_modules() -> list[tuple[str, Path]]:
+    out = []
+    for f in sorted(PKG.rglob("*.py")):
+        rel = f.relative_to(PKG).as_posix()
+        if rel.startswith(NOT_PACKAGE):
+            continue
+        parts = ["agentrig", *Path(rel).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        out.append((".".join(parts), f))
+    return out
+
+
+def exception_classes() -> dict[str, type[BaseException]]:
+    found: dict[str, type[BaseException]] = {}
+    for name, _ in package_modules():
+        module = importlib.import_module(name)
+        for obj in vars(module).values():
+            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == name:
+                assert obj.__name__ not in found or found[obj.__name__] is obj, (
+                    f"two exception classes are named {obj.__name__} ({found[obj.__name__].__module__}, {name}): "
+                    "the tree names each class once")
+                found[obj.__name__] = obj
+    return found
+
+
+def test_every_exception_class_is_drawn_under_its_base():
+    tree = drawn()
+    classes = exception_classes()
+    assert {"AgentrigError", "InfrastructureFault", "Signal", "SandboxError", "WorkerError"} <= set(classes)
+    undrawn = sorted(set(classes) - set(tree))
+    assert not undrawn, f"exception classes missing from the tree in agentrig/errors.py's docstring: {undrawn}"
+    stale = sorted(set(tree) - set(classes))
+    assert not stale, f"the tree in agentrig/errors.py draws classes that do not exist: {stale}"
+    for name, cls in classes.items():
+        parent, second, module = tree[name]
+        where = cls.__module__.removeprefix("agentrig.").replace(".", "/")
+        assert module == where, f"{name} is drawn in {module}, but lives in {where}"
+        bases = [b.__name__ for b in cls.__bases__]
+        assert bases == [parent] + ([second] if second else []), (
+            f"{name} is drawn under {parent}{f' ({second})' if second else ''}, but its bases are {bases}")
+
+
+def test_no_exception_class_is_defined_inside_a_function():
+    """Nested classes are out of the import-based walk's sight: keep exceptions at module level."""
+    exceptionish = re.compile(r"(Error|Exception|Fault|Signal|Stop|Failed|Exhausted|Timeout)$")
+    nested = []
+    for name, path in package_modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {id(n) for n in tree.body if isinstance(n, ast.ClassDef)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and id(node) not in top:
+                bases = [ast.unparse(b).split(".")[-1] for b in node.bases]
+                if any(exceptionish.search(b) for b in bases):
+                    nested.append(f"{name}.{node.name}({', '.join(bases)})")
+    assert not nested, f"exception classes defined inside a class or function: {nested}"
+
+
+def test_the_infrastructure_faults_and_signals_keep_their_meaning():
+    """The nodes the envelope and the CLI rely on: an infrastructure fault is an AgentrigError (one
+    line at the CLI), a signal is not (it never reaches a person), and neither is the other."""
+    from agentrig.errors import AgentrigError, AgentStop, ChannelError, InfrastructureFault, Signal
+
+    assert issubclass(ChannelError, InfrastructureFault) and issubclass(InfrastructureFault, AgentrigError)
+    assert issubclass(AgentStop, Signal) and not issubclass(Signal, AgentrigError)
+    classes = exception_classes()
+    both = [n for n, c in classes.items() if issubclass(c, AgentrigError) and issubclass(c, Signal)]
+    assert not both, f"classes both an AgentrigError and a Signal: {both}"
+    loose = [n for n, c in classes.items() if not issubclass(c, (AgentrigError, Signal))]
+    assert not loose, f"exception classes outside the two nodes (AgentrigError, Signal): {loose}"
