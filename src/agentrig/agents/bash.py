@@ -120,7 +120,17 @@ def _opt(obj: Any, *path: str) -> Any:
 
 
 class BashAgent:
-    """``kind="bash"``: see the module docstring. ``run(session)`` plays the agent phase."""
+    """``kind="bash"``: see the module docstring. ``run(session)`` plays the agent phase.
+
+    The loop (limits, accounting, the context window, the model call, the two tool modes, format
+    errors) is shared with agents that act otherwise (AppWorld's code agent): a subclass gives its
+    prompts module (``texts``: ``TOOL_NAME``, ``CUT_OFF``, ``bad_arguments``, ``skipped_after_end``,
+    ``text_format_error``, ``native_format_error``), the tool's argument (``ARG``), the text mode's
+    parser (``parse``), when the phase is over (``_ended``) and how an action runs (``_run``)."""
+
+    texts = texts
+    ARG = "command"
+    parse = staticmethod(parse_action)
 
     def __init__(self, settings: AgentSettings, session: Any):
         self.settings = settings
@@ -137,24 +147,23 @@ class BashAgent:
                                    command_limit=_opt(session, "settings", "limits", "max_steps"),
                                    cost_limit=settings.cost_limit,
                                    output_limit=_opt(session, "settings", "sandbox", "output_limit"))
-        self.system = texts.system_prompt(texts.preamble(settings.prompt), text_mode=self.text_mode,
-                                          workdir=session.workdir, command_timeout_s=self.command_timeout_s,
-                                          limits=limits, persistent=getattr(getattr(getattr(
-                                              session, "settings", None), "sandbox", None), "shell", None) == "persistent")
-        self.task_text = texts.task_prompt(task.instruction, session.workdir)
-        self.messages: list[dict] = [{"role": "system", "content": self.system},
-                                     {"role": "user", "content": self.task_text}]
-        self.observations: list[int] = []  # indexes in self.messages of command outputs, oldest first
-        self.tools = None if self.text_mode else [texts.BASH_TOOL]
-        role = self.ctx.channel.role("agent")
-        self.window = ContextWindow(settings.context_tokens, settings.elided_keep_chars, role.max_tokens)
+        system = texts.system_prompt(texts.preamble(settings.prompt), text_mode=self.text_mode,
+                                     workdir=session.workdir, command_timeout_s=self.command_timeout_s,
+                                     limits=limits, persistent=getattr(getattr(getattr(
+                                         session, "settings", None), "sandbox", None), "shell", None) == "persistent")
+        self._begin(system, texts.task_prompt(task.instruction, session.workdir), texts.BASH_TOOL)
+
+    def _begin(self, system: str, task_text: str, tool: dict) -> None:
+        """The loop's state: the two opening messages, the tool (native mode), the window, the counters."""
+        self.system, self.task_text = system, task_text
+        self.messages: list[dict] = [{"role": "system", "content": system}, {"role": "user", "content": task_text}]
+        self.observations: list[int] = []  # indexes in self.messages of action outputs, oldest first
+        self.tools = None if self.text_mode else [tool]
+        self.window = ContextWindow(self.settings.context_tokens, self.settings.elided_keep_chars,
+                                    self.ctx.channel.role("agent").max_tokens)
         self.prices = self.ctx.channel.config.prices
-        self.steps = 0
-        self.tokens = 0
-        self.cost = 0.0
-        self.cost_known = True
-        self.errors_in_row = 0
-        self.n_text = 0
+        self.steps = self.tokens = self.errors_in_row = self.n_text = 0
+        self.cost, self.cost_known = 0.0, True
 
     # ------------------------------------------------------------------ the loop
 
@@ -164,16 +173,16 @@ class BashAgent:
         session = self.session
         session.add(Message(role="system", content=self.system))
         session.add(Message(role="user", content=self.task_text))
-        while not session.submitted:
+        while not self._ended():
             self._check_limits()
             hook = getattr(session, "transient", None)
             transient = list(await hook(self.steps)) if hook is not None else []
             done, call = await self._complete(transient)
             self._account(done)
-            if self.text_mode:
-                await self._text_step(done, call)
-            else:
-                await self._native_step(done, call)
+            await (self._text_step if self.text_mode else self._native_step)(done, call)
+
+    def _ended(self) -> bool:
+        return self.session.submitted
 
     def _check_limits(self) -> None:
         s = self.settings
@@ -249,60 +258,59 @@ class BashAgent:
     # ------------------------------------------------------------------ the two modes
 
     async def _native_step(self, done: Any, call: int) -> None:
+        t = self.texts
         message = completion_message(done, call)
         self.messages.append(assistant_dict(message, self.settings.send_reasoning))
         self.session.add(message)
         if not message.tool_calls:
-            problem = (texts.CUT_OFF.format(what="it made a tool call") if done.finish_reason == "length"
-                       else f"your reply made no `{texts.TOOL_NAME}` call")
+            problem = (t.CUT_OFF.format(what="it made a tool call") if done.finish_reason == "length"
+                       else f"your reply made no `{t.TOOL_NAME}` call")
             self._format_error(problem, call, message.content or "")
             return
-        ran = submitted = False
+        ran = ended = False
         for c in message.tool_calls:
-            if submitted:
-                self._tool_result(c.id, texts.skipped_after_submit(), error=True)
+            if ended:
+                self._tool_result(c.id, t.skipped_after_end(), error=True)
                 continue
-            command = (c.arguments or {}).get("command") if isinstance(c.arguments, dict) else None
-            if c.name != texts.TOOL_NAME or not isinstance(command, str) or not command.strip():
+            action = (c.arguments or {}).get(self.ARG) if isinstance(c.arguments, dict) else None
+            if c.name != t.TOOL_NAME or not isinstance(action, str) or not action.strip():
                 self.ctx.trajectory.bump("invalid_tool_args")
-                self._tool_result(c.id, texts.bad_arguments(self._bad_call(c, done.finish_reason)), error=True)
+                self._tool_result(c.id, t.bad_arguments(self._bad_call(c, done.finish_reason)), error=True)
                 continue
             ran = True
-            submitted = await self._run(command, c.id)
+            ended = await self._run(action, c.id)
         if ran:
             self.errors_in_row = 0
         else:
-            self._format_error("no call of your reply had a usable `command`", call, "", note=False)
+            self._format_error(f"no call of your reply had a usable `{self.ARG}`", call, "", note=False)
 
-    @staticmethod
-    def _bad_call(c: ToolCall, finish_reason: str | None) -> str:
-        if c.name != texts.TOOL_NAME:
-            return f"there is no tool {c.name!r}; the only tool is `{texts.TOOL_NAME}`"
+    def _bad_call(self, c: ToolCall, finish_reason: str | None) -> str:
+        if c.name != self.texts.TOOL_NAME:
+            return f"there is no tool {c.name!r}; the only tool is `{self.texts.TOOL_NAME}`"
         if c.arguments is None:
             cut = "; the reply was cut off at the length limit" if finish_reason == "length" else ""
             return f"the arguments are not a JSON object: {c.arguments_error or 'unparseable'}{cut}"
-        return "no non-empty `command` string"
+        return f"no non-empty `{self.ARG}` string"
 
     async def _text_step(self, done: Any, call: int) -> None:
         reply = done.message.content or ""
-        command, problem = parse_action(reply, done.finish_reason)
+        action, problem = self.parse(reply, done.finish_reason)
         message = completion_message(done, call, content=reply, tool_calls=[])
-        call_id = None
-        if command is not None:
+        if action is not None:
             self.n_text += 1
-            call_id = f"text-{self.n_text}"
-            message.tool_calls = [ToolCall(id=call_id, name=texts.TOOL_NAME, arguments={"command": command},
-                                           arguments_raw=json.dumps({"command": command}, ensure_ascii=False))]
+            args = {self.ARG: action}
+            message.tool_calls = [ToolCall(id=f"text-{self.n_text}", name=self.texts.TOOL_NAME, arguments=args,
+                                           arguments_raw=json.dumps(args, ensure_ascii=False))]
         d: dict[str, Any] = {"role": "assistant", "content": reply}
         if message.extra or message.reasoning:
             d.update(provider_fields(message, self.settings.send_reasoning))
         self.messages.append(d)
         self.session.add(message)
-        if command is None:
+        if action is None:
             self._format_error(problem or "unusable reply", call, reply)
             return
         self.errors_in_row = 0
-        await self._run(command, None)
+        await self._run(action, None)
 
     # ------------------------------------------------------------------ commands and notes
 
@@ -335,6 +343,6 @@ class BashAgent:
         if self.errors_in_row >= self.settings.max_format_errors:
             raise AgentStop("format_errors", f"{self.errors_in_row} replies in a row could not be run; last: {problem}")
         if note:  # (native calls with bad arguments were already answered one by one)
-            text = (texts.text_format_error if self.text_mode else texts.native_format_error)(problem)
+            text = (self.texts.text_format_error if self.text_mode else self.texts.native_format_error)(problem)
             self.messages.append({"role": "user", "content": text})
             self.session.add(Message(role="user", content=text))

@@ -187,7 +187,7 @@ def bad_arguments(detail: str) -> str:
             f"string ({detail}).")
 
 
-def skipped_after_submit() -> str:
+def skipped_after_end() -> str:
     return "Not run: an earlier call of this reply submitted, which ends the session."
 
 

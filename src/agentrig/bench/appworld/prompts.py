@@ -149,5 +149,5 @@ def bad_arguments(detail: str) -> str:
     return f"Error: this call was not run: its arguments must be a JSON object with a non-empty \"code\" string ({detail})."
 
 
-def skipped_after_completion() -> str:
+def skipped_after_end() -> str:
     return "Not run: an earlier call of this reply completed the task, which ends the session."
