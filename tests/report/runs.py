@@ -53,11 +53,13 @@ nl_assertions = "never"
 {arms}"""
 
 
-def make_run(where: Path, *, trials: int = 2, num_tasks: int | None = None, arms: str | None = None) -> Path:
+def make_run(where: Path, *, trials: int = 2, num_tasks: int | None = None, arms: str | None = None,
+             name: str = "run") -> Path:
+    """A run of ``experiment(...)`` in ``where/name`` (a report labels its arms ``NAME:ARM``)."""
     where.mkdir(parents=True, exist_ok=True)
     toml = where / "exp.toml"
     toml.write_text(experiment(trials, num_tasks, arms), encoding="utf-8")
-    run_dir = where / "run"
+    run_dir = where / name
     assert run_command(toml, run_dir=run_dir, as_json=True) == 0
     return run_dir
 

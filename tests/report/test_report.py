@@ -274,3 +274,13 @@ def test_shape_keeps_zero_values_and_drops_defaults():
     assert third["content"].startswith("x" * CLIP_CHARS) and "10 more characters clipped" in third["content"]
     assert out["calls"][0]["usage"] == {"prompt_tokens": 0, "completion_tokens": 3, "reported": True}
     assert out["reward"] == 0.0 and out["reward_info"]["components"] == {"DB": 0.0}
+
+
+def test_single_trial_ab_shows_pass1_once(tmp_path):
+    arms = '\n[[arms]]\nname = "gold"\nagent = { kind = "gold" }\n\n[[arms]]\nname = "noop"\nagent = { kind = "noop" }\n'
+    run = make_run(tmp_path / "one", trials=1, num_tasks=4, arms=arms)
+    html = write_report([run], tmp_path / "r.html").read_text()
+    section = html.split('id="ab"')[1].split("</section>")[0]
+    # with one trial per task pass^k is pass^1: one table row, one bar
+    assert section.count('<td class="l">pass^1</td>') == 1
+    assert re.findall(r'<text class="label"[^>]*>([^<]+)</text>', section) == ["Δpass^1"]

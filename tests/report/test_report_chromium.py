@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from agentrig.report import write_report
 
 from .cdp import Browser, find_chromium, png_pixels
-from .runs import EVENT_TEXT, IMG_TEXT, INVALID_CAUSE, INVALID_ONLY, REPLAYED, SCRIPT_TEXT, TAMPERED
+from .runs import EVENT_TEXT, IMG_TEXT, INVALID_CAUSE, INVALID_ONLY, REPLAYED, SCRIPT_TEXT, TAMPERED, make_run
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,15 @@ async def _settle(page) -> None:
     await asyncio.sleep(0.2)
 
 
+async def _open(browser, report: Path, width: int):
+    """A page showing the report at ``width`` × 900 CSS px, loaded and laid out."""
+    page = await browser.page()
+    await page.send("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=False)
+    await page.goto(report.resolve().as_uri())
+    await _settle(page)
+    return page
+
+
 def _colour_stats(png: bytes) -> tuple[int, int, int, float]:
     w, h, ch, rows = png_pixels(png)
     colours = set()
@@ -59,11 +69,7 @@ def _colour_stats(png: bytes) -> tuple[int, int, int, float]:
 
 async def test_report_in_chromium(chromium, report, tmp_path):
     async with await Browser.launch(tmp_path / "profile", chromium) as browser:
-        page = await browser.page()
-        await page.send("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1,
-                        mobile=False)
-        await page.goto(report.resolve().as_uri())
-        await _settle(page)
+        page = await _open(browser, report, 1280)
         assert page.errors == []
 
         # the key sections, with content
@@ -157,3 +163,87 @@ async def test_report_in_chromium(chromium, report, tmp_path):
         assert page.errors == []
         # the page loaded nothing but itself: no network, no CDN
         assert page.requests and all(u.startswith("file://") for u in page.requests), page.requests
+
+
+# -- the charts at 1400 px: every label whole, no two alike, nothing over the marks ----------------
+
+LONG_ARMS = """
+[[arms]]
+name = "bash-native-tool-calls"
+agent = { kind = "gold" }
+
+[[arms]]
+name = "bash-text-action-blocks"
+agent = { kind = "flaky-gold", drop_p = 0.3 }
+"""
+
+# per chart: its texts, legend entries and row names (each under the group title above it), and
+# whatever overlaps — all measured by the browser's layout, in CSS pixels
+CHART_LAYOUT_JS = """
+(() => {
+  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const meet = (a, b) => Math.min(a[2], b[2]) - Math.max(a[0], b[0]) > 0.5 && Math.min(a[3], b[3]) - Math.max(a[1], b[1]) > 0.5;
+  return [...document.querySelectorAll('main section svg')].map((svg) => {
+    const id = svg.closest('section').id + ': ' + svg.getAttribute('aria-label');
+    const frame = box(svg);
+    const texts = [...svg.querySelectorAll('text')];
+    const marks = [...svg.querySelectorAll('.mark')];
+    const keys = [...svg.querySelectorAll('.key')];
+    const labels = [];
+    let group = '';
+    for (const t of svg.querySelectorAll('text.group, text.label')) {
+      if (t.classList.contains('group')) group = t.textContent; else labels.push(group + ' | ' + t.textContent);
+    }
+    const problems = [];
+    for (const t of texts) {
+      const b = box(t);
+      if (b[0] < frame[0] - 0.5 || b[2] > frame[2] + 0.5 || b[1] < frame[1] - 0.5 || b[3] > frame[3] + 0.5)
+        problems.push('cut: ' + t.textContent);
+      for (const m of marks) if (meet(b, box(m))) problems.push('text over a mark: ' + t.textContent);
+    }
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++)
+      if (meet(box(texts[i]), box(texts[j]))) problems.push('texts overlap: ' + texts[i].textContent + ' / ' + texts[j].textContent);
+    for (const k of keys) for (const m of marks) if (meet(box(k), box(m))) problems.push('legend over a mark: ' + k.textContent);
+    return {id, problems, keys: keys.map((k) => k.textContent), labels, groups: [...svg.querySelectorAll('text.group')].map((t) => t.textContent),
+            width: frame[2] - frame[0], drawn: svg.viewBox.baseVal.width};
+  });
+})()
+"""
+
+
+@pytest.fixture(scope="module")
+def long_names_report(demo_run, tmp_path_factory) -> tuple[Path, list[str]]:
+    """The demo's shape with long names: a reference run and a second run whose arm names share a
+    long prefix, in one report (so every label is ``RUN:ARM``)."""
+    where = tmp_path_factory.mktemp("long")
+    first = where / "demo-terminal-reference-agents"
+    shutil.copytree(demo_run, first)
+    second = make_run(where / "llm", arms=LONG_ARMS, name="demo-terminal-llm-agents")
+    out = write_report([first, second], where / "report.html")
+    labels = [f"{first.name}:{a}" for a in ("gold", "flaky-gold", "noop")] + \
+        [f"{second.name}:{a}" for a in ("bash-native-tool-calls", "bash-text-action-blocks")]
+    return out, labels
+
+
+async def test_charts_show_whole_distinct_labels_at_1400px(chromium, long_names_report, tmp_path):
+    report, labels = long_names_report
+    async with await Browser.launch(tmp_path / "profile", chromium) as browser:
+        page = await _open(browser, report, 1400)
+        assert page.errors == []
+        charts = await page.eval(CHART_LAYOUT_JS)
+    by_section = {c["id"].split(":")[0]: c for c in charts}
+    for sid in ("passk", "gap", "failures", "ab"):
+        assert sid in by_section, [c["id"] for c in charts]
+    for c in charts:
+        assert c["problems"] == [], c["id"]
+        assert len(set(c["keys"])) == len(c["keys"]), (c["id"], c["keys"])          # no two legend entries alike
+        assert len(set(c["labels"])) == len(c["labels"]), (c["id"], c["labels"])    # nor two rows
+        assert c["width"] >= c["drawn"] - 1, c["id"]  # drawn at full size at 1400 px, not scaled down
+    # the full arm names, readable: in the pass^k legend, on the consistency and failure rows
+    assert by_section["passk"]["keys"] == labels
+    assert [x.split(" | ")[1] for x in by_section["gap"]["labels"]] == labels
+    assert [x.split(" | ")[1] for x in by_section["failures"]["labels"]] == labels
+    # the A/B plot: one titled group per comparison (B − A, full names), its rows the metrics
+    groups = by_section["ab"]["groups"]
+    assert groups == [f"{b} − {labels[0]}" for b in labels[1:]]
+    assert f"{labels[4]} − {labels[0]} | Δpass^1" in by_section["ab"]["labels"]

@@ -184,6 +184,10 @@ class Comparison(BaseModel):
     # e.g. guidelines derived from tasks this side is evaluated on (see ``guideline_leakage``)
     warnings: list[str] = []
 
+    def shown_metrics(self) -> list[Metric]:
+        """The metrics to show, each once: pass^k with k = 1 is the same figure as pass^1."""
+        return [m for key, m in self.metrics.items() if not (key == "pass^k" and m.k == 1)]
+
 
 # ------------------------------------------------------------------------------------ figures
 

@@ -82,8 +82,7 @@ def render(out: Console, r: cmp.Comparison) -> None:
     for col, justify in (("", "left"), ("tasks", "right"), ("A", "right"), ("B", "right"),
                          ("Δ (B − A)", "right"), (level, "right"), ("", "left")):
         t.add_column(col, justify, group="ci" if col in (level, "") else None)  # type: ignore[arg-type]
-    # pass^k with k = 1 is the same figure as pass^1
-    shown = [m for key, m in r.metrics.items() if not (key == "pass^k" and m.k == 1)]
+    shown = r.shown_metrics()
     for m in shown:
         ci = "-" if m.ci is None else f"[{m.ci[0]:+.3f}, {m.ci[1]:+.3f}]"
         delta = "-" if m.delta is None else f"{m.delta:+.3f}"

@@ -220,8 +220,7 @@ def memory(arms: list[ArmView]) -> dict[str, Any]:
         ab.append({"label": a.label, "note": None, "verdict": c.verdict, "comparable": c.comparable,
                    "mismatch": c.mismatch, "tasks": c.paired.tasks, "k": c.paired.k, "mcnemar_p": f"{c.mcnemar.p:.3g}",
                    "better": len(c.flips.better), "worse": len(c.flips.worse),
-                   "metrics": [{"name": x.name, "a": pct(x.a), "b": pct(x.b), **_delta(x)} for x in c.metrics.values()
-                               if not (x.name != "pass^1" and x.k == 1)]})
+                   "metrics": [{"name": x.name, "a": pct(x.a), "b": pct(x.b), **_delta(x)} for x in c.shown_metrics()]})
     # one baseline arm name per run (a report of several runs names them with their run)
     baseline = baselines[0][1] if len(baselines) == 1 else ", ".join(f"{r}:{b}" for r, b in baselines) or None
     chart = svg.hbars(bars, unit=" pp", label=f"Δpass^1 of each memory arm against {baseline or 'the baseline'}, "

@@ -141,17 +141,21 @@ def _sig_color(sig: str | None) -> str:
 def ab(comps: list[cmp.Comparison]) -> dict[str, Any]:
     if not comps:
         return {"svg": None, "rows": []}
-    bars, rows = [], []
+    bars: list[svg.Bar | svg.Group] = []
+    rows = []
     for c in comps:
-        for name in (*cmp.METRICS, "gap"):
-            m = c.metrics.get(name)
-            if m is None or m.delta is None:
+        shown = c.shown_metrics()
+        group = svg.Group(f"{c.b.label} − {c.a.label}")  # one titled group per comparison
+        for m in shown:
+            if m.delta is None:
                 continue
+            if group not in bars:
+                bars.append(group)
             lo, hi = (m.ci if m.ci is not None else (None, None))
             tag = m.significance or "not comparable"
-            bars.append(svg.Bar(f"{c.b.label} − {c.a.label}  Δ{m.name}", 100 * m.delta,
-                                None if lo is None else 100 * lo, None if hi is None else 100 * hi,
-                                _sig_color(m.significance), note=f"{100 * m.delta:+.1f} pp ({tag})"))
+            bars.append(svg.Bar(f"Δ{m.name}", 100 * m.delta, None if lo is None else 100 * lo,
+                                None if hi is None else 100 * hi, _sig_color(m.significance),
+                                note=f"{100 * m.delta:+.1f} pp ({tag})"))
         rows.append({
             "a": c.a.label, "b": c.b.label, "verdict": c.verdict, "comparable": c.comparable,
             "mismatch": c.mismatch, "paired": c.paired.tasks, "only_a": c.paired.only_a, "only_b": c.paired.only_b,
@@ -160,7 +164,7 @@ def ab(comps: list[cmp.Comparison]) -> dict[str, Any]:
                          "delta": "–" if m.delta is None else f"{100 * m.delta:+.1f} pp",
                          "ci": "" if m.ci is None else f"{100 * m.ci[0]:+.1f} – {100 * m.ci[1]:+.1f} pp",
                          "significance": m.significance or "not called (configurations differ)", "tasks": m.tasks}
-                        for m in c.metrics.values()],
+                        for m in shown],
             "worse": [f"{f.domain}/{f.task_id} ({f.a[0]}/{f.a[1]} → {f.b[0]}/{f.b[1]})" for f in c.flips.worse[:10]],
             "better": [f"{f.domain}/{f.task_id} ({f.a[0]}/{f.a[1]} → {f.b[0]}/{f.b[1]})" for f in c.flips.better[:10]],
             "n_worse": len(c.flips.worse), "n_better": len(c.flips.better),
