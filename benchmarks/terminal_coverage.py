@@ -99,7 +99,9 @@ async def measure(args: argparse.Namespace) -> dict:
     ids = [t for t in args.task_ids.split(",") if t] if args.task_ids else None
     tasks, invalid = load_tasks(tasks_dir, task_ids=ids, skip_invalid=True)
     absent = absent_files(tasks_dir)
-    settings = SandboxSettings(kind=args.sandbox, root=args.root, cache_dir=args.cache_dir)
+    build_network = "host-settings" if args.build_network == "host-settings" else args.build_network == "true"
+    settings = SandboxSettings(kind=args.sandbox, root=args.root, cache_dir=args.cache_dir, build_network=build_network)
+    stream = open(args.json.with_suffix(".jsonl"), "a") if args.json else None  # noqa: SIM115 - rows as they come
     total = len(tasks) + len(invalid)
     rows: list[dict] = []
     counter = [0]
@@ -108,6 +110,9 @@ async def measure(args: argparse.Namespace) -> dict:
     def report(row: dict) -> None:
         counter[0] += 1
         rows.append(row)
+        if stream is not None:
+            stream.write(json.dumps(row) + "\n")
+            stream.flush()
         extra = f" · oracle {row['oracle']} · noop {row['noop']}" if row.get("oracle") is not None else ""
         print(f"[{counter[0]}/{total}] {row['task_id']}: {row['verdict']}{extra} · {row['duration_s']:.0f} s"
               + ("" if row["verdict"] == "runs" else f" — {row['reason']}"), flush=True)
@@ -143,6 +148,8 @@ async def measure(args: argparse.Namespace) -> dict:
         verdict = "runs" if audit.status == "ok" else audit.status
         if audit.status == "excluded":
             verdict = audit.reason.split(":", 1)[0].strip() or "excluded"
+        elif audit.status == "broken" and audit.oracle is not None and audit.oracle.unreached:
+            verdict = "needs_network"  # the solution's own fetches could not reach their hosts
         report({"task_id": audit.task_id, "verdict": verdict, "stage": "audit", "status": audit.status,
                 "reason": audit.reason, "oracle": outcome(audit.oracle), "noop": outcome(audit.noop),
                 "duration_s": audit.duration_s,
@@ -153,6 +160,7 @@ async def measure(args: argparse.Namespace) -> dict:
     return {"machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
             "load_at_end": round(os.getloadavg()[0], 1), "wall_s": round(time.monotonic() - started, 1),
             "settings": {"sandbox": settings.kind, "root": settings.root, "task_timeout_s": args.task_timeout,
+                         "build_network": settings.build_network,
                          "concurrency": args.concurrency},
             "tasks": total, "played": len(to_play), "verdicts": dict(verdicts),
             "rows": sorted(rows, key=lambda r: r["task_id"])}
@@ -173,6 +181,9 @@ def main() -> None:
     parser.add_argument("--sandbox", default="bwrap")
     parser.add_argument("--root", default="image", choices=("image", "host"))
     parser.add_argument("--task-timeout", type=float, default=600.0)
+    parser.add_argument("--build-network", default="host-settings", choices=("host-settings", "true", "false"),
+                        help="[sandbox] build_network: host-settings (default) gives RUN steps this machine's "
+                             "package-index settings (pip configuration, CA bundle), as a user here would set it")
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)

@@ -75,3 +75,24 @@ def test_tasks_list_and_the_audit_name_the_cause(tmp_path):
     for task_id, cause in (("services", "needs_services"), ("lfs", "missing_files")):
         row = asyncio.run(audit_task(load_task(tmp_path / task_id), settings))
         assert row.status == "excluded" and row.reason.startswith(cause) and row.oracle is None
+
+
+def test_a_fetch_that_cannot_reach_its_host_is_needs_network_naming_it(tmp_path):
+    # the build had the network (build_network = true) but its host cannot be reached from here:
+    # needs_network naming the host and curl's own line, not a broken task nor the base's fault
+    from agentrig.bench.terminal.netfail import network_failure
+
+    write_task(tmp_path, "fetch", dockerfile="FROM ubuntu:24.04\nWORKDIR /app\n"
+               "RUN curl -fsS https://files.unreachable.invalid/data.tar -o /app/data.tar\n")
+    write_task(tmp_path, "solution-fetch", solution="#!/bin/bash\n"
+               "curl -fsS https://solution.unreachable.invalid/answer -o /app/out.txt\n")
+    settings = SandboxSettings(cache_dir=tmp_path / "cache")
+    row = asyncio.run(audit_task(load_task(tmp_path / "fetch"), settings))
+    assert row.status == "excluded" and row.reason.startswith("needs_network: Dockerfile line 3: RUN exited")
+    assert "could not reach files.unreachable.invalid: curl: (6) Could not resolve host" in row.reason
+    row = asyncio.run(audit_task(load_task(tmp_path / "solution-fetch"), settings))
+    assert row.status == "broken" and "its solution could not reach solution.unreachable.invalid" in row.reason
+    assert network_failure("Successfully installed pillow-11.2.1\n") is None
+    assert network_failure("ERROR: Could not find a version that satisfies the requirement x") is None
+    assert network_failure("Could not fetch URL https://pypi.org/simple/x/: There was a problem") == \
+        "could not reach pypi.org: Could not fetch URL https://pypi.org/simple/x/: There was a problem"

@@ -33,6 +33,7 @@ from agentrig.agents.base import AgentSettings
 from agentrig.benchmark import Limits
 from agentrig.types import TrialKey
 
+from .netfail import network_failure
 from .sandbox.base import SandboxSettings
 
 REPLAYS = 2
@@ -48,6 +49,7 @@ class AgentOutcome(BaseModel):
     failure_mode: str | None = None
     detail: str | None = None
     duration_s: float = 0.0
+    unreached: str | None = None  # a command of the agent's that could not reach a host ('could not reach …')
 
 
 class TaskAudit(BaseModel):
@@ -76,9 +78,11 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
     assert record is not None
     v = record.verdict
     notes = v.reward_info.notes if v.reward_info else {}
+    unreached = next((why for m in record.trajectory.messages if m.role == "tool" and isinstance(m.content, str)
+                      for why in [network_failure(m.content)] if why), None)
     return AgentOutcome(reward=v.reward if v.valid else None, valid=v.valid, termination=v.termination,
                         failure_mode=notes.get("failure_mode"), detail=v.invalid_cause or notes.get("detail"),
-                        duration_s=record.duration_s)
+                        duration_s=record.duration_s, unreached=unreached)
 
 
 async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
@@ -112,9 +116,11 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
         cause = oracle.detail if not oracle.valid else noop.detail
         return TaskAudit(**base, status="error", reason=f"the sandbox failed: {cause}", oracle=oracle, noop=noop)
     if (oracle.reward or 0.0) < 1.0:
+        unreached = f"; its solution {oracle.unreached}" if oracle.unreached else ""
         return TaskAudit(**base, status="broken", reason=f"the oracle does not pass ({oracle.failure_mode}"
                          f"{': ' + oracle.detail.splitlines()[0] if oracle.detail else ''})"
-                         + (f" on a stand-in base: {substituted}" if substituted else ""), oracle=oracle, noop=noop)
+                         + (f" on a stand-in base: {substituted}" if substituted else "") + unreached,
+                         oracle=oracle, noop=noop)
     if (noop.reward or 0.0) >= 1.0:
         return TaskAudit(**base, status="lenient", reason="an agent that does nothing passes the tests",
                          oracle=oracle, noop=noop)

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..dockerfile import BuildPlan
+from ..netfail import network_failure
 from .base import SandboxError, SandboxSettings, TaskBuildError
 from .bwrap import HOST_DIRS, SPECIAL, BwrapSandbox, remove_tree
 
@@ -141,6 +142,10 @@ async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, sett
             what = "timed out" if result.timed_out else f"exited {result.exit_code}"
             exclusion = "needs_network" if (not network and step.uses_network()) else None
             text = result.output[-2000:]
+            unreached = network_failure(result.output, " ".join(step.argv)) if step.op == "RUN" else None
+            if network and unreached:  # it had the network, and could not reach what it fetches
+                raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}: it {unreached}\n{text}",
+                                     exclusion="needs_network")
             raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}:\n{text}", exclusion=exclusion)
 
 
@@ -148,9 +153,9 @@ HOST_SETTINGS_MOUNT = "/.agentrig-host-settings"
 
 
 def host_settings_binds() -> tuple[dict[str, str], dict[str, str]]:
-    """(ro binds, env) giving a build step the host's package-index settings for pip: its
-    configuration file, CA bundle and PIP_* variables. Bound at build time only, never copied
-    into a layer."""
+    """(ro binds, env) giving a build step the host's package-index settings: pip's configuration
+    file and PIP_* variables, and the CA bundle for pip and every other TLS client (OpenSSL's
+    SSL_CERT_FILE, curl, git, node). Bound at build time only, never copied into a layer."""
     binds, env = {}, {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
     pip_conf = os.environ.get("PIP_CONFIG_FILE") or "/etc/pip.conf"
     if os.path.isfile(pip_conf):
@@ -159,7 +164,9 @@ def host_settings_binds() -> tuple[dict[str, str], dict[str, str]]:
     for ca in (os.environ.get("PIP_CERT"), "/etc/ssl/certs/ca-certificates.crt"):
         if ca and os.path.isfile(ca):
             binds[ca] = f"{HOST_SETTINGS_MOUNT}/ca.crt"
-            env.update(PIP_CERT=f"{HOST_SETTINGS_MOUNT}/ca.crt", REQUESTS_CA_BUNDLE=f"{HOST_SETTINGS_MOUNT}/ca.crt")
+            bundle = f"{HOST_SETTINGS_MOUNT}/ca.crt"  # pip, requests, OpenSSL (python, uv), curl, git, node
+            env.update(PIP_CERT=bundle, REQUESTS_CA_BUNDLE=bundle, SSL_CERT_FILE=bundle, CURL_CA_BUNDLE=bundle,
+                       GIT_SSL_CAINFO=bundle, NODE_EXTRA_CA_CERTS=bundle, UV_NATIVE_TLS="1")
             break
     return binds, env
 

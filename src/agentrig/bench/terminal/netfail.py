@@ -1,0 +1,60 @@
+"""Did a command fail because a fetch could not reach its host? Read from its output.
+
+A task's build step, or its solution, may fetch from hosts this machine cannot reach (here: only
+the package registries are reachable; elsewhere: a proxy, a firewall, a dead mirror). When its
+output shows the tools' own words for it — curl's "Could not resolve host", wget's "unable to
+resolve host address", pip's "Could not fetch URL", git's "unable to access", a refused or
+timed-out connection, a TLS chain the tool cannot verify — ``network_failure`` names the host(s)
+and quotes that line, so the task is reported as needing the network it could not get
+(``needs_network``), not as a broken task or a stand-in base's fault.
+"""
+
+from __future__ import annotations
+
+import re
+
+# the tools' own words for a fetch that did not reach its host (one line each)
+_FAILURES = re.compile(
+    r"Could not resolve host"
+    r"|unable to resolve host address"
+    r"|Temporary failure in name resolution"
+    r"|Name or service not known"
+    r"|Failed to establish a new connection"
+    r"|Network is unreachable"
+    r"|Failed to connect to \S+ port"
+    r"|Could not fetch URL"
+    r"|urlopen error"
+    r"|fatal: unable to access"
+    r"|CERTIFICATE_VERIFY_FAILED"
+    r"|SSL certificate problem"
+    r"|Connection timed out"
+    r"|Connection refused"
+    r"|Could not connect to"
+    r"|Failed to fetch https?://"
+    r"|getaddrinfo ENOTFOUND|ECONNREFUSED|ETIMEDOUT",
+    re.IGNORECASE,
+)
+_URL_HOST = re.compile(r"(?:https?|git|ftp)://(?:[^@/\s'\"]+@)?([A-Za-z0-9.-]+\.[A-Za-z]{2,})")
+_BARE_HOST = re.compile(r"(?:host(?: address)?|resolve host:?)\s*[‘'\"]?([A-Za-z0-9.-]+\.[A-Za-z]{2,})", re.IGNORECASE)
+
+
+def hosts_in(text: str) -> list[str]:
+    """The hosts named by URLs (or by a resolver's message) in `text`, in order, once each."""
+    found: list[str] = []
+    for m in [*_URL_HOST.finditer(text), *_BARE_HOST.finditer(text)]:
+        host = m.group(1).lower().rstrip(".")
+        if host not in found:
+            found.append(host)
+    return found
+
+
+def network_failure(output: str, command: str = "") -> str | None:
+    """'could not reach HOST[, HOST]: <the tool's line>' when the output shows a fetch that failed
+    to reach its host, else None. The hosts come from the failing line, else from the command."""
+    for line in output.splitlines():
+        if _FAILURES.search(line):
+            quoted = line.strip()[:200]
+            hosts = hosts_in(line) or hosts_in(command)
+            where = ", ".join(hosts[:3]) if hosts else "its host"
+            return f"could not reach {where}: {quoted}"
+    return None
