@@ -1,6 +1,8 @@
-"""Helpers shared by the tests: the test key and a channel over a local endpoint."""
+"""Helpers shared by the tests: the test key, a channel over a local endpoint, the package's modules."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from agentrig.channel.client import Channel
 from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
@@ -44,3 +46,21 @@ class EndpointProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def package_modules() -> list[tuple[str, Path]]:
+    """(dotted name, file) of every module of the agentrig package, read from ``src/agentrig``; a
+    terminal task's own files under ``bench/terminal/builtin/`` are task data, not the package."""
+    import agentrig
+
+    pkg = Path(agentrig.__file__).resolve().parent
+    out = []
+    for f in sorted(pkg.rglob("*.py")):
+        rel = f.relative_to(pkg).as_posix()
+        if rel.startswith("bench/terminal/builtin/"):
+            continue
+        parts = ["agentrig", *Path(rel).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        out.append((".".join(parts), f))
+    return out

@@ -13,12 +13,10 @@ import ast
 import importlib
 import inspect
 import re
-from pathlib import Path
 
 import agentrig.errors
 
-PKG = Path(agentrig.errors.__file__).resolve().parent
-NOT_PACKAGE = ("bench/terminal/builtin/",)
+from .support import package_modules
 
 NODE = re.compile(r"^    (?P<rails>(?:[│ ]   )*)[├└]── (?P<name>\w+)(?: \((?P<second>\w+)\))?\s+(?P<module>[\w/]+)\s")
 
@@ -43,19 +41,6 @@ def drawn() -> dict[str, tuple[str, str | None, str]]:
         assert m["name"] not in out, f"{m['name']} is drawn twice"
         out[m["name"]] = (stack[-1], m["second"], m["module"])
         stack.append(m["name"])
-    return out
-
-
-def package_modules() -> list[tuple[str, Path]]:
-    out = []
-    for f in sorted(PKG.rglob("*.py")):
-        rel = f.relative_to(PKG).as_posix()
-        if rel.startswith(NOT_PACKAGE):
-            continue
-        parts = ["agentrig", *Path(rel).with_suffix("").parts]
-        if parts[-1] == "__init__":
-            parts.pop()
-        out.append((".".join(parts), f))
     return out
 
 

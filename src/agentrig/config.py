@@ -53,10 +53,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 
-_Strict = Strict  # the one strict base (types.Strict)
-
-
-class EndpointSettings(_Strict):
+class EndpointSettings(Strict):
     """Settings that [channel] sets for all roles and a [roles.X] table may override."""
 
     base_url: str | None = None
@@ -106,7 +103,7 @@ class RoleConfig(EndpointSettings):
     pass
 
 
-class Price(_Strict):
+class Price(Strict):
     """USD per million tokens."""
 
     input: float = Field(ge=0)
@@ -156,7 +153,7 @@ def merge_layers(*layers: BaseModel | None) -> dict[str, Any]:
     return merged
 
 
-class ChannelConfig(_Strict):
+class ChannelConfig(Strict):
     channel: ChannelSettings = ChannelSettings()
     roles: dict[Role, RoleConfig] = {}
     prices: dict[str, Price] = {}

@@ -13,13 +13,10 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-_Model = Strict
-
-
 HEADER_MAX = 1000  # characters of an X-Agentrig-* value (telecom task ids run past 200)
 
 
-class CallContext(_Model):
+class CallContext(Strict):
     """Who is calling: sent as X-Agentrig-* headers so a gateway's log can be reconciled."""
 
     run: str | None = None
@@ -39,7 +36,7 @@ class CallContext(_Model):
         return out
 
 
-class ToolCall(_Model):
+class ToolCall(Strict):
     id: str
     name: str
     arguments: dict[str, Any] | None = None  # None when arguments_error is set
@@ -47,7 +44,7 @@ class ToolCall(_Model):
     arguments_error: str | None = None  # arguments were not a JSON object: shown to the model
 
 
-class AssistantMessage(_Model):
+class AssistantMessage(Strict):
     content: str | None = None
     tool_calls: list[ToolCall] = []
     reasoning: str | None = None  # reasoning content, when the endpoint returns any
@@ -55,7 +52,7 @@ class AssistantMessage(_Model):
     extra: dict[str, Any] = {}
 
 
-class Usage(_Model):
+class Usage(Strict):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int | None = None
@@ -68,7 +65,7 @@ class Usage(_Model):
         return self.prompt_tokens + self.completion_tokens
 
 
-class Attempt(_Model):
+class Attempt(Strict):
     """One HTTP attempt of a call. ``cause`` is None for the attempt that succeeded."""
 
     cause: str | None = None  # rate_limited, server_error, timeout, connection, malformed, ...
@@ -86,7 +83,7 @@ def retries_of(attempts: list[Attempt]) -> int:
     return max(0, len(attempts) - 1)
 
 
-class Completion(_Model):
+class Completion(Strict):
     role: str
     model: str
     message: AssistantMessage
@@ -110,7 +107,7 @@ MessageRole = Literal["system", "assistant", "user", "tool"]
 Requestor = Literal["assistant", "user"]
 
 
-class Message(_Model):
+class Message(Strict):
     """One message of a trial's conversation, in τ²-bench's terms.
 
     ``assistant`` = the agent under test, ``user`` = the user simulator, ``tool`` = a tool result
@@ -142,7 +139,7 @@ class Message(_Model):
         return self.content or ""
 
 
-class ModelCall(_Model):
+class ModelCall(Strict):
     """One call through the channel during a trial (every role: agent, user, memory, judge).
 
     ``purpose`` says what the call was for: ``agent``, ``user``, ``judge.nl``, ``memory.edit``,
@@ -167,7 +164,7 @@ class ModelCall(_Model):
         return retries_of(self.attempts)
 
 
-class PluginEvent(_Model):
+class PluginEvent(Strict):
     """Something a plug-in did before an agent step (``kind``: e.g. ``memory.trigger``)."""
 
     plugin: str
@@ -176,7 +173,7 @@ class PluginEvent(_Model):
     data: dict[str, Any] = {}
 
 
-class Transient(_Model):
+class Transient(Strict):
     """Context a plug-in adds to ONE agent call; never stored in the agent's own history.
 
     ``placement``: ``system`` = an extra system message after the history; ``user_append`` =
@@ -187,7 +184,7 @@ class Transient(_Model):
     source: str = ""
 
 
-class AgentRequest(_Model):
+class AgentRequest(Strict):
     """One ``agent``-role request of a trial, stored as a change of the trial's previous one, so
     that the exact request of every agent step can be rebuilt (``agentrig instability``):
     ``messages = previous[:keep] + tail``; ``tools`` is the previous request's when ``same_tools``.
@@ -201,7 +198,7 @@ class AgentRequest(_Model):
     params: dict[str, Any] = {}
 
 
-class Trajectory(_Model):
+class Trajectory(Strict):
     # the first ``history_len`` messages are the task's own ``message_history`` (already in the
     # initial state: the judge does not replay their tool calls)
     history_len: int = 0
@@ -235,7 +232,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class RewardInfo(_Model):
+class RewardInfo(Strict):
     """How a trial's reward was computed: its named components, whether or not in ``reward_basis``.
 
     ``components[c]`` is the component's value, or None when it could not be computed (``notes[c]``
@@ -279,7 +276,7 @@ GENERIC_TERMINATIONS = (
 )
 
 
-class Verdict(_Model):
+class Verdict(Strict):
     """The judgement of one trial. ``valid`` is False when infrastructure spoiled the trial
     (``invalid_cause`` says how); an invalid trial is never an agent failure."""
 
@@ -292,7 +289,7 @@ class Verdict(_Model):
     failure_class: str | None = None  # filled by analysis
 
 
-class TrialKey(_Model):
+class TrialKey(Strict):
     """A trial's identity, one shape everywhere (store rows, exports, labels, Ray calls, headers).
     ``domain``: the group its task belongs to — τ²'s domain; one fixed name for a benchmark without
     domains (``terminal``, ``appworld``)."""
@@ -306,7 +303,7 @@ class TrialKey(_Model):
         return f"{self.arm}/{self.domain}/{self.task_id}#{self.trial}"
 
 
-class TrialRecord(_Model):
+class TrialRecord(Strict):
     """Everything stored for one finished trial (one store transaction)."""
 
     key: TrialKey
@@ -319,7 +316,7 @@ class TrialRecord(_Model):
     verdict: Verdict
 
 
-class FailureLabel(_Model):
+class FailureLabel(Strict):
     """Why a valid trial failed, as its benchmark classifies it (``Benchmark.classify``): the primary
     class, secondary ones, the reward components and the evidence behind each class."""
 

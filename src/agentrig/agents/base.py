@@ -19,18 +19,16 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agentrig.errors import AgentStop  # noqa: F401 (re-exported: agents raise it from here)
-from agentrig.types import Message, Transient
+from agentrig.types import Message, Strict, Transient
 
 GREETING = "Hi! How can I help you today?"
 
 
-class AgentSettings(BaseModel):
+class AgentSettings(Strict):
     """The ``agent`` part of an ``[[arms]]`` table."""
-
-    model_config = ConfigDict(extra="forbid")
 
     # which agent plays: each benchmark names the kinds it accepts (``Benchmark.agent_kinds``, checked
     # when the experiment loads) — τ²: llm, gold, flaky-gold, noop; terminal: bash (the LLM bash

@@ -11,14 +11,17 @@ from typing import Any
 
 import numpy as np
 
+from agentrig.types import Strict
+
 from .consistency import ConsistencyCollector, rank
 from .failures import taxonomy
 from .figure import ArmInputs, compute_figures
 from .memory import MemoryCollector, attach_ab, memory_modes
 from .summary import (COMPONENT_NAMES, Analysis, ArmAnalysis, BootstrapInfo, ComponentRate, Estimate, Figures,
-                      Macro, PassK, _M)
+                      Macro, PassK)
 
-class Plan(_M):
+
+class Plan(Strict):
     """What the config snapshot planned: arms, tasks per domain, trials per task, prices."""
 
     arms: list[str]

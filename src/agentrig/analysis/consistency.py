@@ -59,10 +59,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from agentrig.benchmark import Chain, Token, chain_of
-from agentrig.types import TrialRecord
+from agentrig.types import Strict, TrialRecord
 
 from .decisions import parting_step
 from .instability import decisions_of
@@ -76,18 +75,14 @@ PASS, FAIL = "✓", "✗"
 _CALL_TEXT_MAX = 200
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ForkOption(_Model):
+class ForkOption(Strict):
     call: str | None  # "name(args)" at the fork step; None: the chain had ended there
     name: str | None
     trials: list[int]
     successes: int
 
 
-class TaskConsistency(_Model):
+class TaskConsistency(Strict):
     arm: str
     domain: str
     task_id: str

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict
-
-from agentrig.types import FailureLabel, TrialKey
+from agentrig.types import FailureLabel, Strict, TrialKey
 
 __all__ = ["FailureLabel", "ClassCount", "Taxonomy", "TaxonomyGroup", "taxonomy", "taxonomy_groups",
            "EVIDENCE_MAX", "OTHER"]
@@ -34,11 +32,7 @@ EVIDENCE_MAX = 5  # evidence texts per class
 OTHER = {"other": "Other"}
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ClassCount(_Model):
+class ClassCount(Strict):
     id: str
     label: str
     primary: int = 0
@@ -48,12 +42,12 @@ class ClassCount(_Model):
     secondary_examples: list[TrialKey] = []
 
 
-class Taxonomy(_Model):
+class Taxonomy(Strict):
     failed: int
     classes: list[ClassCount]
 
 
-class TaxonomyGroup(_Model):
+class TaxonomyGroup(Strict):
     arm: str
     domain: str | None
     taxonomy: Taxonomy

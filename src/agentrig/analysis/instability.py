@@ -51,8 +51,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from rapidfuzz import fuzz, utils
+
+from agentrig.types import Strict
 
 from .decisions import decision_instability, decision_key, tool_schemas
 
@@ -63,9 +64,7 @@ NAME_WEIGHT = 0.5
 CONTEXT_CHARS = 1000
 
 
-class UnstableStep(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class UnstableStep(Strict):
     arm: str
     domain: str
     task_id: str

@@ -30,7 +30,8 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+
+from agentrig.types import Strict
 
 from .bootstrap import CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, scope_seed
 from .decisions import decision_key, parting_step, tool_schemas
@@ -46,11 +47,7 @@ DEFAULT_THRESHOLD = 0.1
 MIN_TASKS = 3
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TrajectoryInstability(_Model):
+class TrajectoryInstability(Strict):
     domain: str
     task_id: str
     trial: int
@@ -61,7 +58,7 @@ class TrajectoryInstability(_Model):
     success: bool | None
 
 
-class TaskInstability(_Model):
+class TaskInstability(Strict):
     domain: str
     task_id: str
     n: int
@@ -75,7 +72,7 @@ class TaskInstability(_Model):
     fork_step: int | None
 
 
-class Validation(_Model):
+class Validation(Strict):
     tasks: int  # tasks with any instability or any mixed outcome (≥ 2 valid trials): ρ's tasks
     rho: float | None
     ci: tuple[float, float] | None
@@ -88,7 +85,7 @@ class Validation(_Model):
     fork_sentence: str
 
 
-class InstabilityReport(_Model):
+class InstabilityReport(Strict):
     arm: str
     temperature: float
     threshold: float

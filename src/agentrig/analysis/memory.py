@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from agentrig.types import Strict
 
 from . import compare as cmp
 from .config_diff import SideConfig, differences
@@ -48,18 +48,14 @@ SHOW = "memory.show"
 ROLE = "memory"
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Overhead(_M):
+class Overhead(Strict):
     memory_per_trial: float | None = None
     agent_per_trial: float | None = None
     ratio: float | None = None  # total memory / total agent (None when the agent's total is 0)
     per_trigger: float | None = None
 
 
-class MemoryFigures(_M):
+class MemoryFigures(Strict):
     arm: str
     modes: list[str] = []  # the mode of each memory plug-in of the arm (as configured)
     trials: int = 0  # valid trials counted

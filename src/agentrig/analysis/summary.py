@@ -82,10 +82,8 @@ from __future__ import annotations
 
 from typing import Any
 
-
-from pydantic import BaseModel, ConfigDict
-
 from agentrig.channel.usage import RoleUsage
+from agentrig.types import Strict
 
 from .consistency import TaskConsistency
 from .failures import Taxonomy
@@ -93,17 +91,13 @@ from .instability_report import InstabilityReport
 from .memory import MemoryFigures
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Estimate(_M):
+class Estimate(Strict):
     value: float | None = None
     low: float | None = None
     high: float | None = None
 
 
-class PassK(_M):
+class PassK(Strict):
     k: int
     pass_hat: Estimate
     pass_at: float | None = None
@@ -111,14 +105,14 @@ class PassK(_M):
     excluded: int = 0  # tasks with fewer than k valid trials
 
 
-class ComponentRate(_M):
+class ComponentRate(Strict):
     trials: int = 0  # valid trials where the component was computed (``RewardInfo.computed``)
     passed: int = 0
     rate: float | None = None
     in_basis: int = 0  # valid trials whose reward basis holds the component
 
 
-class Spread(_M):
+class Spread(Strict):
     trials: int = 0
     tokens_mean: float | None = None
     tokens_cv: float | None = None
@@ -128,7 +122,7 @@ class Spread(_M):
     duration_cv_within_task: float | None = None
 
 
-class Figures(_M):
+class Figures(Strict):
     scope: str
     tasks_planned: int = 0
     tasks: int = 0
@@ -153,7 +147,7 @@ class Figures(_M):
     resources: Spread = Spread()
 
 
-class Macro(_M):
+class Macro(Strict):
     domains: int = 0
     pass_1: Estimate = Estimate()
     pass_n: Estimate = Estimate()
@@ -163,14 +157,14 @@ class Macro(_M):
     curve: list[PassK] = []
 
 
-class UsageSummary(_M):
+class UsageSummary(Strict):
     roles: list[RoleUsage] = []
     cost_usd: float | None = None
     priced: bool = False
     unpriced_models: list[str] = []
 
 
-class RerunStat(_M):
+class RerunStat(Strict):
     trial: int
     trials: int = 0
     successes: int = 0
@@ -180,14 +174,14 @@ class RerunStat(_M):
     retried_trials: int = 0
 
 
-class Reruns(_M):
+class Reruns(Strict):
     reruns: list[RerunStat] = []
     best: int | None = None
     worst: int | None = None
     spread_pp: float | None = None
 
 
-class RetryEffect(_M):
+class RetryEffect(Strict):
     retried: int = 0
     retried_failed: int = 0
     clean: int = 0
@@ -200,14 +194,14 @@ class RetryEffect(_M):
     note: str = ""
 
 
-class BootstrapInfo(_M):
+class BootstrapInfo(Strict):
     resamples: int
     seed: int
     confidence: float = 0.95
     method: str = "percentile bootstrap over tasks; overall clustered by domain"
 
 
-class ArmAnalysis(_M):
+class ArmAnalysis(Strict):
     arm: str
     n: int
     overall: Figures
@@ -223,7 +217,7 @@ class ArmAnalysis(_M):
     figures: dict[str, Any] = {}  # the registered figures (analysis/figure.py): figure id → its result
 
 
-class Analysis(_M):
+class Analysis(Strict):
     run_dir: str
     run_id: str | None = None
     name: str | None = None

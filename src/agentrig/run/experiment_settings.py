@@ -55,7 +55,7 @@ import difflib
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
 
 from agentrig.errors import format_validation_error
 from agentrig.types import Strict
@@ -72,10 +72,7 @@ NAME_RULE = "1-64 characters: letters, digits, '-', '_', '.', starting with a le
 DOCS = "docs/experiments.md"
 
 
-_Strict = Strict  # the one strict base (types.Strict)
-
-
-class RunSettings(_Strict):
+class RunSettings(Strict):
     trials: int = Field(1, ge=1, le=100_000)
     seed: int = 300
     concurrency: int = Field(4, ge=1, le=4096)
@@ -101,7 +98,7 @@ class RunSettings(_Strict):
                          "joined with `ray start`), \"ray://HOST:PORT\" (Ray Client) or \"HOST:PORT\" (the head's GCS)")
 
 
-class AnalysisSettings(_Strict):
+class AnalysisSettings(Strict):
     """[analysis]: settings of the figures computed from the stored trials."""
 
     # a step is unstable when at least this share of its actions leave the majority decision
@@ -109,7 +106,7 @@ class AnalysisSettings(_Strict):
     instability_threshold: float = Field(0.1, gt=0, le=1)
 
 
-class ArmSettings(_Strict):
+class ArmSettings(Strict):
     name: str
     description: str | None = None  # free text for reports; not part of comparability
     agent: AgentSettings = AgentSettings()
@@ -124,7 +121,7 @@ class ArmSettings(_Strict):
         return v
 
 
-class _ExperimentRoot(_Strict):
+class _ExperimentRoot(Strict):
     """The checks every experiment model shares."""
 
     @field_validator("name", check_fields=False)

@@ -40,15 +40,17 @@ from typing import Any
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from ..types import Strict
 
 __all__ = ["Noise", "OBEY", "obeys", "parse_noise_args", "add_noise_arguments", "wrong_arguments", "wrong_word"]
 
 OBEY = re.compile(r"<<do:([^<>\s]+)>>")
 
 
-class Noise(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Noise(Strict):
+    model_config = ConfigDict(frozen=True)
 
     p: float = Field(0.5, ge=0.0, le=1.0)
     seed: int = 0

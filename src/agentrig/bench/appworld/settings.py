@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from agentrig.types import Strict
 
 DATASETS = ("train", "dev", "test_normal", "test_challenge")
 
 
-class AppWorldSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AppWorldSettings(Strict):
     kind: Literal["appworld"]
     data: str | None = None
     dataset: Literal["train", "dev", "test_normal", "test_challenge"] = "dev"

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from agentrig.types import Strict
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Tau2Settings(_Strict):
+class Tau2Settings(Strict):
     kind: Literal["tau2"] = "tau2"
     data: str | None = None
     domains: list[str] = Field(min_length=1)
@@ -26,5 +24,5 @@ class Tau2Settings(_Strict):
         return [v] if isinstance(v, str) else v
 
 
-class JudgeSettings(_Strict):
+class JudgeSettings(Strict):
     nl_assertions: Literal["auto", "basis", "never"] = "auto"

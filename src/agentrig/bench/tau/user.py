@@ -32,10 +32,8 @@ import json
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from agentrig.errors import DataError
-from agentrig.types import Message, ToolCall
+from agentrig.types import Message, Strict, ToolCall
 
 from .user_prompts import resolve_guidelines, system_prompt
 
@@ -68,10 +66,8 @@ def is_stop_message(message: Message) -> bool:
     return not message.tool_calls and is_stop(message.content)
 
 
-class UserSettings(BaseModel):
+class UserSettings(Strict):
     """The ``user`` part of an experiment: how the user simulator is played."""
-
-    model_config = ConfigDict(extra="forbid")
 
     kind: Literal["llm", "scripted"] = "llm"
     # auto: tau2-bench's user_simulator/ guidelines when the data root has them, else ours;

@@ -9,19 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from agentrig.types import RewardInfo
+from agentrig.types import RewardInfo, Strict
 
 __all__ = ["COMPONENTS", "SCORED_TERMINATIONS", "TERMINATIONS", "ActionCheck", "AssertionCheck", "Tau2Details",
            "TextCheck", "details_of", "reward_info"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ActionCheck(_Model):
+class ActionCheck(Strict):
     action_id: str | None = None
     requestor: str = "assistant"
     name: str
@@ -31,7 +25,7 @@ class ActionCheck(_Model):
     matched: bool
 
 
-class AssertionCheck(_Model):
+class AssertionCheck(Strict):
     env_type: str
     func_name: str
     arguments: dict[str, Any] = {}
@@ -41,7 +35,7 @@ class AssertionCheck(_Model):
     problem: str | None = None
 
 
-class TextCheck(_Model):
+class TextCheck(Strict):
     """A COMMUNICATE item or an NL assertion and whether it was met."""
 
     text: str
@@ -69,7 +63,7 @@ TERMINATIONS = (
 SCORED_TERMINATIONS = ("user_stop", "agent_transfer", "agent_stop")
 
 
-class Tau2Details(_Model):
+class Tau2Details(Strict):
     """What τ²'s judge checked: the end-state DB match (whole, agent side, user side) and every
     env assertion, gold action, COMMUNICATE item and NL assertion with whether it was met."""
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from agentrig.types import Strict
 
 
-class TerminalSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TerminalSettings(Strict):
     kind: Literal["terminal"]
     tasks: str | None = None
     task_ids: list[str] | None = None

@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from agentrig.types import Strict
 
@@ -39,17 +39,14 @@ Category = Literal["strategy", "recovery", "constraint"]
 CATEGORIES = ("strategy", "recovery", "constraint")
 
 
-_Strict = Strict  # the one strict base (types.Strict)
-
-
-class Source(_Strict):
+class Source(Strict):
     task: str  # "<group>/<task id>"
     trial: int = Field(ge=0)
     step: int = Field(ge=0)
     kind: Literal["unstable_step", "fork"] = "unstable_step"
 
 
-class Guideline(_Strict):
+class Guideline(Strict):
     id: str = Field(min_length=1)
     text: str = Field(min_length=1)
     rationale: str = ""
@@ -65,20 +62,20 @@ class Guideline(_Strict):
         return v.strip()
 
 
-class Inputs(_Strict):
+class Inputs(Strict):
     unstable_steps: int = 0
     forks: int = 0
     notes: list[str] = []
 
 
-class Analyst(_Strict):
+class Analyst(Strict):
     model: str | None = None
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
 
-class Provenance(_Strict):
+class Provenance(Strict):
     run_id: str | None = None
     run_dir: str = ""
     benchmark: str = ""
@@ -89,12 +86,12 @@ class Provenance(_Strict):
     analyst: Analyst = Analyst()
 
 
-class Rejected(_Strict):
+class Rejected(Strict):
     guideline: dict
     values: list[str]
 
 
-class GuidelinesFile(_Strict):
+class GuidelinesFile(Strict):
     format: Literal["agentrig.guidelines/1"] = FORMAT
     created: str = ""
     provenance: Provenance = Provenance()

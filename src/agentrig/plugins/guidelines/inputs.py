@@ -22,18 +22,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from agentrig.analysis.reliability import is_success
+from agentrig.types import Strict
 
 FORK_BEFORE = 3  # shared actions shown before the fork
 FORK_NEXT = 3  # actions of each branch shown from the fork on
 TEXT_MAX = 600
 
 
-class Evidence(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Evidence(Strict):
     kind: str  # "unstable_step" | "fork"
     task: str  # "<group>/<task id>"
     trial: int

@@ -26,12 +26,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from agentrig.errors import ConfigError, format_validation_error
 from agentrig.plugins.memory.bm25 import BM25Index, terms
 from agentrig.plugins.memory.window import Conversation
-from agentrig.types import Transient
+from agentrig.types import Strict, Transient
 
 from .filemodel import Guideline, GuidelinesFile
 
@@ -43,8 +43,8 @@ these they this to too up us was we were what when where which who will with wou
 HEADER = "Guidelines for consistent decisions (follow them when they apply):"
 
 
-class GuidelinesSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class GuidelinesSettings(Strict):
+    model_config = ConfigDict(frozen=True)
 
     file: str = Field(min_length=1)
     select: Literal["all", "bm25"] = "all"

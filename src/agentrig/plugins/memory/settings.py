@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from agentrig.errors import ConfigError, format_validation_error
+from agentrig.types import Strict
 
 MODES = ("selective", "full_bank", "always_inject", "advisor", "retrieval")
 INJECTIONS = ("transient_system", "user_append")
@@ -25,8 +26,8 @@ DECIDING_MODES = frozenset(("selective", "always_inject", "advisor"))  # modes w
 BANK_MODES = frozenset(("selective", "full_bank", "always_inject", "retrieval"))  # modes with a bank
 
 
-class MemorySettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class MemorySettings(Strict):
+    model_config = ConfigDict(frozen=True)
 
     mode: Literal["selective", "full_bank", "always_inject", "advisor", "retrieval"] = "selective"
     interval: int = Field(1, ge=1, strict=True)

@@ -16,9 +16,10 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from agentrig.errors import DataError, InfrastructureFault
+from agentrig.types import Strict
 
 SandboxKind = Literal["bwrap", "docker", "podman", "local"]
 SANDBOX_KINDS: tuple[str, ...] = ("bwrap", "docker", "podman", "local")
@@ -60,10 +61,8 @@ class CommandResult(BaseModel):
     note: str | None = None  # e.g. "the persistent shell was restarted after the timeout"
 
 
-class SandboxSettings(BaseModel):
+class SandboxSettings(Strict):
     """The experiment's ``[sandbox]`` table, merged with the task's own limits."""
-
-    model_config = ConfigDict(extra="forbid")
 
     kind: SandboxKind = "bwrap"
     keep: bool = False  # keep the trial's writable layer after close (debugging)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from agentrig.types import Strict
 
 
 class APNNames(str, Enum):
@@ -12,10 +14,8 @@ class APNNames(str, Enum):
     BROKEN = "broken"
 
 
-class APNSettings(BaseModel):
+class APNSettings(Strict):
     """The settings of one Access Point Name (APN) connection."""
-
-    model_config = ConfigDict(extra="forbid")
 
     apn_name: APNNames = Field(APNNames.INTERNET, description="Name of the APN connection.")
     reset_at_reboot: bool = Field(False, description="Whether the APN settings are reset at the next reboot.")
