@@ -171,9 +171,61 @@ def test_the_oracle_types_solution_yaml_as_terminal_bench_does(tmp_path, cache, 
     assert rec.verdict.reward == 1.0, rec.verdict.reward_info.notes
     commands = [e.data["command"] for e in rec.trajectory.events if e.kind == "command"]
     assert commands[0] == "echo ok > /app/out.txt"  # keys without Enter joined the next entry
-    assert "&" in commands[1] and commands[2] == "cat /app/bg.txt"
+    assert commands[1] == "sleep 1; echo bg > /app/bg.txt" and commands[2] == "cat /app/bg.txt"
     outputs = [m.content for m in rec.trajectory.messages if m.role == "tool"]
-    assert "bg" in outputs[2]  # the background command ran while the oracle waited min_timeout_sec
+    assert "bg" in outputs[2]  # the non-blocking command ended while the oracle waited min_timeout_sec
+
+
+def test_block_false_entries_are_typed_ahead_into_one_shell_as_terminal_bench_plays_them(tmp_path, cache):
+    # Terminal-Bench sends a `block: false` entry to its tmux session and moves on after
+    # min_timeout_sec: later entries run after it in the same shell (a variable it set is seen),
+    # in order, while the oracle does not wait; what still runs at submission goes on into the
+    # tests (here a server started in the foreground, which the tests query)
+    tasks = tmp_path / "tasks"
+    steps = textwrap.dedent("""\
+        - command: HASH="$(echo abc | tr a-c x-z)"
+          block: false
+          min_timeout_sec: 0.01
+        - command: sleep 2; echo first >> /app/order.txt
+          block: false
+          min_timeout_sec: 0.1
+        - command: echo "$HASH second" >> /app/order.txt
+          block: false
+          min_timeout_sec: 0.1
+        - command: python3 -m http.server 8765 --directory /app
+          block: false
+          min_timeout_sec: 1
+        """)
+    test = textwrap.dedent("""\
+        import time, urllib.request
+        from pathlib import Path
+
+        def eventually(check):  # what the typed-ahead entries do may still be running as the tests start
+            for _ in range(100):
+                try:
+                    if check():
+                        return True
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            return False
+
+        def test_order():
+            order = Path('/app/order.txt')
+            assert eventually(lambda: order.read_text().split('\\n')[:2] == ['first', 'xyz second'])
+
+        def test_server_still_running():
+            assert eventually(lambda: b'order.txt' in urllib.request.urlopen('http://127.0.0.1:8765/', timeout=5).read())
+        """)
+    write_task(tasks, "typed-ahead", solution=None, solution_yaml=steps, test=test)
+    path = experiment(tmp_path, "ahead", ORACLE, cache=cache, tasks=tasks, sandbox='shell = "stateless"')
+    doc = run_json(path)
+    [rec] = records(doc["run_dir"])
+    assert rec.verdict.reward == 1.0, rec.verdict.reward_info.notes
+    events = [e.data for e in rec.trajectory.events if e.kind == "command"]
+    assert all(e["timed_out"] is False for e in events)
+    outputs = [m.content for m in rec.trajectory.messages if m.role == "tool"]
+    assert "still running after 0.1 s" in outputs[1]  # the oracle moved on; `sleep 2` went on
 
 
 def test_a_sandbox_that_never_starts_leaves_the_trial_invalid_never_failed(tmp_path, cache):

@@ -4,7 +4,9 @@
 
 1. **Sandbox.** ``open_sandbox`` builds the task's layer (cached by content hash) and starts the
    trial's sandbox. A task with ``run_tests_in_same_shell`` always gets the persistent shell (its
-   tests read the session's directory and exported variables), whatever ``[sandbox] shell`` says.
+   tests read the session's directory and exported variables), whatever ``[sandbox] shell`` says;
+   so does the oracle playing a ``solution.yaml`` (keystrokes typed into one terminal, as
+   Terminal-Bench types them into its tmux session).
 2. **Agent phase.** The arm's agent (``agents.build_terminal_agent`` of this package) gets a ``TerminalSession``
    and runs until it submits, gives up, or a limit ends it. The phase is bounded by the task's
    agent timeout (and the run's ``trial_timeout_s`` when that is shorter): ``agent_timeout``.
@@ -108,12 +110,14 @@ class TerminalSession:
         return message
 
     async def execute(self, command: str, timeout_s: float | None = None,
-                      env: dict[str, str] | None = None) -> CommandResult:
+                      env: dict[str, str] | None = None, detach_after_s: float | None = None) -> CommandResult:
         """Run one command in the sandbox (per-command timeout, cut to the time left).
 
         Raises ``AgentStop("limits_exceeded")`` past ``max_steps`` commands and
         ``AgentStop("agent_timeout")`` when the agent's time is up (also when a command was still
-        running as it ran out). A ``SandboxError`` propagates: the trial is invalid."""
+        running as it ran out). A ``SandboxError`` propagates: the trial is invalid.
+        ``detach_after_s`` (the persistent shell): return after that long while the command goes
+        on, the next one queued behind it — keys typed with ``block: false``."""
         limits = self.settings.limits
         if self.steps >= limits.max_steps:
             raise AgentStop("limits_exceeded", f"the step limit ({limits.max_steps} commands, [run] max_steps) was reached")
@@ -123,7 +127,10 @@ class TerminalSession:
         bound = min(timeout_s if timeout_s is not None else self.settings.command_timeout_s, left)
         self.steps += 1
         self.ctx.trajectory.bump("commands")
-        result = await self.sandbox.run(command, timeout_s=max(bound, 0.001), env=env)
+        if detach_after_s is None:
+            result = await self.sandbox.run(command, timeout_s=max(bound, 0.001), env=env)
+        else:  # typed ahead (persistent shell): return after detach_after_s, the command may go on
+            result = await self.sandbox.run(command, timeout_s=max(bound, 0.001), env=env, detach_after_s=detach_after_s)
         self.ctx.event("sandbox", "command", command=command[:COMMAND_EVENT_CHARS], exit_code=result.exit_code,
                        timed_out=result.timed_out, duration_s=round(result.duration_s, 4),
                        omitted_chars=result.omitted_chars)
@@ -201,7 +208,9 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
     from .agents import build_terminal_agent
     from .verifier import capture_shell_state, verify
 
-    if task.run_tests_in_same_shell and sandbox.shell != "persistent":
+    typed = agent.kind in ("oracle", "flaky-oracle") and task.solution_script is None and bool(task.solution)
+    if (task.run_tests_in_same_shell or typed) and sandbox.shell != "persistent":
+        # the tests read the agent's shell; solution.yaml is keystrokes typed into one terminal
         sandbox = sandbox.model_copy(update={"shell": "persistent"})
     budget = task.agent_timeout_s
     if limits.trial_timeout_s is not None:

@@ -6,10 +6,14 @@
   the harnesses do — ``/oracle/solution.sh`` (TB1), the whole ``solution/`` directory at
   ``/solution`` (Harbor) — and run as one command, ``bash /oracle/solution.sh`` /
   ``bash /solution/solve.sh``, with the whole agent time as its timeout;
-- ``solution.yaml`` entries are typed in order: a ``block`` entry runs and is waited for (the
-  time the agent has left as its timeout); a non-blocking entry is started in the background
-  (output discarded) and the oracle then waits ``min_timeout_sec``; an entry with
-  ``append_enter = false`` is typed but not run: its text is put in front of the next entry.
+- ``solution.yaml`` entries are typed in order into one shell — the trial's persistent shell,
+  as Terminal-Bench types them into its tmux session: a ``block`` entry runs and is waited for
+  (the time the agent has left as its timeout); a non-blocking entry (``block: false``) is sent
+  and the oracle moves on after ``min_timeout_sec`` whether it has ended or not — the next entry
+  is queued behind it and runs when it ends, as typeahead in a terminal, and what still runs when
+  the oracle submits keeps running into the tests; an entry with ``append_enter = false`` is
+  typed but not run: its text is put in front of the next entry. (Each entry is a shell command:
+  keys meant for a program reading the terminal — a REPL, an editor — are not delivered to it.)
 
 Each command is recorded as native tool mode records it: an assistant message with one ``bash``
 tool call ``{"command": …}`` (for a script, the message's text is the script), then a ``tool``
@@ -26,7 +30,6 @@ when it skips, so a run's outcomes are reproducible; a skip is recorded as a
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -106,18 +109,18 @@ class OracleAgent:
             src, dest = step.upload
             await session.upload(src, dest)  # the sandbox maps the path (local: under its root)
             command = command.replace(dest, session.path(dest))
-        if not step.block:
-            command = f"{{ {command}\n}} >/dev/null 2>&1 &"
         args = {"command": command}
         call = ToolCall(id=f"oracle-{i}", name="bash", arguments=args, arguments_raw=json.dumps(args))
         session.add(Message(role="assistant", content=step.script, tool_calls=[call]))
-        result = await session.execute(command, timeout_s=max(session.remaining(), 0.001))
+        if step.block:
+            result = await session.execute(command, timeout_s=max(session.remaining(), 0.001))
+        else:  # typed, then min_timeout_sec later the next entry: Terminal-Bench's non-blocking send_keys
+            result = await session.execute(command, timeout_s=max(session.remaining(), 0.001),
+                                           detach_after_s=step.min_timeout_s)
         shown = observation(result.exit_code, result.output, omitted_chars=result.omitted_chars,
                             timed_out=result.timed_out, note=result.note)
         session.add(Message(role="tool", content=shown, tool_call_id=call.id,
                             requestor="assistant", error=bool(result.timed_out or result.exit_code)))
-        if step.min_timeout_s > 0 and not step.block:
-            await asyncio.sleep(min(step.min_timeout_s, max(session.remaining(), 0)))
 
 
 class NoopTerminalAgent:

@@ -108,8 +108,11 @@ class Sandbox(Protocol):
 
     async def start(self) -> None: ...
 
-    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None) -> CommandResult:
-        """``bash -lc command`` (stateless) or the next command of the persistent shell."""
+    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None,
+                  detach_after_s: float | None = None) -> CommandResult:
+        """``bash -lc command`` (stateless) or the next command of the persistent shell.
+        ``detach_after_s`` (persistent shell): return after that long even if the command still
+        runs; the next command is queued behind it (``shell.PersistentShell.run``)."""
         ...
 
     async def copy_in(self, src: Path, dest: str) -> None:

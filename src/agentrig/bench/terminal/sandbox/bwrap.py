@@ -254,12 +254,14 @@ class BwrapSandbox:
             result.oom_killed = True
         return result
 
-    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None) -> CommandResult:
+    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None,
+                  detach_after_s: float | None = None) -> CommandResult:
         if self.shell_kind == "persistent":
-            return await self._persistent(command, timeout_s, env)
+            return await self._persistent(command, timeout_s, env, detach_after_s)
         return await self.exec(["bash", "-lc", command], timeout_s, env)
 
-    async def _persistent(self, command: str, timeout_s: float, env: dict[str, str] | None) -> CommandResult:
+    async def _persistent(self, command: str, timeout_s: float, env: dict[str, str] | None,
+                          detach_after_s: float | None = None) -> CommandResult:
         self._alive()
         if self._shell is None:
             state: dict[str, Path | None] = {"dir": None}
@@ -280,7 +282,7 @@ class BwrapSandbox:
 
             self._shell = PersistentShell(spawn, limit=self.output_limit, kill=kill, before_command=before)
         oom_before = self.cgroups.oom_kills() if self.cgroups else 0
-        result = await self._shell.run(command, timeout_s, env)
+        result = await self._shell.run(command, timeout_s, env, detach_after_s)
         self._alive()
         if self.cgroups is not None and self.cgroups.oom_kills() > oom_before:
             result.oom_killed = True

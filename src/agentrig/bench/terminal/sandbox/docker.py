@@ -171,13 +171,14 @@ class ContainerSandbox:
             flags += ["-e", f"{key}={value}"]
         return [*self.cli, "exec", *flags, "-w", self.workdir, self.name, *argv]
 
-    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None) -> CommandResult:
+    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None,
+                  detach_after_s: float | None = None) -> CommandResult:
         full_env = {**self.env, **(env or {})}
         if self.shell_kind == "persistent":
             if self._shell is None:
                 self._shell = PersistentShell(subprocess_spawn(self._exec(["bash", "-l"], full_env, True), {"PATH": BASE_ENV["PATH"]}),
                                               limit=self.output_limit)
-            return await self._shell.run(command, timeout_s, env)
+            return await self._shell.run(command, timeout_s, env, detach_after_s)
         self._seq += 1
         pidfile = f"/tmp/.agentrig-cmd-{self._seq}"
         wrapped = f"echo $$ > {pidfile}; exec bash -lc {_quote(command)}"

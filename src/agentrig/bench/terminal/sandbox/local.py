@@ -114,11 +114,12 @@ class LocalSandbox:
                     else:
                         raise TaskBuildError(f"line {step.line}: {step.op} {source}: no such file")
 
-    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None) -> CommandResult:
+    async def run(self, command: str, timeout_s: float, env: dict[str, str] | None = None,
+                  detach_after_s: float | None = None) -> CommandResult:
         if self.shell_kind == "persistent":
             if self._shell is None:
                 self._shell = PersistentShell(self._spawn(["bash", "-l"], self.env), limit=self.output_limit)
-            return await self._shell.run(command, timeout_s, env)
+            return await self._shell.run(command, timeout_s, env, detach_after_s)
         spawn = self._spawn(["bash", "-lc", command], {**self.env, **(env or {})})
         return await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, drainers=self._drainers)
 
