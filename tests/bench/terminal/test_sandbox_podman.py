@@ -4,56 +4,40 @@ missing, except in CI (env CI=true), where missing tools fail the test."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import shutil
+import signal
 import subprocess
+import sys
+import textwrap
 
 import pytest
 
-from agentrig.bench.terminal.images import ensure_base_root, resolve_base
-from agentrig.bench.terminal.sandbox import open_sandbox, sandbox_check
-from agentrig.bench.terminal.sandbox.docker import engine_cli, engine_problem
+from agentrig.bench.terminal.images import resolve_base
+from agentrig.bench.terminal.sandbox import build_plan, open_sandbox, sandbox_check
+from agentrig.bench.terminal.sandbox.container_images import remove_task_images
+from agentrig.bench.terminal.sandbox.engine import engine_cli
 
+from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
+from agentrig.bench.terminal.verifier import verify
+
+from .podman_support import BASE, import_base_image, need_podman, owned_containers, owned_images, podman, volumes
 from .sandbox_support import make_task, settings
-
-BASE = "ghcr.io/laude-institute/t-bench/python-3-13"
-
-
-_MISSING = [t for t in ("podman", "runc", "mmdebstrap") if shutil.which(t) is None]
-PROBLEM = asyncio.run(engine_problem("podman")) if not _MISSING else f"missing {', '.join(_MISSING)}"
-
-
-def _need_podman() -> None:
-    problem = PROBLEM
-    if problem:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"podman sandbox unavailable in CI: {problem}")
-        pytest.skip(f"podman sandbox unavailable: {problem}")
 
 
 @pytest.fixture(scope="module")
 def base_image():
-    """TB's python-3-13 base: our root built from Debian packages, imported under that name."""
-    _need_podman()
-    root = ensure_base_root(resolve_base(BASE))
-    cli = engine_cli("podman")
-    if subprocess.run([*cli, "image", "exists", BASE]).returncode != 0:
-        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        subprocess.run([*cli, "import", "-q", "-c", "WORKDIR /app", "-", BASE], stdin=tar.stdout, check=True,
-                       stdout=subprocess.DEVNULL)
-        tar.wait()
-    return BASE
+    need_podman()
+    yield import_base_image()
+    remove_task_images()
 
 
 def _containers() -> list[str]:
-    out = subprocess.run([*engine_cli("podman"), "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True)
-    return [n for n in out.stdout.split() if n.startswith("agentrig-")]
+    return owned_containers()
 
 
 async def test_the_doctor_asks_podman_itself():
     """podman needs no daemon: the doctor reports what `podman info` says (its version and runtime)."""
-    _need_podman()
+    need_podman()
     [finding] = await sandbox_check("podman")
     assert finding.ok and finding.check == "engine", finding
     assert "runtime runc" in finding.detail and finding.detail.startswith("podman "), finding.detail
@@ -95,3 +79,141 @@ async def test_containers_of_a_killed_runner_are_reaped_by_the_next(tmp_path, ba
     finally:
         for name in ("agentrig-orphan-test", "agentrig-live-test"):  # one by one: podman 4.3 stops at a missing one
             subprocess.run([*cli, "rm", "-f", "-t", "0", name], capture_output=True)
+
+
+# ---- base images imported when the pull fails, host settings, teardown, the verifier ---------
+
+
+async def test_a_base_image_that_cannot_be_pulled_is_imported_from_its_root(tmp_path, base_image):
+    """No registry answers here: FROM a TB base tag the engine lacks is our root imported under
+    that very name (labelled with its recipe's key, TB's WORKDIR /app), and the task builds on it."""
+    ref = f"{BASE}:agentrig-test-{os.getpid()}"
+    podman("rmi", ref)
+    task = make_task(tmp_path, f"FROM {ref}\nRUN echo on-our-root > /marker\n", task_id="import-probe")
+    sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
+    try:
+        result = await sandbox.run("cat /marker; pwd; cat /etc/debian_version", 60)
+        assert result.output.splitlines()[:2] == ["on-our-root", "/app"], result.output
+        label = podman("image", "inspect", "--format", '{{index .Labels "agentrig.base"}} {{.Config.WorkingDir}}', ref)
+        recipe = resolve_base(ref)
+        assert label.stdout.split() == [recipe.key(), "/app"], label.stdout
+    finally:
+        await sandbox.close()
+        remove_task_images()
+        podman("rmi", ref)
+
+
+async def test_host_package_settings_reach_a_podman_build_and_stay_out_of_the_image(tmp_path, base_image, monkeypatch):
+    """build_network = "host-settings": `RUN pip install` of a small pure-Python package builds
+    (the host's pip configuration and CA bundle reach the build), and nothing of them is in the
+    image: no mount point, no PIP_* in its ENV, no host value in its history or files."""
+    monkeypatch.setenv("PIP_TIMEOUT", "181.5")  # a distinctive host PIP_* value
+    task = make_task(tmp_path, f"FROM {base_image}\nRUN pip install --no-cache-dir six "
+                               "&& if pip config list | grep -q '181[.]5'; then touch /saw-host-pip-settings; fi\n",
+                     task_id="pip-probe")
+    sandbox = await open_sandbox(task, settings(tmp_path, kind="podman", build_network="host-settings"))
+    try:
+        result = await sandbox.run("python -c 'import six; print(six.__version__)'; ls /saw-host-pip-settings; "
+                                   "ls -a / /dev; env | grep ^PIP_ || echo no-pip-env", 60)
+        assert result.exit_code == 0, result.output
+        assert "/saw-host-pip-settings" in result.output and "no-pip-env" in result.output, result.output
+        assert "agentrig-host-settings" not in result.output, result.output
+        tag = next(t for t in owned_images(os.getpid()) if "pip-probe" in t)
+        inspect = podman("image", "inspect", "--format", "{{.Config.Env}}", tag).stdout
+        assert "PIP_" not in inspect and "APT_CONFIG" not in inspect, inspect
+        history = podman("history", "--no-trunc", "--format", "{{.CreatedBy}}", tag).stdout
+        assert "181.5" not in history and "/etc/ssl" not in history, history
+        export = subprocess.run(f"{' '.join(engine_cli('podman'))} export {sandbox.name} | tar -t", shell=True,
+                                capture_output=True, text=True)
+        assert export.returncode == 0 and "etc/passwd" in export.stdout
+        assert "agentrig-host-settings" not in export.stdout
+    finally:
+        await sandbox.close()
+        remove_task_images()
+
+
+async def test_teardown_leaves_nothing_and_what_a_killed_runner_left_is_reaped(tmp_path, base_image):
+    """close() removes the container and its anonymous volumes, the runner's exit its task images;
+    a runner killed by SIGKILL leaves its container and image, and the next sandbox start removes both."""
+    volumes_before = set(volumes())
+    task_dir = make_task(tmp_path, f"FROM {base_image}\nVOLUME /data\nRUN echo x > /x\n", task_id="killed-runner").path
+    script = tmp_path / "runner.py"
+    script.write_text(textwrap.dedent(f"""
+        import asyncio, sys, time
+        from pathlib import Path
+        from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
+        from agentrig.bench.terminal.taskmodel import TerminalTask
+
+        d = Path({str(task_dir)!r})
+        task = TerminalTask(id="killed-runner", path=d, format="tb1", instruction="x", dockerfile=d / "Dockerfile",
+                            tests_dir=d / "tests")
+
+        async def main():
+            sb = await open_sandbox(task, SandboxSettings(kind="podman", cache_dir=Path({str(tmp_path / 'c1')!r})))
+            print("ready", flush=True)
+            time.sleep(600)
+
+        asyncio.run(main())
+    """))
+    runner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert runner.stdout.readline().strip() == "ready"
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+    assert owned_containers(runner.pid) and owned_images(runner.pid)  # left behind by the kill
+    task = make_task(tmp_path, f"FROM {base_image}\nVOLUME /data\n", task_id="next-runner")
+    sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
+    assert owned_containers(runner.pid) == [] and owned_images(runner.pid) == []  # reaped by the next start
+    assert sandbox.name in owned_containers(os.getpid())
+    await sandbox.close()
+    assert sandbox.name not in owned_containers()
+    assert remove_task_images() and owned_images(os.getpid()) == []
+    assert set(volumes()) <= volumes_before  # the anonymous /data volumes went with their containers
+
+
+@pytest.mark.parametrize("solve", [True, False], ids=["oracle", "noop"])
+async def test_the_offline_test_tool_chain_runs_in_a_container(tmp_path, base_image, solve):
+    """A built-in task whose run-tests.sh is TB's template (curl, uv from astral.sh — no network
+    here): the verifier enters the container and runs agentrig's Python on the tests, as under
+    bwrap; the solution passes, doing nothing fails, a fake test the agent planted is not run."""
+    task = next(t for t in load_tasks(builtin_tasks_dir())[0] if t.id == "csv-region-totals")
+    import_base_image(build_plan(task).base)
+    sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
+    try:
+        await sandbox.run("mkdir -p /tests && printf 'def test_fake():\\n    pass\\n' > /tests/test_outputs.py", 30)
+        if solve:
+            await sandbox.copy_in(task.solution_script, "/oracle/solution.sh")
+            assert (await sandbox.run("bash /oracle/solution.sh", 120)).exit_code == 0
+        assert sandbox.binds_verifier
+        result = await verify(sandbox, task, network=False)
+    finally:
+        await sandbox.close()
+        remove_task_images()
+    assert result.offline and result.failure_mode == ("submitted" if solve else "wrong_output"), result
+    assert result.resolved is solve and "test_fake" not in (result.output or "")
+
+
+def test_images_build_import_names_the_image_as_the_from_line_does(base_image):
+    """`agentrig images build --import podman REF`: the root imported under REF (a short name under
+    its docker.io/library name, which FROM finds too), once; a wrong engine is a one-line error."""
+    from .run_support import agentrig
+
+    ref = f"{BASE}:agentrig-cli-{os.getpid()}"
+    try:
+        first = agentrig("images", "build", "--import", "podman", ref)
+        assert first.returncode == 0, first.stderr
+        assert f"(imported into podman as {ref})" in first.stdout and "importing base image" in first.stderr
+        fmt = '{{index .Labels "agentrig.base"}} {{.Config.WorkingDir}} {{.Config.Cmd}}'
+        assert podman("image", "inspect", "--format", fmt, ref).stdout.split() == [resolve_base(ref).key(), "/app", "[python3]"]
+        again = agentrig("images", "build", "--import", "podman", ref)
+        assert again.returncode == 0 and "importing" not in again.stderr  # already there, from the same recipe
+    finally:
+        podman("rmi", ref)
+    bad = agentrig("images", "build", "--import", "kubernetes", BASE)
+    assert bad.returncode == 1 and bad.stderr.strip() == "error: --import 'kubernetes': the engine is podman or docker"
+    from agentrig.bench.terminal.sandbox.container_images import qualified
+
+    assert qualified("ubuntu:24.04") == "docker.io/library/ubuntu:24.04" and qualified(BASE) == BASE
+    assert qualified("user/img:1") == "docker.io/user/img:1" and qualified("localhost/x:1") == "localhost/x:1"

@@ -159,8 +159,10 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
         mode = mode if mode in EXCLUDED_MODES else "needs_container"
         return VerifierResult(**base, failure_mode=mode, excluded=True, detail=support_reason)
     has_net = task.allow_internet if network is None else network
-    # a container takes no new binds: its own tools run the scripts as written
-    container = getattr(sandbox, "kind", None) in ("docker", "podman")
+    # binds: bwrap, and a container whose namespaces agentrig can enter (docker.py); any other
+    # container takes no new binds: its own tools run the scripts as written
+    binds_in = getattr(sandbox, "kind", None) == "bwrap" or getattr(sandbox, "binds_verifier", False)
+    container = getattr(sandbox, "kind", None) in ("docker", "podman") and not binds_in
     python, binds = (None, {}) if container else verifier_python()
     tests, logs = sandbox.sandbox_path(TESTS_DIR), sandbox.sandbox_path(VERIFIER_DIR)
     started = time.monotonic()
@@ -177,15 +179,14 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
         if same_shell and shell_state.cwd:
             command = f"cd {testscripts.shlex.quote(shell_state.cwd)} 2>/dev/null; " + command.split("; ", 1)[1]
         q = testscripts.shlex.quote
-        bwrap = getattr(sandbox, "kind", None) == "bwrap"
-        if not bwrap:  # under bwrap the verifier's own process removes /tests (`remove`)
+        if not binds_in:  # with binds the verifier's own process removes /tests (`remove`)
             await sandbox.run_verifier(f"rm -rf {q(tests)}" + (f" {q(logs)}; mkdir -p {q(logs)}" if container else ""),
                                        timeout_s=60, env={}, extra_ro_binds={})
         # copy_in and the binds take paths as the task names them (the sandbox maps them itself);
         # commands and TEST_DIR use them as the sandbox's commands see them (`tests`, `logs`)
         rw: dict[str, str] | None = None if container else {str(reward_dir): VERIFIER_DIR}
         res = None
-        if bwrap:
+        if binds_in:
             # bound read-only: a process the agent left running cannot rewrite the tests mid-run
             binds = {**binds, str(staged): TESTS_DIR}
             args = plan.pytest_args or (plan.reward.pytest_args if plan.reward else None)
@@ -199,7 +200,7 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
         warm = res is not None
         if res is None:
             res = await sandbox.run_verifier(command, timeout_s=task.test_timeout_s, env=env, extra_ro_binds=binds,
-                                             rw_binds=rw, **({"remove": [TESTS_DIR]} if bwrap else {}))
+                                             rw_binds=rw, **({"remove": [TESTS_DIR]} if binds_in else {}))
         out = dict(output=res.output, omitted_chars=res.omitted_chars, exit_code=res.exit_code,
                    timed_out=res.timed_out, offline=plan.offline, notes=plan.notes, warm=warm)
         if res.timed_out:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..sandbox.base import SandboxError
+from ..sandbox.hostsettings import host_apt_options
 from .recipes import BaseRecipe
 
 MIRROR = "http://deb.debian.org/debian"
@@ -46,20 +47,6 @@ def mmdebstrap_binary() -> str:
 
 def root_path(recipe: BaseRecipe, cache: Path | None = None) -> Path:
     return images_dir(cache) / recipe.key()  # by key only: refs that build the same tree share it
-
-
-def host_apt_options() -> list[str]:
-    """The host's apt proxy settings as mmdebstrap --aptopt values (passed at build time only)."""
-    try:
-        out = subprocess.run(["apt-config", "dump"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    opts = []
-    for line in out.splitlines():
-        name = line.split(" ", 1)[0]
-        if name.startswith("Acquire::") and ("Proxy" in name or name.endswith("Check-Valid-Until")):
-            opts.append(line.rstrip(";") + ";")
-    return opts
 
 
 def _sources(suite: str) -> list[str]:

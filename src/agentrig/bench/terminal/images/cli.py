@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 
@@ -19,8 +20,20 @@ def _fail(message: str) -> None:
 
 @app.command("build")
 def build(refs: list[str] = typer.Argument(..., help="image references, e.g. python:3.13-slim-bookworm"),
-          host_settings: bool = typer.Option(False, "--host-settings", help="pass the host's apt proxy settings to the build (not stored)")) -> None:
+          host_settings: bool = typer.Option(False, "--host-settings", help="pass the host's apt proxy settings to the build (not stored)"),
+          import_to: str = typer.Option(None, "--import", metavar="podman|docker",
+                                        help="also import the root into this engine under the image's name, so a FROM resolves locally")) -> None:
     """Build (or find in the cache) the base root for each image reference."""
+    if import_to is not None and import_to not in ("podman", "docker"):
+        _fail(f"--import {import_to!r}: the engine is podman or docker")
+    if import_to is not None:
+        import asyncio
+
+        from ..sandbox.engine import engine_problem
+
+        problem = asyncio.run(engine_problem(import_to))
+        if problem:
+            _fail(f"--import {import_to}: {problem}")
     for ref in refs:
         recipe = resolve_base(ref)
         if recipe is None:
@@ -31,6 +44,14 @@ def build(refs: list[str] = typer.Argument(..., help="image references, e.g. pyt
         except SandboxError as exc:
             _fail(str(exc))
         note = f"  (substituted: {recipe.substituted})" if recipe.substituted else ""
+        if import_to is not None:
+            from ..sandbox.container_images import import_base
+
+            try:
+                name = import_base(ref, import_to, progress=lambda m: typer.echo(m, err=True), host_settings=host_settings)
+            except SandboxError as exc:
+                _fail(str(exc))
+            note += f"  (imported into {import_to} as {name})"
         typer.echo(f"{ref}: {root}{note}")
 
 
@@ -52,9 +73,26 @@ def rm(selector: str = typer.Argument(None, help="a ref, key or directory name; 
     """Remove built base roots."""
     if selector is None and not all_:
         _fail("name a base image (ref, key or directory) or pass --all")
+    keys = {m["key"] for m in list_roots() if all_ or selector in (m["recipe"]["ref"], m["key"], Path(m["path"]).name)}
     removed = remove_roots(None if all_ else selector)
+    imported = _remove_imported(keys)
     if not removed and selector is not None:
         _fail(f"no built base image matches {selector!r} (see `agentrig images list`)")
     for name in removed:
         typer.echo(f"removed {name}")
+    for engine, ident in imported:
+        typer.echo(f"removed the {engine} image {ident[:12]} imported from it")
     sys.stdout.flush()
+
+
+def _remove_imported(keys: set[str]) -> list[tuple[str, str]]:
+    """The images imported into podman/docker from these roots (engines that do not answer are skipped)."""
+    import shutil
+
+    from ..sandbox.container_images import remove_imported
+
+    out = []
+    for engine in ("podman", "docker"):
+        if shutil.which(engine):
+            out += [(engine, ident) for key in sorted(keys) for ident in remove_imported(engine, key)]
+    return out

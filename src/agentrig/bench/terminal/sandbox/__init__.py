@@ -83,7 +83,8 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
 
         sandbox = ContainerSandbox(engine=settings.kind, task=task, network=network, workdir=workdir, env=plan.env,
                                    memory_mb=memory_mb, pids=pids, cpus=cpus, shell=settings.shell,
-                                   output_limit=settings.output_limit, keep=settings.keep)
+                                   output_limit=settings.output_limit, keep=settings.keep,
+                                   build_network=settings.build_network, build_timeout_s=settings.build_timeout_s)
     await sandbox.start()
     return sandbox
 

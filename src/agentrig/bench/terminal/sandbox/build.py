@@ -30,6 +30,7 @@ from ..dockerfile import BuildPlan
 from ..netfail import network_failure
 from .base import SandboxError, SandboxSettings, TaskBuildError
 from .bwrap import HOST_DIRS, SPECIAL, BwrapSandbox, remove_tree
+from .hostsettings import MOUNT, host_settings_binds
 
 LAYER_FORMAT = "1"
 CONTEXT_MOUNT = "/.agentrig-build-context"
@@ -149,26 +150,7 @@ async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, sett
             raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}:\n{text}", exclusion=exclusion)
 
 
-HOST_SETTINGS_MOUNT = "/.agentrig-host-settings"
-
-
-def host_settings_binds() -> tuple[dict[str, str], dict[str, str]]:
-    """(ro binds, env) giving a build step the host's package-index settings: pip's configuration
-    file and PIP_* variables, and the CA bundle for pip and every other TLS client (OpenSSL's
-    SSL_CERT_FILE, curl, git, node). Bound at build time only, never copied into a layer."""
-    binds, env = {}, {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
-    pip_conf = os.environ.get("PIP_CONFIG_FILE") or "/etc/pip.conf"
-    if os.path.isfile(pip_conf):
-        binds[pip_conf] = f"{HOST_SETTINGS_MOUNT}/pip.conf"
-        env["PIP_CONFIG_FILE"] = f"{HOST_SETTINGS_MOUNT}/pip.conf"
-    for ca in (os.environ.get("PIP_CERT"), "/etc/ssl/certs/ca-certificates.crt"):
-        if ca and os.path.isfile(ca):
-            binds[ca] = f"{HOST_SETTINGS_MOUNT}/ca.crt"
-            bundle = f"{HOST_SETTINGS_MOUNT}/ca.crt"  # pip, requests, OpenSSL (python, uv), curl, git, node
-            env.update(PIP_CERT=bundle, REQUESTS_CA_BUNDLE=bundle, SSL_CERT_FILE=bundle, CURL_CA_BUNDLE=bundle,
-                       GIT_SSL_CAINFO=bundle, NODE_EXTRA_CA_CERTS=bundle, UV_NATIVE_TLS="1")
-            break
-    return binds, env
+HOST_SETTINGS_MOUNT = MOUNT
 
 
 async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings, base: Any = None,

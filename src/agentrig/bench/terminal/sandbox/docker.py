@@ -1,142 +1,64 @@
 """Docker/Podman: a long-lived container per trial (``run -d`` + ``exec`` per command).
 
-Used only when the engine answers (``engine_problem`` says why not: podman needs no daemon, docker
-does). podman runs with agentrig's own containers.conf (runc, the host's ulimits), never the host's. The image is
-built from the task's Dockerfile (the engine caches it); the container runs ``sleep infinity``
-with the task's limits and, unless the task may use it, no network. A command runs as
-``exec ... setsid -w bash -lc COMMAND`` and records its process group; a timeout kills that group
-inside the container. The container is removed at close (kept, stopped, with ``keep``).
+Used only when the engine answers (``engine.engine_problem`` says why not: podman needs no daemon,
+docker does). The image is the task's, built once per runner from its Dockerfile over base images
+found, pulled or imported from roots built from packages (``container_images``); the container
+runs ``sleep infinity`` with the task's limits and, unless the task may use it, no network. A
+command runs as ``exec ... setsid -w bash -lc COMMAND`` and records its process group; a timeout
+kills that group inside the container. The container and its anonymous volumes are removed at
+close (kept, stopped, with ``keep``); the task image when the runner exits.
+
+**The verifier** (as root, where the container's init process is visible — rootful podman or
+docker on this host): it runs like bwrap's (``nsutil.py run``): a host process joins the
+container's cgroups, enters its namespaces and a private copy of its mount namespace, removes
+``/tests``, binds the staged tests and agentrig's Python read-only and ``/logs/verifier``
+writable there only, takes the container's capability bounding set and no-new-privileges, and
+forks the tests into the container's pid namespace. So the offline test tool chain works in a
+container too, and a process the agent left running never sees those binds. (The verifier's
+processes do not get the container's seccomp filter.) Elsewhere the tests are copied in and the
+scripts run with the image's own tools.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
+import json
 import os
-import shutil
-import tempfile
+import sys
 from pathlib import Path
 from typing import Any
 
 from ..shell import PersistentShell, run_process, subprocess_spawn
 from .base import BASE_ENV, CommandResult, SandboxError, TaskBuildError
-
-
-async def _call(argv: list[str], timeout: float = 30) -> tuple[int, str]:
-    try:
-        proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    except OSError as exc:
-        return 127, str(exc)
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.wait()
-        return 124, f"{argv[0]} did not answer within {timeout:.0f} s"
-    return proc.returncode or 0, out.decode(errors="replace")
-
-
-# podman reads this instead of the host's containers.conf (the host's /etc is left alone): the
-# default ulimits are left to the host (runc cannot raise them here) and runc is the runtime
-# (crun refuses hybrid cgroup hierarchies).
-_PODMAN_CONF = '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n'
-
-
-def podman_conf() -> Path:
-    """agentrig's containers.conf for podman (written once per user, idempotently)."""
-    path = Path(tempfile.gettempdir()) / f"agentrig-containers-{os.getuid()}.conf"
-    if not path.exists() or path.read_text() != _PODMAN_CONF:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(_PODMAN_CONF)
-        tmp.replace(path)
-    return path
-
-
-def engine_cli(engine: str) -> list[str]:
-    """The argv prefix that runs ``engine``: podman with agentrig's containers.conf, docker as is."""
-    if engine == "podman":
-        return ["env", f"CONTAINERS_CONF={podman_conf()}", "podman"]
-    return [engine]
-
-
-async def engine_info(engine: str) -> tuple[str | None, str]:
-    """(problem or None, what the runtime reports): podman needs no daemon; docker's must answer."""
-    if shutil.which(engine) is None:
-        return f"no {engine} client on PATH", ""
-    if engine == "podman":
-        fmt = "podman {{.Version.Version}}, runtime {{.Host.OCIRuntime.Name}}, cgroups {{.Host.CgroupsVersion}}, storage {{.Store.GraphDriverName}}"
-        code, out = await _call([*engine_cli(engine), "info", "--format", fmt], timeout=30)
-        if code != 0 or not out.strip():
-            last = out.strip().splitlines()[-1] if out.strip() else code
-            return f"podman is installed but `podman info` fails: {last}", ""
-        return None, out.strip().splitlines()[-1]
-    code, out = await _call([engine, "info", "--format", "docker {{.ServerVersion}}, runtime {{.DefaultRuntime}}, storage {{.Driver}}"], timeout=15)
-    if code != 0 or not out.strip() or "docker ," in out:
-        return f"{engine} client found but no daemon answers: {out.strip().splitlines()[-1] if out.strip() else code}", ""
-    return None, out.strip().splitlines()[-1]
-
-
-async def engine_problem(engine: str) -> str | None:
-    """None when ``engine`` can run containers (podman: `podman info` answers; docker: its daemon does)."""
-    return (await engine_info(engine))[0]
-
-
-OWNER_LABEL = "agentrig.owner"  # "<pid>@<boot id>" of the process that started the container
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return "unknown"
-
-
-def _owner() -> str:
-    return f"{os.getpid()}@{_boot_id()}"
-
-
-def _owner_alive(owner: str) -> bool:
-    pid, _, boot = owner.partition("@")
-    if boot != _boot_id():
-        return False  # started before this boot: its owner is gone
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError):
-        return True
-    return True
-
-
-def _no_grace(cli: list[str]) -> list[str]:
-    """podman's `rm -f` first waits 10 s for `sleep infinity` to obey SIGTERM; docker's kills at once."""
-    return ["-t", "0"] if cli[-1] == "podman" else []
-
-
-async def reap_orphans(cli: list[str]) -> list[str]:
-    """Remove agentrig containers whose owner process is gone (a runner killed by SIGKILL)."""
-    code, out = await _call([*cli, "ps", "-a", "--filter", f"label={OWNER_LABEL}",
-                             "--format", f'{{{{.Names}}}} {{{{index .Labels "{OWNER_LABEL}"}}}}'], 30)
-    if code != 0:
-        return []
-    dead = [name for name, _, owner in (line.partition(" ") for line in out.splitlines() if line.strip())
-            if not _owner_alive(owner.strip())]
-    if dead:
-        await _call([*cli, "rm", "-f", *_no_grace(cli), *dead], 120)
-    return dead
+from .engine import (  # noqa: F401 - re-exported: the engine helpers lived here
+    OWNER_LABEL,
+    _boot_id,
+    _call,
+    _no_grace,
+    _owner,
+    _owner_alive,
+    engine_cli,
+    engine_info,
+    engine_problem,
+    podman_conf,
+    reap_orphan_images,
+    reap_orphans,
+)
 
 
 class ContainerSandbox:
     def __init__(self, *, engine: str, task: Any, network: bool, workdir: str, env: dict[str, str],
                  memory_mb: int | None, pids: int | None, cpus: float | None, shell: str = "stateless",
-                 output_limit: int = 10_000, keep: bool = False) -> None:
+                 output_limit: int = 10_000, keep: bool = False, build_network: bool | str = True,
+                 build_timeout_s: float = 3600) -> None:
         self.kind = engine
         self.engine, self.task, self.network = engine, task, network
         self.cli = engine_cli(engine)
         self.workdir, self.env = workdir, {**BASE_ENV, **env}
         self.limits = (memory_mb, pids, cpus)
         self.shell_kind, self.output_limit, self.keep = shell, output_limit, keep
+        self.build_network, self.build_timeout_s = build_network, build_timeout_s
+        self.init_pid: int | None = None  # the container's init on this host, when visible (root)
         self.name = f"agentrig-{hashlib.sha1(str(id(self)).encode()).hexdigest()[:8]}-{getattr(task, 'id', 'task')}"[:60]
         self._shell: PersistentShell | None = None
         self._drainers: set = set()
@@ -149,12 +71,12 @@ class ContainerSandbox:
         dockerfile = getattr(self.task, "dockerfile", None)
         if dockerfile is None:
             raise TaskBuildError("the task has no Dockerfile to build", exclusion="needs_container")
-        tag = f"agentrig-task-{getattr(self.task, 'id', 'task')}".lower()[:100]
-        code, out = await _call([*self.cli, "build", "-q", "-t", tag, "-f", str(dockerfile), str(Path(dockerfile).parent)], 3600)
-        if code != 0:
-            raise TaskBuildError(f"{self.engine} build failed:\n{out[-2000:]}")
-        memory_mb, pids, cpus = self.limits
+        from .container_images import task_image
+
         await reap_orphans(self.cli)
+        await reap_orphan_images(self.cli)
+        tag = await task_image(self.engine, self.task, build_network=self.build_network, timeout_s=self.build_timeout_s)
+        memory_mb, pids, cpus = self.limits
         argv = [*self.cli, "run", "-d", "--name", self.name, "-w", self.workdir, "--label", f"{OWNER_LABEL}={_owner()}"]
         argv += [] if self.network else ["--network", "none"]
         argv += ["--memory", f"{memory_mb}m"] if memory_mb else []
@@ -163,7 +85,18 @@ class ContainerSandbox:
         argv += [tag, "sleep", "infinity"]
         code, out = await _call(argv, 120)
         if code != 0:
+            await _call([*self.cli, "rm", "-f", "-v", *_no_grace(self.cli), self.name], 60)
             raise SandboxError(f"{self.engine} run failed: {out.strip()}")
+        if os.geteuid() == 0:
+            code, out = await _call([*self.cli, "inspect", "--format", "{{.State.Pid}}", self.name], 60)
+            pid = out.strip().splitlines()[-1] if code == 0 and out.strip() else ""
+            if pid.isdigit() and int(pid) > 0 and os.path.exists(f"/proc/{pid}/ns/mnt"):
+                self.init_pid = int(pid)
+
+    @property
+    def binds_verifier(self) -> bool:
+        """The verifier gets binds (agentrig's Python, the tests read-only) as under bwrap."""
+        return self.init_pid is not None
 
     def _exec(self, argv: list[str], env: dict[str, str], interactive: bool = False) -> list[str]:
         flags = ["-i"] if interactive else []
@@ -201,11 +134,34 @@ class ContainerSandbox:
             raise SandboxError(f"{self.engine} cp failed: {out.strip()}")
 
     async def run_verifier(self, command: str, timeout_s: float, env: dict[str, str],
-                           extra_ro_binds: dict[str, str], rw_binds: dict[str, str] | None = None) -> CommandResult:
+                           extra_ro_binds: dict[str, str], rw_binds: dict[str, str] | None = None,
+                           remove: list[str] | None = None) -> CommandResult:
+        if self.binds_verifier:
+            return await self._nsutil_verifier(command, timeout_s, env, extra_ro_binds, rw_binds, remove)
+        for path in remove or []:
+            await _call([*self.cli, "exec", self.name, "rm", "-rf", path], 60)
         for host, inside in {**extra_ro_binds, **(rw_binds or {})}.items():  # a container takes no new binds
             await self.copy_in(Path(host), inside)
         spawn = subprocess_spawn(self._exec(["bash", "-c", command], {**self.env, **env}), {"PATH": BASE_ENV["PATH"]})
         return await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, drainers=self._drainers)
+
+    async def run_pytest(self, *_args: Any, **_kw: Any) -> None:
+        return None  # no warm verifier in a container: the cold command runs
+
+    async def _nsutil_verifier(self, command: str, timeout_s: float, env: dict[str, str], ro: dict[str, str],
+                               rw: dict[str, str] | None, remove: list[str] | None) -> CommandResult:
+        from .bwrap import NSUTIL
+
+        pid = str(self.init_pid)
+        binds = [["ro", h, i] for h, i in ro.items()] + [["rw", h, i] for h, i in (rw or {}).items()]
+        spec = {"cgroups": _cgroup_files(pid), "binds": binds, "caps": _bounding_caps(pid), "cwd": self.workdir,
+                "env": {**self.env, **env}, "remove": list(remove or []), "argv": ["bash", "-c", command]}
+        spawn = subprocess_spawn([sys.executable, "-I", "-S", str(NSUTIL), "run", pid, json.dumps(spec)],
+                                 {"PATH": os.defpath})
+        result = await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, drainers=self._drainers)
+        if "nsutil run:" in result.output[:300] and not os.path.exists(f"/proc/{pid}"):
+            raise SandboxError(f"the {self.engine} container ended during the verifier")
+        return result
 
     def sandbox_path(self, path: str) -> str:
         return path
@@ -213,7 +169,40 @@ class ContainerSandbox:
     async def close(self) -> None:
         if self._shell is not None:
             await self._shell.close()
-        await _call([*self.cli, "stop" if self.keep else "rm", *([] if self.keep else ["-f", *_no_grace(self.cli)]), self.name], 60)
+        await _call([*self.cli, "stop" if self.keep else "rm", *([] if self.keep else ["-f", "-v", *_no_grace(self.cli)]), self.name], 60)
+
+
+def _cgroup_files(pid: str) -> list[str]:
+    """The container's pids, memory and cpu cgroups (v1) or its v2 cgroup: ``cgroup.procs`` files to join."""
+    files = []
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    unified = Path("/sys/fs/cgroup/cgroup.controllers").exists()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        names = controllers.split(",") if controllers else []
+        if not controllers and unified:
+            candidate = Path("/sys/fs/cgroup") / path.lstrip("/") / "cgroup.procs"
+        elif {"pids", "memory", "cpu"} & set(names):
+            candidate = Path("/sys/fs/cgroup", controllers) / path.lstrip("/") / "cgroup.procs"
+            if not candidate.exists():
+                candidate = Path("/sys/fs/cgroup", [n for n in names if n in ("pids", "memory", "cpu")][0]) / path.lstrip("/") / "cgroup.procs"
+        else:
+            continue
+        if candidate.exists():
+            files.append(str(candidate))
+    return files
+
+
+def _bounding_caps(pid: str) -> list[int]:
+    """The container's capability bounding set (its init's), as capability numbers."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("CapBnd:"):
+            mask = int(line.split()[1], 16)
+            return [bit for bit in range(64) if mask >> bit & 1]
+    return []
 
 
 def _quote(text: str) -> str:

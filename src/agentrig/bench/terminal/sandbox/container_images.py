@@ -1,0 +1,222 @@
+"""Images for the docker/podman sandbox: the task's base images and its own image.
+
+**Base images** (a Dockerfile's ``FROM``): used when the engine has the image; else pulled; when
+the pull fails (no registry reachable) and agentrig has a recipe for the reference, the root built
+from packages (``images``) is imported under that very name (``import_base``, also
+``agentrig images build --import podman|docker``), so ``FROM`` resolves locally. An imported base
+carries the label ``agentrig.base=<recipe key>`` and is kept (cached by design, like the root);
+``agentrig images rm`` removes it with the root. One whose recipe changed is imported anew.
+
+**Task images**: built once per runner process and Dockerfile (``--layers=false``: no intermediate
+images), tagged ``agentrig-task-<id>:<hash>-<pid>`` and labelled ``agentrig.owner=<pid>@<boot>``;
+removed when the process exits (``remove_task_images``, at exit), and by the next runner's first
+sandbox start when the process was killed (``engine.reap_orphan_images``).
+
+With ``build_network = "host-settings"`` a podman build gets the host's package-index settings
+(``hostsettings.container_settings``) in a directory mounted read-only at ``/dev/.agentrig-host-settings``
+(``/dev`` is the build's own tmpfs: no mount point is left in a layer), and the variables that name
+them as build arguments declared after each ``FROM`` of a copy of the Dockerfile (arguments are not
+in the image's ``ENV``; their values — paths only — are in its history).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from .base import SandboxError, TaskBuildError
+from .engine import OWNER_LABEL, _call, _owner, engine_cli
+from .hostsettings import container_settings
+
+BASE_LABEL = "agentrig.base"
+SETTINGS_MOUNT = "/dev/.agentrig-host-settings"
+_FROM = re.compile(r"^[ \t]*FROM[ \t]+((?:--\S+[ \t]+)*)(\S+)(?:[ \t]+AS[ \t]+(\S+))?[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+_built: dict[tuple, tuple[str, list[str]]] = {}  # (engine, dockerfile, context, mode) -> (tag, cli)
+_locks: dict[tuple, asyncio.Lock] = {}
+
+
+def from_refs(dockerfile_text: str) -> list[str]:
+    """The images a Dockerfile's FROM lines name (not earlier stages, ``scratch`` or ``$ARG`` refs)."""
+    refs, stages = [], set()
+    for match in _FROM.finditer(dockerfile_text):
+        ref, stage = match.group(2), match.group(3)
+        if ref.lower() not in stages and ref != "scratch" and "$" not in ref and ref not in refs:
+            refs.append(ref)
+        if stage:
+            stages.add(stage.lower())
+    return refs
+
+
+def _label_of(cli: list[str], ref: str) -> str | None:
+    """The image's agentrig.base label ('' when it has none); None when the engine has no such image."""
+    proc = subprocess.run([*cli, "image", "inspect", "--format", f'{{{{index .Labels "{BASE_LABEL}"}}}}', ref],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        return None
+    value = proc.stdout.strip()
+    return "" if value in ("", "<no value>") else value
+
+
+def qualified(ref: str) -> str:
+    """The reference as a registry names it: ``ubuntu:24.04`` -> ``docker.io/library/ubuntu:24.04``
+    (an image imported under that name is what both ``FROM ubuntu:24.04`` and the full name find)."""
+    first, _, rest = ref.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return ref
+    return f"docker.io/{ref}" if rest else f"docker.io/library/{ref}"
+
+
+def import_base(ref: str, engine: str, progress: Callable[[str], None] | None = None, *,
+                host_settings: bool = False) -> str:
+    """Import the root built from packages for `ref` into `engine` under the name `ref` (building
+    the root first when needed); returns the image reference. Nothing is done when the engine already
+    has it imported from the same recipe. A short name is imported under its full name (``qualified``).
+    Raises SandboxError (no recipe, build or import failed)."""
+    from ..images import ensure_base_root, images_dir, resolve_base
+
+    recipe = resolve_base(ref)
+    if recipe is None:
+        raise SandboxError(f"no recipe builds the base image {ref} from packages")
+    cli = engine_cli(engine)
+    ref = qualified(ref)
+    base = images_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    fd = os.open(base / f"{recipe.key()}.import-{engine}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if _label_of(cli, ref) == recipe.key():
+            return ref
+        before = subprocess.run([*cli, "image", "inspect", "--format", "{{.Id}}", ref], capture_output=True, text=True,
+                                timeout=60).stdout.strip()
+        root = ensure_base_root(recipe, progress, host_settings=host_settings)
+        (progress or (lambda _m: None))(f"importing base image {ref} into {engine} from {root}")
+        # import --change takes no SHELL (the recipes' shell is the default /bin/sh -c anyway)
+        changes = [c for c in recipe.image_changes() if not c.startswith("SHELL ")]
+        changes.append(f"LABEL {BASE_LABEL}={recipe.key()}")
+        argv = [*cli, "import", "-q", *[a for c in changes for a in ("--change", c)], "-", ref]
+        tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+        try:
+            done = subprocess.run(argv, stdin=tar.stdout, capture_output=True, text=True)
+        finally:
+            assert tar.stdout is not None
+            tar.stdout.close()
+            tar.wait()
+        if done.returncode != 0 or tar.returncode != 0:
+            raise SandboxError(f"importing {root} into {engine} as {ref} failed: "
+                               f"{(done.stderr or tar.stderr.read().decode(errors='replace')).strip()[-500:]}")
+        if before:  # the image the name stood for before (an older import): dropped unless in use
+            subprocess.run([*cli, "rmi", before], capture_output=True, timeout=120)
+        return ref
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def remove_imported(engine: str, key: str) -> list[str]:
+    """Remove the images imported into `engine` from the root with recipe key `key`."""
+    cli = engine_cli(engine)
+    out = subprocess.run([*cli, "images", "--filter", f"label={BASE_LABEL}={key}", "--format", "{{.ID}}"],
+                         capture_output=True, text=True, timeout=60)
+    removed = []
+    for ident in sorted(set(out.stdout.split())) if out.returncode == 0 else []:
+        if subprocess.run([*cli, "rmi", "-f", ident], capture_output=True, timeout=120).returncode == 0:
+            removed.append(ident)
+    return removed
+
+
+async def ensure_bases(engine: str, dockerfile_text: str, *, host_settings: bool = False) -> None:
+    """Every FROM image present in the engine: found, pulled, or imported from a root built from
+    packages. Raises TaskBuildError (needs_network) when one can be neither pulled nor built."""
+    from ..images import resolve_base
+
+    cli = engine_cli(engine)
+    for ref in from_refs(dockerfile_text):
+        recipe = resolve_base(ref)
+        label = await asyncio.to_thread(_label_of, cli, ref)
+        if label is not None and (not label or recipe is None or label == recipe.key()):
+            continue  # present: pulled, the user's own, or imported from the current recipe
+        if label is None:
+            code, out = await _call([*cli, "pull", "-q", ref], 600)
+            if code == 0:
+                continue
+        if recipe is None:
+            last = out.strip().splitlines()[-1] if out.strip() else f"exit {code}"
+            raise TaskBuildError(f"the base image {ref} cannot be pulled ({last}) and agentrig has no recipe to build it "
+                                 "from packages", exclusion="needs_network")
+
+        def progress(message: str) -> None:
+            print(f"agentrig: {message}", file=sys.stderr, flush=True)
+
+        await asyncio.to_thread(import_base, ref, engine, progress, host_settings=host_settings)
+
+
+def _with_build_args(text: str, names: list[str]) -> str:
+    """The Dockerfile with ``ARG NAME`` for each of `names` after every FROM line."""
+    decl = "".join(f"ARG {n}\n" for n in names)
+    return _FROM.sub(lambda m: m.group(0) + "\n" + decl.rstrip("\n"), text)
+
+
+async def task_image(engine: str, task: Any, *, build_network: bool | str, timeout_s: float) -> str:
+    """The task's image, built once per process (see the module's docstring); returns its tag."""
+    dockerfile = Path(task.dockerfile)
+    context = Path(getattr(task, "build_context", None) or dockerfile.parent)
+    key = (engine, str(dockerfile), str(context), str(build_network))
+    loop_key = (id(asyncio.get_running_loop()), key)
+    lock = _locks.setdefault(loop_key, asyncio.Lock())
+    async with lock:
+        if key in _built:
+            return _built[key][0]
+        cli = engine_cli(engine)
+        text = dockerfile.read_text(errors="replace")
+        await ensure_bases(engine, text, host_settings=build_network == "host-settings")
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
+        task_id = re.sub(r"[^a-z0-9_.-]", "-", str(getattr(task, "id", "task")).lower())[:80] or "task"
+        tag = f"localhost/agentrig-task-{task_id}:{digest}-{os.getpid()}"
+        argv = [*cli, "build", "--layers=false", "--force-rm", "-t", tag, "--label", f"{OWNER_LABEL}={_owner()}"]
+        if build_network is False:
+            argv += ["--network", "none"]
+        with tempfile.TemporaryDirectory(prefix="agentrig-build-") as tmp:
+            if build_network == "host-settings" and engine == "podman":
+                env = container_settings(Path(tmp) / "settings", SETTINGS_MOUNT)
+                (Path(tmp) / "Dockerfile").write_text(_with_build_args(text, sorted(env)))
+                argv += ["-v", f"{Path(tmp) / 'settings'}:{SETTINGS_MOUNT}:ro"]
+                argv += [a for name, value in sorted(env.items()) for a in ("--build-arg", f"{name}={value}")]
+                argv += ["-f", str(Path(tmp) / "Dockerfile")]
+            else:
+                if build_network == "host-settings":
+                    print(f"agentrig: warning: {engine} builds cannot mount the host's package-index settings; "
+                          "building without them", file=sys.stderr, flush=True)
+                argv += ["-f", str(dockerfile)]
+            code, out = await _call([*argv, str(context)], timeout_s)
+        if code != 0:
+            await _call([*cli, "rmi", tag], 60)
+            raise TaskBuildError(f"{engine} build failed:\n{out[-2000:]}")
+        _built[key] = (tag, cli)
+        return tag
+
+
+def remove_task_images() -> list[str]:
+    """Remove the task images this process built (at exit; tests call it too)."""
+    removed = []
+    for key, (tag, cli) in list(_built.items()):
+        done = subprocess.run([*cli, "rmi", tag], capture_output=True, timeout=120)
+        if done.returncode == 0:
+            removed.append(tag)
+        _built.pop(key, None)
+    return removed
+
+
+atexit.register(remove_task_images)

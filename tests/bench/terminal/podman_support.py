@@ -1,0 +1,55 @@
+"""Helpers for the podman tests: Debian's podman with runc, base images imported from roots built
+from packages. Skipped where podman, runc or mmdebstrap is missing, except in CI (env CI=true),
+where missing tools fail the test."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from agentrig.bench.terminal.sandbox.engine import OWNER_LABEL, engine_cli, engine_problem
+
+BASE = "ghcr.io/laude-institute/t-bench/python-3-13"
+
+_MISSING = [t for t in ("podman", "runc", "mmdebstrap") if shutil.which(t) is None]
+PROBLEM = asyncio.run(engine_problem("podman")) if not _MISSING else f"missing {', '.join(_MISSING)}"
+
+
+def need_podman() -> None:
+    if PROBLEM:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"podman sandbox unavailable in CI: {PROBLEM}")
+        pytest.skip(f"podman sandbox unavailable: {PROBLEM}")
+
+
+def podman(*args: str, check: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run([*engine_cli("podman"), *args], capture_output=True, text=True, check=check)
+
+
+def owned_containers(pid: int | None = None) -> list[str]:
+    """Names of the containers agentrig made (all, or those of the runner `pid`)."""
+    out = podman("ps", "-a", "--filter", f"label={OWNER_LABEL}", "--format", f'{{{{.Names}}}} {{{{index .Labels "{OWNER_LABEL}"}}}}')
+    return [line.split()[0] for line in out.stdout.splitlines()
+            if line.strip() and (pid is None or line.split()[1].startswith(f"{pid}@"))]
+
+
+def owned_images(pid: int | None = None) -> list[str]:
+    """Tags of the task images agentrig built (all, or those of the runner `pid`)."""
+    out = podman("images", "--filter", f"label={OWNER_LABEL}", "--format", f'{{{{.Repository}}}}:{{{{.Tag}}}} {{{{index .Labels "{OWNER_LABEL}"}}}}')
+    return [line.split()[0] for line in out.stdout.splitlines()
+            if line.strip() and (pid is None or line.split()[1].startswith(f"{pid}@"))]
+
+
+def volumes() -> list[str]:
+    return podman("volume", "ls", "-q").stdout.split()
+
+
+def import_base_image(ref: str = BASE) -> str:
+    """TB's python-3-13 (or `ref`): our root built from Debian packages, imported under that name."""
+    from agentrig.bench.terminal.sandbox.container_images import import_base
+
+    return import_base(ref, "podman")
