@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from agentrig.commands.demo import demo_experiment
 from agentrig.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
+# the code under test: a worktree's src on PYTHONPATH wins over the venv's editable install
+ENV = {"PATH": "/usr/bin:/bin"} | ({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})
 
 
 def test_examples_demo_is_the_packaged_demo():
@@ -21,7 +24,7 @@ def test_demo_runs_offline_and_stores_both_runs(tmp_path):
     agentrig = Path(sys.executable).with_name("agentrig")
     for _ in range(2):  # a second demo starts over instead of refusing or resuming
         done = subprocess.run([str(agentrig), "demo", "--dir", str(tmp_path)], capture_output=True, text=True,
-                              timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+                              timeout=120, env=ENV | {"HOME": str(tmp_path)})
         assert done.returncode == 0, done.stderr + done.stdout
     out, _, terminal = done.stdout.partition("3. Terminal tasks")
     rows = {m.group(1): m.group(0).split() for m in re.finditer(r"^(gold|flaky-gold|noop|llm) .*$", out, re.M)}
@@ -38,6 +41,11 @@ def test_demo_runs_offline_and_stores_both_runs(tmp_path):
         calls = store.model_call_rows()
         assert {c["role"] for c in calls} >= {"agent", "user", "judge"}
         assert sum(c["retries"] for c in calls) > 0
+    # the report's A/B: the arms differ only as the experiment declares (neutral banners); the LLM run
+    # is another setup (user simulator, judge), so its arm is not paired with the offline run's
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert 'class="banner bad"' not in html and html.count('class="banner neutral"') == 2
+    assert "demo-llm:llm is not compared with demo:gold" in html
     check_terminal_section(terminal, tmp_path)
 
 
@@ -61,6 +69,9 @@ def check_terminal_section(out: str, base: Path):
         assert rows[arm][1:5] == [f"{m}/{m}", "0", "1.000", "1.000"], rows[arm]
     assert int(rows["bash-native"][-1]) + int(rows["bash-text"][-1]) > 0  # faults were retried and counted
     assert (base / "report-terminal.html").is_file() and "report-terminal.html" in out
+    html = (base / "report-terminal.html").read_text(encoding="utf-8")
+    # both runs play the same tasks and trials: the bash agent is compared with the oracle, neutrally
+    assert 'class="banner bad"' not in html and "<h3>demo-terminal-llm:bash-native vs demo-terminal:oracle</h3>" in html
     with Store.open(base / "demo-terminal" / "trials.sqlite", create=False) as store:
         assert store.counts()["rows"] == 3 * n
     with Store.open(base / "demo-terminal-llm" / "trials.sqlite", create=False) as store:

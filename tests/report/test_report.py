@@ -220,6 +220,7 @@ def test_mismatched_runs_are_flagged(demo_run, tmp_path):
     html = write_report([other, tmp_path / "y" / "run"], tmp_path / "m.html").read_text()
     assert "not a controlled comparison" in html
     assert "max_steps" in html
+    assert 'class="banner bad"' in html and 'class="banner neutral"' not in html
 
 
 def test_report_command_and_errors(demo_run, tmp_path):
@@ -284,3 +285,30 @@ def test_single_trial_ab_shows_pass1_once(tmp_path):
     # with one trial per task pass^k is pass^1: one table row, one bar
     assert section.count('<td class="l">pass^1</td>') == 1
     assert re.findall(r'<text class="label"[^>]*>([^<]+)</text>', section) == ["Δpass^1"]
+
+
+def test_arms_that_differ_as_intended_get_a_neutral_banner(demo_run, tmp_path):
+    html = write_report([demo_run], tmp_path / "r.html").read_text()
+    section = html.split('id="ab"')[1].split("</section>")[0]
+    # what differs is said, in a neutral banner; nothing is red: only the arms' own settings differ
+    assert '<div class="banner neutral">What differs: the arms\' own settings — arm.agent.kind: gold → noop.' in section
+    assert 'class="banner bad"' not in html and "not a controlled comparison" not in html.lower()
+
+
+def test_a_guessed_cross_run_pair_that_would_not_be_controlled_is_left_out(demo_run, tmp_path):
+    # a second run with another arm name and other trials per task: the report would guess its
+    # pair (the first run's first arm); the trials differ, so it says why it does not compare them
+    arms = '\n[[arms]]\nname = "candidate"\nagent = { kind = "noop" }\n'
+    other = make_run(tmp_path / "o", trials=1, num_tasks=4, arms=arms, name="second")
+    html = write_report([demo_run, other], tmp_path / "r.html").read_text()
+    first = demo_run.name
+    assert f"second:candidate is not compared with {first}:gold" in html and "run.trials: 2 → 1" in html
+    assert f"<h3>second:candidate vs" not in html
+    assert 'class="banner bad"' not in html
+    # the same arm by name in both runs is compared whatever differs, and flagged red
+    arms = '\n[[arms]]\nname = "noop"\nagent = { kind = "noop" }\n'
+    same = make_run(tmp_path / "s", trials=1, num_tasks=4, arms=arms, name="third")
+    html = write_report([demo_run, same], tmp_path / "s.html").read_text()
+    assert f"<h3>third:noop vs {first}:noop</h3>" in html
+    assert '<div class="banner bad">Not a controlled comparison: besides the arms\' own settings, the sides ' \
+           'differ in run.trials: 2 → 1.' in html

@@ -28,7 +28,7 @@ from rich.console import Console
 DEMO_TERMINAL_NAMES = ("demo-terminal", "demo-terminal-llm")
 TASK_IDS = ("stale-lock", "harbor-backup-archive")  # a Terminal-Bench 1 task and a Harbor task
 TRIALS = 2
-LLM_TRIALS = 1
+LLM_TRIALS = 2  # as many as the reference run: the report pairs the two runs in a controlled A/B
 
 _TASKS = "task_ids = [" + ", ".join(f'"{t}"' for t in TASK_IDS) + "]"
 

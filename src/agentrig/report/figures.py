@@ -182,6 +182,17 @@ def _delta(m: Any) -> dict[str, str]:
             "significance": m.significance or "not called (configurations differ)"}
 
 
+def differing(c: Any) -> dict[str, list[str]]:
+    """What differs between a comparison's two sides (``config_diff``), for its banner: the arms'
+    own settings (``intended``), anything else that changes what is measured (``unintended``: the
+    banner is red), and what differs without changing it (``info``: seed, execution settings,
+    agentrig's version)."""
+    out: dict[str, list[str]] = {"intended": [], "unintended": [], "info": []}
+    for d in c.config.differences:
+        out["unintended" if d.kind == "mismatch" else d.kind].append(d.line())
+    return out
+
+
 def memory(arms: list[ArmView]) -> dict[str, Any]:
     """Per memory arm: what the plug-in did and cost, and its paired A/B against the baseline arm
     (``analysis.memory``); a Δpass^1 chart of the variants."""
@@ -218,7 +229,7 @@ def memory(arms: list[ArmView]) -> dict[str, Any]:
             bars.append(svg.Bar(a.label, 100 * p1.delta, None if lo is None else 100 * lo,
                                 None if hi is None else 100 * hi, a.color, note=f"{100 * p1.delta:+.1f} pp ({tag})"))
         ab.append({"label": a.label, "note": None, "verdict": c.verdict, "comparable": c.comparable,
-                   "mismatch": c.mismatch, "tasks": c.paired.tasks, "k": c.paired.k, "mcnemar_p": f"{c.mcnemar.p:.3g}",
+                   "differs": differing(c), "tasks": c.paired.tasks, "k": c.paired.k, "mcnemar_p": f"{c.mcnemar.p:.3g}",
                    "better": len(c.flips.better), "worse": len(c.flips.worse),
                    "metrics": [{"name": x.name, "a": pct(x.a), "b": pct(x.b), **_delta(x)} for x in c.shown_metrics()]})
     # one baseline arm name per run (a report of several runs names them with their run)

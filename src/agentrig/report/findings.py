@@ -3,6 +3,7 @@ A/B differences between arms or runs (``analysis.compare``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from agentrig.analysis.sides import leakage, load_side
 from agentrig.analysis.config_diff import differences
 
 from . import svg
-from .figures import ArmView, pct
+from .figures import ArmView, differing, pct
 
 CONSISTENCY_ROWS = 12
 MAX_COMPARISONS = 12
@@ -104,7 +105,8 @@ def wanted_trials(arms: list[ArmView]) -> dict[str, set[tuple[str, str, int]]]:
 def pairs(sides: list[tuple[str, Path, str]]) -> list[tuple[int, int]]:
     """Which sides to compare: ``sides`` = (run label, run dir, arm) in report order. Within the
     first run, every arm against its first arm; each arm of a later run against the first run's
-    arm of the same name, else against the first run's first arm."""
+    arm of the same name, else against the first run's first arm (a guess ``comparisons`` keeps
+    only when it is a controlled comparison)."""
     if len(sides) < 2:
         return []
     first_run = sides[0][0]
@@ -119,19 +121,43 @@ def pairs(sides: list[tuple[str, Path, str]]) -> list[tuple[int, int]]:
     return out[:MAX_COMPARISONS]
 
 
-def comparisons(sides: list[tuple[str, Path, str]], labels: list[str]) -> list[cmp.Comparison]:
-    out = []
+@dataclass
+class Unpaired:
+    """A guessed pair (arms of different runs and names) left out: it would not be controlled."""
+
+    a: str
+    b: str
+    mismatch: list[str]
+
+    def note(self) -> str:
+        shown = "; ".join(self.mismatch[:4]) + (f"; … {len(self.mismatch) - 4} more" if len(self.mismatch) > 4 else "")
+        return (f"{self.b} is not compared with {self.a}: their runs differ beyond the arms' own settings "
+                f"({shown}), so an A/B of them would not be a controlled comparison. "
+                "`agentrig compare` compares any two sides on request.")
+
+
+def comparisons(sides: list[tuple[str, Path, str]], labels: list[str]) -> tuple[list[cmp.Comparison], list[Unpaired]]:
+    """The A/B comparisons of ``pairs``, and the guessed pairs left out (``Unpaired``): an arm of a
+    later run with no arm of its name in the first run is compared with the first run's first arm
+    only when nothing but the arms' own settings differs. A pair the user asked for by name (the
+    same arm in two runs) or within a run is always made, its differences flagged."""
+    out, unpaired = [], []
     for j, i in pairs(sides):
         a = load_side(f"{sides[j][1]}:{sides[j][2]}", "A")
         b = load_side(f"{sides[i][1]}:{sides[i][2]}", "B")
         a.side.label, b.side.label = labels[j], labels[i]
         if not set(a.counts) & set(b.counts):
             continue
+        diffs = differences(a.config, b.config)
+        guessed = sides[i][0] != sides[j][0] and sides[i][2] != sides[j][2]
+        mismatch = [d.line() for d in diffs if d.kind == "mismatch"]
+        if guessed and mismatch:
+            unpaired.append(Unpaired(labels[j], labels[i], mismatch))
+            continue
         planned = [x for x in (a.side.trials, b.side.trials) if x]
         k = min(planned) if planned else 1
-        out.append(cmp.build(a.side, b.side, a.counts, b.counts, differences(a.config, b.config), k=k,
-                             warnings=leakage(a, b)))
-    return out
+        out.append(cmp.build(a.side, b.side, a.counts, b.counts, diffs, k=k, warnings=leakage(a, b)))
+    return out, unpaired
 
 
 def _sig_color(sig: str | None) -> str:
@@ -158,7 +184,7 @@ def ab(comps: list[cmp.Comparison]) -> dict[str, Any]:
                                 note=f"{100 * m.delta:+.1f} pp ({tag})"))
         rows.append({
             "a": c.a.label, "b": c.b.label, "verdict": c.verdict, "comparable": c.comparable,
-            "mismatch": c.mismatch, "paired": c.paired.tasks, "only_a": c.paired.only_a, "only_b": c.paired.only_b,
+            "differs": differing(c), "paired": c.paired.tasks, "only_a": c.paired.only_a, "only_b": c.paired.only_b,
             "k": c.paired.k, "mcnemar_p": f"{c.mcnemar.p:.3g}",
             "metrics": [{"name": m.name, "a": pct(m.a), "b": pct(m.b),
                          "delta": "–" if m.delta is None else f"{100 * m.delta:+.1f} pp",

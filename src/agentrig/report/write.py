@@ -95,11 +95,13 @@ def build_context(c: Collected, *, analyses: dict[str, Analysis] | None = None, 
     labels = [(a.label, a.run.label, a.arm) for a in c.arms]
     views = figures.arm_views(labels, per_run)
     sides = [(a.run.label, a.run.dir, a.arm) for a in c.arms]
-    comps = findings.comparisons(sides, [a.label for a in c.arms]) if len(c.arms) > 1 else []
-    for comp in comps:
+    comps, unpaired = findings.comparisons(sides, [a.label for a in c.arms]) if len(c.arms) > 1 else ([], [])
+    for comp in comps:  # red only for a difference beyond the arms' own settings (figures.differing)
         if not comp.comparable:
             notes.append({"level": "bad", "text": f"{comp.b.label} vs {comp.a.label} is not a controlled comparison: "
-                                                  f"{'; '.join(comp.mismatch[:3])} (see A/B differences)."})
+                                                  f"besides the arms' own settings, {'; '.join(comp.mismatch[:3])}"
+                                                  f"{' …' if len(comp.mismatch) > 3 else ''} (see A/B differences)."})
+    notes += [{"level": "info", "text": u.note()} for u in unpaired]
     e = embed(c, limits, _wanted(c, views))
     total = sum(len(a.cells) for a in c.arms)
     if not e.complete:
