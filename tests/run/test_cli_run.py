@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.cli import app
+from agentrig.errors import DataError
 from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 
@@ -227,10 +228,12 @@ def test_a_stopped_run_keeps_its_trials_and_the_rerun_completes_it(tmp_path, sig
         store_path = tmp_path / "runs" / "llm" / "trials.sqlite"
         deadline = time.monotonic() + 90  # generous: a loaded machine starts the CLI slowly
         while time.monotonic() < deadline:
-            if store_path.exists():
+            try:  # the run may have created the file but not yet its schema (an empty store is refused)
                 with Store.open(store_path, create=False) as s:
                     if s.counts()["valid"] >= 2:
                         break
+            except DataError:
+                pass
             time.sleep(0.05)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=90)

@@ -26,11 +26,13 @@ from ..types import Attempt, CallContext, Completion
 from .adaptive import LatencyWindow
 from .breaker import Breaker, EndpointDown, is_outage_fault
 from .faults import Fault, exhausted
+from .servers import ServerInfo, identify
 from .usage import UsageLedger
 from .wires import Outcome, send
 
 log = get_logger("agentrig.channel")
 _CALLS = itertools.count(1)  # a token per call, for the breaker
+SERVER_INFO_TIMEOUT_S = 10.0  # per request of Channel.server_info's questions to the server
 
 
 def normalize_base_url(url: str) -> str:
@@ -80,6 +82,8 @@ class Endpoint:
     breaker: Breaker = field(init=False)  # rides out an outage (channel/breaker.py)
     outage_wait_s: float = 600.0
     latencies: dict[str, LatencyWindow] = field(default_factory=dict)  # per model (channel/adaptive.py)
+    # per model: which server answers and its context window, learned once (channel/servers.py)
+    servers: dict[str, "asyncio.Task[ServerInfo]"] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.semaphore = asyncio.Semaphore(self.limit)
@@ -190,6 +194,25 @@ class Channel:
                 ep.semaphore = self._slots(ep)
             self._endpoints[ident] = ep
         return ep
+
+    async def server_info(self, role: str) -> ServerInfo:
+        """Which server answers ``role`` and its context window, as the doctor learns them
+        (``servers.identify``), asked once per endpoint and model and shared by every trial and arm.
+        Never raises: a server that tells nothing (or cannot be asked) is simply not recognised."""
+        rr = self.role(role)
+        ep = self.endpoint(rr)
+        model = rr.model or ""
+        task = ep.servers.get(model)
+        if task is None:
+            task = ep.servers[model] = asyncio.ensure_future(self._identify(ep, rr))
+        try:
+            return await asyncio.shield(task)
+        except Exception:  # noqa: BLE001 - identify never raises; a loop torn down under it is no window
+            return ServerInfo()
+
+    async def _identify(self, ep: Endpoint, rr: ResolvedRole) -> ServerInfo:
+        async with ep.semaphore:  # its questions count against the endpoint's bound like any call
+            return await identify(ep.base_url, self._key(rr), rr.model, min(rr.timeout_s, SERVER_INFO_TIMEOUT_S))
 
     def endpoint_limit(self, role: str) -> int:
         return self.endpoint(self.role(role)).limit
@@ -313,6 +336,8 @@ class Channel:
 
     async def aclose(self) -> None:
         for ep in self._endpoints.values():
+            for task in ep.servers.values():
+                task.cancel()
             await ep.client.close()
         self._endpoints.clear()
 

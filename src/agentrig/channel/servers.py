@@ -12,10 +12,17 @@ The doctor names the server when it can tell, from what the server already shows
   the model was trained for, not the window Ollama gives it).
 
 A server that shows none of these is "an OpenAI-compatible server" and gets the generic fixes.
+
+vLLM, llama.cpp, llama-cpp-python and SGLang refuse a prompt longer than their window (an error
+the channel turns into ``CONTEXT_OVERFLOW``); Ollama's OpenAI-compatible endpoint cuts it to the
+window and answers 200. So a request the size estimate (``estimate_tokens``: about 4 characters a
+token, the doctor's) puts over a known window was cut when a server that does not refuse answered it
+(``cuts_silently``; the run's truncation watch, ``trial/truncation.py``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import urlsplit
 
@@ -23,6 +30,16 @@ import httpx
 from pydantic import BaseModel
 
 VLLM, LLAMA_CPP, LLAMA_CPP_PYTHON, OLLAMA, SGLANG = "vLLM", "llama.cpp", "llama-cpp-python", "Ollama", "SGLang"
+REFUSES_OVERFLOW = frozenset({VLLM, LLAMA_CPP, LLAMA_CPP_PYTHON, SGLANG})  # an error past the window, never a cut
+
+
+def estimate_tokens(messages: list[dict], tools: list[dict] | None = None) -> int:
+    """A request's size in tokens without a tokenizer: about 4 characters a token over the
+    messages' text and the tools' JSON, plus 4 tokens of template per message."""
+    chars = sum(len(m.get("content") or "") if isinstance(m.get("content"), str) else 0 for m in messages)
+    if tools:
+        chars += len(json.dumps(tools, separators=(",", ":")))
+    return chars // 4 + 4 * len(messages)
 
 
 class ServerInfo(BaseModel):
@@ -35,6 +52,12 @@ class ServerInfo(BaseModel):
     @property
     def label(self) -> str:
         return self.kind or "the server"
+
+    @property
+    def cuts_silently(self) -> bool:
+        """A server whose window is known and that does not refuse a longer prompt: what it answers
+        past its window was cut to fit (Ollama)."""
+        return self.window is not None and self.kind not in REFUSES_OVERFLOW
 
 
 def root_of(base: str) -> str:

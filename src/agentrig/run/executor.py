@@ -228,14 +228,14 @@ class Executor:
             return
         self._truncated += 1
         if self.truncation is None and truncation_stop(self._truncated, self._seen, self.stats.planned):
-            events = reversed(record.trajectory.events)
-            role = next((e.data.get("role") for e in events if e.kind == "prompt_truncated"), None)
+            cut = next((e.data for e in reversed(record.trajectory.events) if e.kind == "prompt_truncated"), {})
+            role = cut.get("role")
             sample = min(self.stats.planned, TRUNCATION_SAMPLE)
             error = FatalChannelError(Diagnosis(
                 "PROMPT_TRUNCATED",
                 f"the server silently cut the prompt in {self._truncated} of the first {sample} trial attempts, so "
                 f"the run stopped early (every trial would be cut the same way). Last: {cause.split(': ', 1)[-1]}",
-                TRUNCATION_FIX), status=200)
+                cut.get("fix") or TRUNCATION_FIX), status=200)
             self.truncation = _Fatal(error, role, record.key.label())
             self._stop.set()
 

@@ -136,10 +136,14 @@ class TrialContext:
                                finish_reason=done.finish_reason, request_id=done.request_id))
         if role == "agent":
             self._record_request(len(calls) - 1, messages, tools, kwargs)
-        cut = self.truncation.check(role, messages, done.usage, tools)
+        server = None
+        if self.truncation.first_request(role) and hasattr(self.channel, "server_info"):
+            server = await self.channel.server_info(role)  # once per endpoint and model, then cached
+        cut = self.truncation.check(role, messages, done.usage, tools, server)
         if cut is not None:
             self.event("channel", "prompt_truncated", role=role, call=len(calls) - 1,
-                       prompt_tokens=done.usage.prompt_tokens, request_chars=request_chars(messages))
+                       prompt_tokens=done.usage.prompt_tokens, request_chars=request_chars(messages),
+                       window=server.window if server is not None else None, fix=cut.fix)
             raise PromptTruncated(cut, status=200, attempts=list(done.attempts))
         if replay is not None and hit is None:
             replay.keep(request, occurrence, done)

@@ -15,7 +15,14 @@ Without a tokenizer, each answered request is held against two things (``Truncat
   by ``GROWTH_MIN_CHARS`` (48) characters or more — at least 4 tokens by the bound above — and
   the server's count did not grow at all, the prompt was cut at the window.
 
-Either way the count must also sit at the role's ceiling (at least ``MIN_CUT_TOKENS`` = 512 tokens
+- **the server's window, on the role's first request in the trial** (which has no previous request
+  to compare with). When the channel learned the server's context window (``Channel.server_info``:
+  Ollama's ``/api/ps`` or ``/api/show``) and the server is not one that refuses longer prompts
+  (``ServerInfo.cuts_silently``), a first request that the doctor's size estimate
+  (``estimate_tokens``, about 4 characters a token) puts over the window was cut, whatever the
+  server's count says: a prompt over the window is never a valid result.
+
+For the first two the count must also sit at the role's ceiling (at least ``MIN_CUT_TOKENS`` = 512 tokens
 and at least 90 % of the largest count seen for the role in the trial): a cut prompt fills the
 window, whereas a server that leaves cached tokens out of ``prompt_tokens`` (which the OpenAI API
 does not do, but a proxy might) reports small, varying counts. Cached tokens a server does report
@@ -30,6 +37,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentrig.channel.servers import ServerInfo, estimate_tokens, fix_window
 from agentrig.errors import Diagnosis
 
 MAX_CHARS_PER_TOKEN = 12
@@ -86,8 +94,18 @@ class TruncationWatch:
             self._tools = (tools, len(json.dumps(tools, ensure_ascii=False, separators=(",", ":"))))
         return self._tools[1]
 
-    def check(self, role: str, messages: list[dict], usage: Any, tools: list[dict] | None = None) -> Diagnosis | None:
-        """The diagnosis when the answer to this request shows a cut prompt, else None."""
+    def first_request(self, role: str) -> bool:
+        """Whether the role has no answered request in this trial yet (the window check applies)."""
+        return role not in self.seen
+
+    def check(self, role: str, messages: list[dict], usage: Any, tools: list[dict] | None = None,
+              server: ServerInfo | None = None) -> Diagnosis | None:
+        """The diagnosis when the answer to this request shows a cut prompt, else None.
+        ``server``: what the channel knows of the server (its window), for a role's first request."""
+        if server is not None and server.cuts_silently and self.first_request(role):
+            over = _over_window(role, messages, tools, usage, server)
+            if over is not None:
+                return over
         if not getattr(usage, "reported", False) or (usage.prompt_tokens or 0) <= 0:
             return None
         counted = usage.prompt_tokens + (usage.cached_tokens or 0)
@@ -110,3 +128,21 @@ class TruncationWatch:
                 f"({before.counted:,} → {counted:,}): the prompt was cut at a window of about {before.counted:,} "
                 f"tokens, so the model did not see the start of the conversation"), TRUNCATION_FIX)
         return None
+
+
+def _over_window(role: str, messages: list[dict], tools: list[dict] | None, usage: Any,
+                 server: ServerInfo) -> Diagnosis | None:
+    """PROMPT_TRUNCATED when the first request's estimated size is over the server's known window
+    (the server answered rather than refused: it cut the prompt to fit)."""
+    window = server.window or 0
+    needed = estimate_tokens(messages, tools)
+    if needed <= window:
+        return None
+    counted = usage.prompt_tokens + (usage.cached_tokens or 0) if getattr(usage, "reported", False) else None
+    said = f"; it counted {counted:,} prompt tokens" if counted else ""
+    return Diagnosis("PROMPT_TRUNCATED", (
+        f"role '{role}''s first request is about {needed:,} tokens (estimated at ~4 characters a token over "
+        f"messages and tools), over {server.label}'s context window of {window:,} tokens ({server.window_source}), "
+        f"and {server.label} answered it without an error{said}: the prompt was cut to fit the window, so the model "
+        f"never saw all of it and the trial measures nothing"),
+        fix_window(server, needed) + "; then rerun the same command (truncated trials are replayed)")

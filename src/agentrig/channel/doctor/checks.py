@@ -15,7 +15,6 @@ Sizes are estimated without a tokenizer: about 4 characters a token.
 
 from __future__ import annotations
 
-import json
 import re
 
 import openai
@@ -27,6 +26,7 @@ from agentrig.channel.doctor.preflight import Check, _ms, _ok
 from agentrig.channel.servers import (
     LLAMA_CPP_PYTHON,
     ServerInfo,
+    estimate_tokens,
     fix_auto_tool_choice,
     fix_jinja,
     fix_no_tool_calls,
@@ -47,13 +47,6 @@ class RequestShape(BaseModel):
     tools_where: str = ""  # whose tools those are
     first_request_tokens: int  # system prompt + tools + first message, estimated
     max_tokens: int | None = None
-
-
-def estimate_tokens(messages: list[dict], tools: list[dict] | None = None) -> int:
-    chars = sum(len(m.get("content") or "") if isinstance(m.get("content"), str) else 0 for m in messages)
-    if tools:
-        chars += len(json.dumps(tools, separators=(",", ":")))
-    return chars // 4 + 4 * len(messages)
 
 
 def _tool(name: str, description: str, **props: str) -> dict:
