@@ -16,6 +16,7 @@ from agentrig.cli import app
 
 WIDTH = 100
 BRACKETED = re.compile(r"\[\[?[^\[\]]+\]\]?")  # "[run]", "[[arms]]", "[:ARM]"
+TYPE_LABEL = re.compile(r"<list\[|<(?:str|int|float|bool|path|Path|datetime)>")  # typer's type labels
 
 
 def _tree(command, path: tuple[str, ...] = ()):
@@ -71,6 +72,14 @@ def _check_help(path: tuple[str, ...], command) -> None:
     if command.help:  # the command's own description, whole (wrapping may break a line after a hyphen)
         assert re.sub(r"\s", "", command.help.split("\n\n")[0]) in re.sub(r"\s", "", shown)
     assert max(len(line) for line in res.output.splitlines()) <= WIDTH
+    # conventional metavars: EXPERIMENT, RUN_DIRS..., --dir PATH — not typer's {experiment} or <list[Path]>
+    usage = res.output.split("\n\n")[0]
+    assert "{" not in usage and "}" not in usage, f"`agentrig {' '.join(path)} --help`: {usage!r}"
+    leftover = TYPE_LABEL.findall(res.output)
+    assert not leftover, f"`agentrig {' '.join(path)} --help` shows {leftover}"
+    for param in command.params:
+        if param.param_type_name == "argument":
+            assert (param.metavar or param.name.upper()) in usage, (path, param.name, usage)
 
 
 def test_the_tree_holds_every_command():
@@ -92,3 +101,17 @@ def test_each_benchmarks_own_commands_keep_bracketed_words():
     assert {"tasks list --bench tau2", "tasks show --bench tau2", "audit --bench tau2"} <= {" ".join(p) for p, _ in cases}
     for path, command in cases:
         _check_help(path, command)
+
+
+def test_help_uses_conventional_metavars():
+    def shown(*args: str) -> str:
+        return CliRunner().invoke(app, [*args, "--help"], terminal_width=WIDTH, env={"COLUMNS": str(WIDTH)}).output
+
+    run = shown("run")
+    assert "agentrig run [OPTIONS] EXPERIMENT\n" in run and "--dir PATH" in run and "\n  EXPERIMENT " in run
+    report = shown("report")
+    assert "[OPTIONS] RUN_DIRS...\n" in report and "\n  RUN_DIRS... " in report and "--out PATH" in report
+    assert "[OPTIONS] [KIND]\n" in shown("doctor") and "--timeout FLOAT" in shown("doctor")
+    assert "--samples INTEGER" in shown("instability") and "--arm TEXT" in shown("instability")
+    gold = shown("tasks", "replay-gold", "--bench", "tau2")
+    assert "--task-id TEXT" in gold and "<list[" not in gold

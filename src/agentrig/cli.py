@@ -10,6 +10,7 @@ from rich.console import Console
 
 from . import __version__
 from .cli_errors import user_errors
+from .commands.help_style import ClassicGroup
 
 app = typer.Typer(
     name="agentrig",
@@ -19,6 +20,7 @@ app = typer.Typer(
     add_completion=False,
     # help texts are plain text, not Rich markup: "[[arms]]" and "[run]" stay as written (sub-apps inherit this)
     rich_markup_mode=None,
+    cls=ClassicGroup,  # conventional metavars in --help: EXPERIMENT, RUN_DIRS..., --dir PATH
 )
 out = Console()
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import typer
 
 from agentrig.cli_errors import user_errors
+from agentrig.commands.help_style import classic_help
 from agentrig.errors import ConfigError
 
 from agentrig.benchmark import DEFAULT_KIND, get_benchmark, playable_kinds
@@ -44,7 +45,7 @@ def _dispatch(ctx: typer.Context, kind: str, prog: str, target: Callable[[Any], 
         app.command()(user_errors(found))
         found = app
     found.rich_markup_mode = None  # help texts are plain text, not Rich markup, as for every agentrig command
-    command = typer.main.get_command(found)
+    command = classic_help(typer.main.get_command(found))
     args = list(ctx.args)
     asked_help = "--help" in args
     try:
