@@ -61,6 +61,8 @@ through ``agentrig.redact`` first.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -183,3 +185,42 @@ def format_validation_error(exc: Any, head: str, line: Callable[[dict], str], *,
     if limit is not None and len(errs) > limit:
         lines.append(f"  - … {len(errs) - limit} more")
     return "\n".join(lines)
+
+
+def close_matches(word: str, options: Iterable[str], n: int = 3) -> list[str]:
+    """The few options genuinely close to a mistyped ``word``, best first: difflib's similarity
+    ratio ≥ 0.6, or one starts with the other (the shorter having 3 characters or more). When more
+    than ``n`` options tie for the best ratio, none stands out and none is offered ("2" among
+    the ids 0–49 is as close to "12" as to "20", "21" … "29")."""
+    options = list(dict.fromkeys(options))
+    low = word.lower()
+    scored = []
+    for o in options:
+        ol = o.lower()
+        ratio = difflib.SequenceMatcher(None, low, ol).ratio()
+        if min(len(low), len(ol)) >= 3 and (ol.startswith(low) or low.startswith(ol)):
+            ratio = max(ratio, 0.6) + 1.0
+        if ratio >= 0.6:
+            scored.append((ratio, o))
+    if not scored:
+        return []
+    scored.sort(key=lambda x: -x[0])
+    if sum(r == scored[0][0] for r, _ in scored) > n:
+        return []
+    return [o for _, o in scored[:n]]
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """ "did you mean 'x'? " (or "'x' or 'y'"), or "" when nothing is close."""
+    close = close_matches(word, options)
+    return f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+
+
+def suggestions(unknown: list[str], options: Iterable[str]) -> str:
+    """What each unknown name was probably meant to be: "did you mean 'x'?" for one name,
+    "did you mean: 'a' → 'x'; 'b' → 'y'" for several (those with a close option), "" for none."""
+    options = list(options)
+    if len(unknown) == 1:
+        return did_you_mean(unknown[0], options).strip()
+    hints = [f"{u!r} → {' or '.join(map(repr, close))}" for u in unknown[:5] if (close := close_matches(u, options))]
+    return f"did you mean: {'; '.join(hints)}" if hints else ""

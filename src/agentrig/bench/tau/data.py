@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from ...errors import DataError
+from ...errors import DataError, did_you_mean, suggestions
 from .taskmodel import (  # noqa: F401  (re-exported: the public names of the task format)
     Action,
     Description,
@@ -109,7 +109,7 @@ def domain_dir(root: str | Path | None, domain: str) -> Path:
     domains = Path(root) / "domains"
     existing = sorted(p.name for p in domains.iterdir() if p.is_dir()) if domains.is_dir() else []
     raise DataError(
-        f"unknown domain {domain!r}: no directory {path}.\n"
+        f"unknown domain {domain!r}: {did_you_mean(domain, existing)}no directory {path}.\n"
         f"  domains here: {_listing(_closest_first(domain, existing)) or 'none'}\n"
         f"  fix: pick one of those with --domain, or point the data root elsewhere ({HOW_TO_SET})"
     )
@@ -300,10 +300,11 @@ def select_tasks(
         by_id = {t.id: t for t in tasks}
         unknown = [i for i in task_ids if i not in by_id]
         if unknown:
+            hint = suggestions(unknown, by_id)
             raise DataError(
-                f"unknown task id(s) {_listing([repr(u) for u in unknown])} in {where}.\n"
-                f"  closest: {_listing(_closest_first(unknown[0], list(by_id)), limit=8)}\n"
-                f"  fix: `agentrig tasks list --domain {domain}` shows every id"
+                f"unknown task id(s) {_listing([repr(u) for u in unknown])} in {where} ({len(by_id)} tasks).\n"
+                + (f"  {hint}\n" if hint else "")
+                + f"  fix: `agentrig tasks list --domain {domain}` shows every id"
             )
         wanted_ids = set(task_ids)
         tasks = [t for t in tasks if t.id in wanted_ids]

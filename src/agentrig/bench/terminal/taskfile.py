@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from ...errors import DataError
+from ...errors import DataError, suggestions
 from .taskmodel import DEFAULT_AGENT_TIMEOUT_S, DEFAULT_TEST_TIMEOUT_S, SolutionStep, TerminalTask
 
 SUPPORTED_PARSERS = ("pytest",)
@@ -310,8 +310,10 @@ def load_tasks(root: Path, task_ids: list[str] | None = None, num_tasks: int | N
         by_id = {d.name: d for d in dirs}
         missing = [t for t in task_ids if t not in by_id]
         if missing:
-            raise TaskFileError(root, "task_ids", f"no task named {', '.join(map(repr, missing))}",
-                                f"use ids from: {', '.join(sorted(by_id)[:20])}")
+            hint = suggestions(missing, by_id)
+            raise TaskFileError(root, "task_ids", f"no task named {', '.join(map(repr, missing))} among its "
+                                f"{len(by_id)} tasks" + (f"; {hint}" if hint else ""),
+                                f"use ids from: {', '.join(sorted(by_id)[:20])}" + (" …" if len(by_id) > 20 else ""))
         dirs = [by_id[t] for t in dict.fromkeys(task_ids)]
     tasks: list[TerminalTask] = []
     invalid: list[InvalidTask] = []

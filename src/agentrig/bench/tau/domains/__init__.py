@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from agentrig.errors import ConfigError
+from agentrig.errors import ConfigError, did_you_mean
 
 from ..domain import DomainSpec
 
@@ -49,10 +49,7 @@ def get_domain(name: str) -> DomainSpec:
     if name and name.isidentifier() and not name.startswith("_"):
         spec = _load(name)
     if spec is None:
-        import difflib
-
         known = available_domains()
-        close = difflib.get_close_matches(str(name).lower(), known, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(str(name), known)
         raise ConfigError(f"unknown domain {name!r}; {hint}available domains: {', '.join(known) or '(none)'}")
     return spec
