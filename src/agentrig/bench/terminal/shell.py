@@ -158,9 +158,21 @@ async def end_process(proc: asyncio.subprocess.Process, timeout_s: float = 5.0) 
     except (asyncio.TimeoutError, ValueError, OSError):
         # a pipe still held elsewhere after timeout_s (a loaded machine): close the transport now,
         # while the loop runs, rather than leave it to __del__ after the loop has closed
-        transport = getattr(proc, "_transport", None)
-        if transport is not None:
-            transport.close()
+        abandon_process(proc)
+    except BaseException:  # cancelled while waiting (the run stops): the same, then go on stopping
+        abandon_process(proc)
+        raise
+
+
+def abandon_process(proc: asyncio.subprocess.Process) -> None:
+    """Kill ``proc`` and close its transport now, without waiting (the loop must be running): for a
+    process whose orderly end (``end_process``) was cut short by a cancellation."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
 
 
 class Proc(Protocol):

@@ -31,7 +31,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ..shell import PersistentShell, end_process, run_process, subprocess_spawn
+from ..shell import PersistentShell, abandon_process, end_process, run_process, subprocess_spawn
 from . import warm
 from .base import BASE_ENV, CommandResult, SandboxError
 from .cgroup import TrialCgroups
@@ -370,13 +370,18 @@ class BwrapSandbox:
         if self._closed:
             return
         self._closed = True
-        if self._shell is not None:
-            with contextlib.suppress(Exception):
-                await self._shell.close()
-        await self.spawner.close()
-        if self._proc is not None:  # also when bwrap has ended: its pipes may still be open a moment
-            await end_process(self._proc)
-        await self._cleanup()
+        try:
+            if self._shell is not None:
+                with contextlib.suppress(Exception):
+                    await self._shell.close()
+            await self.spawner.close()
+            if self._proc is not None:  # also when bwrap has ended: its pipes may still be open a moment
+                await end_process(self._proc)
+            await self._cleanup()
+        except BaseException:  # cancelled midway (the run stops): bwrap and its pipes still end now, with
+            if self._proc is not None:  # the loop running — not in a transport's __del__ after it closed
+                abandon_process(self._proc)
+            raise
 
     async def _cleanup(self) -> None:
         if self.cgroups is not None:
