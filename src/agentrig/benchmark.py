@@ -13,6 +13,8 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
         settings_model: type[BaseModel]              # the [benchmark] table (kind: Literal[kind])
         tables: dict[str, type[BaseModel]]           # other top-level tables it owns ([user], …)
         agent_kinds: tuple[str, ...] | None          # the arm agent kinds it accepts (None: any)
+        llm_agent: (kind, what) | None               # the kind that calls role "agent" (roles_needed)
+        reference_agents: tuple[str, ...]            # kinds that need no model (named in fixes)
         failure_classes: dict[str, str]              # its taxonomy: id → label, precedence order
         component_names: tuple[str, ...]             # reward components tabulated (() = as stored)
         export_formats: dict[str, str]               # format → help, beyond the generic "jsonl"
@@ -134,6 +136,10 @@ class Benchmark:
     settings_model: ClassVar[type[BaseModel]]
     tables: ClassVar[dict[str, type[BaseModel]]] = {}
     agent_kinds: ClassVar[tuple[str, ...] | None] = None
+    # the agent kind that calls the model (as role "agent") and what it is; None: the benchmark decides;
+    # the kinds that play without a model (named in the fix when the agent's model is missing)
+    llm_agent: ClassVar[tuple[str, str] | None] = None
+    reference_agents: ClassVar[tuple[str, ...]] = ()
     failure_classes: ClassVar[dict[str, str]] = {"other": "Other"}
     component_names: ClassVar[tuple[str, ...]] = ()
     export_formats: ClassVar[dict[str, str]] = {}
@@ -148,11 +154,17 @@ class Benchmark:
 
     # -- arms -------------------------------------------------------------------------------
     def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
-        """The roles this benchmark's own participants call for this arm (not the agent's)."""
-        return set()
+        """The roles this arm's participants call: ``agent`` when its agent is the ``llm_agent`` kind."""
+        return {"agent"} if self.llm_agent is not None and arm.agent.kind == self.llm_agent[0] else set()
 
     def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
         """(why the role is needed, how to fix a missing model) for a role of ``roles_needed``."""
+        if role == "agent" and self.llm_agent is not None:
+            kind, what = self.llm_agent
+            others = " / ".join(f'"{k}"' for k in self.reference_agents)
+            return (f"its agent kind is '{kind}' ({what})",
+                    "set `model` in [roles.agent] (or [channel])" + (f", or use a reference agent (kind = {others})"
+                                                                      if others else ""))
         return (f"the {self.kind} benchmark calls it", f"set `model` in [roles.{role}] (or [channel])")
 
     def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:

@@ -77,6 +77,8 @@ class AppWorldBenchmark(Benchmark):
     kind = "appworld"
     settings_model = AppWorldSettings
     agent_kinds = ("llm", "oracle", "noop")
+    llm_agent = ("llm", "the AppWorld code agent")
+    reference_agents = ("oracle", "noop")
     failure_classes = FAILURE_CLASSES
     component_names = ()
     viewer_hints = VIEWER_HINTS
@@ -102,16 +104,6 @@ class AppWorldBenchmark(Benchmark):
         if not status.ok:
             where = "[benchmark] python" if exp.benchmark.python else "the AppWorld environment"
             raise ConfigError(f"{source}: {where}: {status.problem}.\n  fix: {status.fix}")
-
-    # -- arms -------------------------------------------------------------------------------
-    def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
-        return {"agent"} if arm.agent.kind == "llm" else set()
-
-    def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
-        if role == "agent":
-            return ("its agent kind is 'llm' (the AppWorld code agent)",
-                    "set `model` in [roles.agent] (or [channel]), or use a reference agent (kind = \"oracle\" / \"noop\")")
-        return super().role_reason(exp, role, arm, tasks)
 
     # -- runs -------------------------------------------------------------------------------
     def comparability(self, r: Any) -> dict[str, Any]:

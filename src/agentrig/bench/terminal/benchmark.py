@@ -124,6 +124,8 @@ class TerminalBenchmark(Benchmark):
     settings_model = TerminalSettings
     tables = {"sandbox": SandboxSettings}
     agent_kinds = ("bash", "oracle", "flaky-oracle", "noop")
+    llm_agent = ("bash", "the LLM bash agent")
+    reference_agents = ("oracle", "noop")
     failure_classes = FAILURE_CLASSES
     component_names = ()  # one component per test, as each verdict names them
     viewer_hints = VIEWER_HINTS
@@ -180,16 +182,6 @@ class TerminalBenchmark(Benchmark):
             raise ConfigError(f"{source}: no selected task can run in the {sb.kind} sandbox ({shown}).\n"
                               "  fix: choose other tasks, or another [sandbox] kind (see `agentrig tasks list --bench terminal`)")
         return Selection([(GROUP, t) for t in runnable], root, excluded=excluded)
-
-    # -- arms -------------------------------------------------------------------------------
-    def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
-        return {"agent"} if arm.agent.kind == "bash" else set()
-
-    def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
-        if role == "agent":
-            return ("its agent kind is 'bash' (the LLM bash agent)",
-                    "set `model` in [roles.agent] (or [channel]), or use a reference agent (kind = \"oracle\" / \"noop\")")
-        return super().role_reason(exp, role, arm, tasks)
 
     # -- runs -------------------------------------------------------------------------------
     def comparability(self, r: Any) -> dict[str, Any]:
