@@ -100,7 +100,9 @@ async def measure(args: argparse.Namespace) -> dict:
     tasks, invalid = load_tasks(tasks_dir, task_ids=ids, skip_invalid=True)
     absent = absent_files(tasks_dir)
     build_network = "host-settings" if args.build_network == "host-settings" else args.build_network == "true"
-    settings = SandboxSettings(kind=args.sandbox, root=args.root, cache_dir=args.cache_dir, build_network=build_network)
+    network = {"true": True, "false": False, "task": None}[args.network]
+    settings = SandboxSettings(kind=args.sandbox, root=args.root, cache_dir=args.cache_dir, build_network=build_network,
+                               network=network)
     stream = open(args.json.with_suffix(".jsonl"), "a") if args.json else None  # noqa: SIM115 - rows as they come
     total = len(tasks) + len(invalid)
     rows: list[dict] = []
@@ -160,7 +162,7 @@ async def measure(args: argparse.Namespace) -> dict:
     return {"machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
             "load_at_end": round(os.getloadavg()[0], 1), "wall_s": round(time.monotonic() - started, 1),
             "settings": {"sandbox": settings.kind, "root": settings.root, "task_timeout_s": args.task_timeout,
-                         "build_network": settings.build_network,
+                         "build_network": settings.build_network, "network": args.network,
                          "concurrency": args.concurrency},
             "tasks": total, "played": len(to_play), "verdicts": dict(verdicts),
             "rows": sorted(rows, key=lambda r: r["task_id"])}
@@ -181,6 +183,9 @@ def main() -> None:
     parser.add_argument("--sandbox", default="bwrap")
     parser.add_argument("--root", default="image", choices=("image", "host"))
     parser.add_argument("--task-timeout", type=float, default=600.0)
+    parser.add_argument("--network", default="true", choices=("true", "false", "task"),
+                        help="[sandbox] network for the trials: true (default) as Terminal-Bench's harness gives "
+                             "every task container the network; task: the task's allow_internet (agentrig's default)")
     parser.add_argument("--build-network", default="host-settings", choices=("host-settings", "true", "false"),
                         help="[sandbox] build_network: host-settings (default) gives RUN steps this machine's "
                              "package-index settings (pip configuration, CA bundle), as a user here would set it")
@@ -189,7 +194,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
-          f"{args.sandbox} root={args.root}, {args.task_timeout:g} s per task, {args.concurrency} at once", flush=True)
+          f"{args.sandbox} root={args.root} network={args.network} build_network={args.build_network}, "
+          f"{args.task_timeout:g} s per task, {args.concurrency} at once", flush=True)
     doc = asyncio.run(measure(args))
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1))

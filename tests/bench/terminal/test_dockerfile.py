@@ -110,3 +110,22 @@ def test_compose_with_more_services_needs_services_and_features_need_a_container
     assert "prebuilt image" in check_compose(path)
     path.write_text("services: [unclosed\n")
     assert check_compose(path).startswith("needs_container: cannot read")
+
+
+def test_compose_building_from_a_subdirectory_and_for_this_platform_is_the_template(tmp_path):
+    # Terminal-Bench tasks that keep their Dockerfile in client/ (context: client) or pin
+    # platform: linux/amd64 are the one-service template on a machine of that platform
+    from agentrig.bench.terminal.dockerfile import host_platform
+
+    (tmp_path / "client").mkdir()
+    (tmp_path / "client" / "Dockerfile").write_text("FROM ubuntu:24.04\n")
+    path = tmp_path / "docker-compose.yaml"
+    sub = TEMPLATE_COMPOSE.replace("      dockerfile: Dockerfile", "      context: client\n      dockerfile: Dockerfile")
+    path.write_text(sub)
+    assert check_compose(path) is None
+    path.write_text(sub.replace("    command:", f"    platform: {host_platform()}\n    command:"))
+    assert check_compose(path) is None
+    path.write_text(sub.replace("    command:", "    platform: linux/s390x\n    command:"))
+    assert "built for linux/s390x; this machine is" in check_compose(path)
+    path.write_text(sub.replace("context: client", "context: ../elsewhere"))
+    assert "not a Dockerfile of the task's own directories" in check_compose(path)

@@ -148,3 +148,26 @@ def test_two_builds_of_one_recipe_at_once_build_it_once_and_rm_removes_it(tmp_pa
     assert not list(tmp_path.glob(".build-*"))  # built in a temp dir, renamed into place
     assert [m["key"] for m in list_roots(tmp_path)] == [recipe.key()]
     assert remove_roots("debian:bookworm-slim", tmp_path) == [recipe.key()] and list_roots(tmp_path) == []
+
+
+@needs_root_bwrap()
+@pytest.mark.slow
+async def test_a_trial_with_the_network_fetches_through_the_hosts_package_index_settings(tmp_path, tb_root):
+    # build_network = "host-settings" and a trial with the network (an agent that runs `pip install`,
+    # as Terminal-Bench's containers have the network): the trial gets the host's pip configuration
+    # and CA bundle as the build does; a trial without the network gets nothing of them
+    task = make_task(tmp_path, f"FROM {TB_PYTHON}\n", task_id=f"net-{uuid.uuid4().hex[:6]}")
+    online = await opened(task, tmp_path, root="image", build_network="host-settings", network=True)
+    try:
+        fetched = await online.run("pip download --no-deps --no-cache-dir -q six -d /tmp/wheels && ls /tmp/wheels;"
+                                   " echo \"ca=$SSL_CERT_FILE\"", 180)
+    finally:
+        await online.close()
+    assert fetched.exit_code == 0, fetched.output
+    assert "six-" in fetched.output and "ca=/.agentrig-host-settings/ca.crt" in fetched.output
+    offline = await opened(task, tmp_path, root="image", build_network="host-settings", network=False)
+    try:
+        seen = await offline.run("echo \"ca=$SSL_CERT_FILE\"; ls /.agentrig-host-settings 2>&1", 60)
+    finally:
+        await offline.close()
+    assert "ca=\n" in seen.output and "No such file" in seen.output

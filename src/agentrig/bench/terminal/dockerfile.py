@@ -347,6 +347,12 @@ def compose_services(path: Path) -> dict[str, Any]:
     return services if isinstance(services, dict) else {}
 
 
+def host_platform() -> str:
+    """This machine as a container platform (``linux/amd64``, ``linux/arm64``): what ``platform:`` may name."""
+    machine = os.uname().machine
+    return "linux/" + {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm/v7"}.get(machine, machine)
+
+
 def check_compose(path: Path) -> str | None:
     """None when the compose file is the single-service template (the Dockerfile alone decides);
     else ``needs_container: why``."""
@@ -361,19 +367,21 @@ def check_compose(path: Path) -> str | None:
         return services_reason(path.name, services)
     name, service = next(iter(services.items()))
     service = service or {}
-    extra = sorted(set(service) - _COMPOSE_SERVICE_KEYS)
+    extra = sorted(set(service) - _COMPOSE_SERVICE_KEYS - {"platform"})
     if extra:
         return f"needs_container: service {name!r} in {path.name} uses {', '.join(extra)}"
+    platform = service.get("platform")
+    if platform is not None and str(platform) != host_platform():
+        return f"needs_container: service {name!r} in {path.name} is built for {platform}; this machine is {host_platform()}"
     build = service.get("build")
     if build is None:
         return f"needs_container: service {name!r} in {path.name} runs a prebuilt image ({service.get('image')})"
-    if isinstance(build, dict):
-        context = str(build.get("context", "."))
-        dockerfile = str(build.get("dockerfile", "Dockerfile"))
-        if context not in (".", "./") or dockerfile not in ("Dockerfile", "./Dockerfile"):
-            return f"needs_container: service {name!r} builds {dockerfile} from {context}"
-    elif str(build) not in (".", "./"):
-        return f"needs_container: service {name!r} builds from {build}"
+    context = str(build.get("context", ".")) if isinstance(build, dict) else str(build)
+    dockerfile = str(build.get("dockerfile", "Dockerfile")) if isinstance(build, dict) else "Dockerfile"
+    inside = (path.parent / context).resolve()
+    if not (inside == path.parent.resolve() or str(inside).startswith(str(path.parent.resolve()) + os.sep)) \
+            or "/" in dockerfile.removeprefix("./"):
+        return f"needs_container: service {name!r} builds {dockerfile} from {context} (not a Dockerfile of the task's own directories)"
     for volume in service.get("volumes") or []:
         text = volume if isinstance(volume, str) else str(volume.get("source", ""))
         if "T_BENCH_" not in text:

@@ -29,7 +29,7 @@ _FAILURES = re.compile(
     r"|SSL certificate problem"
     r"|Connection timed out"
     r"|Connection refused"
-    r"|Could not connect to"
+    r"|Could not connect to|couldn.t connect to"
     r"|Failed to fetch https?://"
     r"|getaddrinfo ENOTFOUND|ECONNREFUSED|ETIMEDOUT",
     re.IGNORECASE,

@@ -65,8 +65,14 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
         recipe, base_root = await _base_root(plan, settings)
         layer = await ensure_layer(task, plan, settings, recipe, base_root)
         trial_dir = new_trial_dir(settings.resolved_cache_dir(), label or str(getattr(task, "id", "trial")))
+        binds, env = {}, dict(layer.env)
+        if network and settings.build_network == "host-settings":  # the trial fetches as the build did
+            from .build import host_settings_binds
+
+            binds, extra = host_settings_binds()
+            env.update(extra)
         sandbox: Any = BwrapSandbox(
-            trial_dir=trial_dir, layer_dir=layer.path, workdir=layer.workdir, env=layer.env, network=network,
+            trial_dir=trial_dir, layer_dir=layer.path, workdir=layer.workdir, env=env, network=network, ro_binds=binds,
             shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep,
             memory_mb=memory_mb, pids=pids, cpus=cpus, bwrap=settings.bwrap_path,
             warm_verifier=settings.warm_verifier, base_root=base_root,
