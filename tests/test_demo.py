@@ -41,10 +41,10 @@ def test_demo_runs_offline_and_stores_both_runs(tmp_path):
         calls = store.model_call_rows()
         assert {c["role"] for c in calls} >= {"agent", "user", "judge"}
         assert sum(c["retries"] for c in calls) > 0
-    # the report's A/B: the arms differ only as the experiment declares (neutral banners); the LLM run
+    # the report's A/B: the arms differ only as the experiment declares (a caption, no banner); the LLM run
     # is another setup (user simulator, judge), so its arm is not paired with the offline run's
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert 'class="banner bad"' not in html and html.count('class="banner neutral"') == 2
+    assert 'class="banner bad"' not in html and html.count('class="differs"') == 2
     assert "demo-llm:llm is not compared with demo:gold" in html
     check_terminal_section(terminal, tmp_path)
 

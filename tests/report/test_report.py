@@ -220,7 +220,7 @@ def test_mismatched_runs_are_flagged(demo_run, tmp_path):
     html = write_report([other, tmp_path / "y" / "run"], tmp_path / "m.html").read_text()
     assert "not a controlled comparison" in html
     assert "max_steps" in html
-    assert 'class="banner bad"' in html and 'class="banner neutral"' not in html
+    assert 'class="banner bad"' in html and 'class="differs"' not in html
 
 
 def test_report_command_and_errors(demo_run, tmp_path):
@@ -287,11 +287,11 @@ def test_single_trial_ab_shows_pass1_once(tmp_path):
     assert re.findall(r'<text class="label"[^>]*>([^<]+)</text>', section) == ["Δpass^1"]
 
 
-def test_arms_that_differ_as_intended_get_a_neutral_banner(demo_run, tmp_path):
+def test_arms_that_differ_as_intended_get_no_banner_only_a_caption(demo_run, tmp_path):
     html = write_report([demo_run], tmp_path / "r.html").read_text()
     section = html.split('id="ab"')[1].split("</section>")[0]
-    # what differs is said, in a neutral banner; nothing is red: only the arms' own settings differ
-    assert '<div class="banner neutral">What differs: the arms\' own settings — arm.agent.kind: gold → noop.' in section
+    # what differs is said in a caption, not a banner; nothing is red: only the arms' own settings differ
+    assert '<p class="differs">What differs: the arms\' own settings — arm.agent.kind: gold → noop.' in section
     assert 'class="banner bad"' not in html and "not a controlled comparison" not in html.lower()
 
 

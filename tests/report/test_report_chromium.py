@@ -232,7 +232,7 @@ async def test_charts_show_whole_distinct_labels_at_1400px(chromium, long_names_
         assert page.errors == []
         charts = await page.eval(CHART_LAYOUT_JS)
         # the arms differ only in their own settings: each comparison says so, none in red
-        banners = await page.eval("[...document.querySelectorAll('.banner')].map(b => [b.className, b.innerText])")
+        banners = await page.eval("[...document.querySelectorAll('.banner, .differs')].map(b => [b.className, b.innerText])")
     by_section = {c["id"].split(":")[0]: c for c in charts}
     for sid in ("passk", "gap", "failures", "ab"):
         assert sid in by_section, [c["id"] for c in charts]
@@ -249,7 +249,7 @@ async def test_charts_show_whole_distinct_labels_at_1400px(chromium, long_names_
     groups = by_section["ab"]["groups"]
     assert groups == [f"{b} − {labels[0]}" for b in labels[1:]]
     assert f"{labels[4]} − {labels[0]} | Δpass^1" in by_section["ab"]["labels"]
-    assert [c for c, _ in banners if c != "banner info"] == ["banner neutral"] * 4, banners
-    neutral = [t for c, t in banners if c == "banner neutral"]
+    assert [c for c, _ in banners if c != "banner info"] == ["differs"] * 4, banners  # no banner: a caption
+    neutral = [t for c, t in banners if c == "differs"]
     assert all(t.startswith("What differs: ") for t in neutral), banners
     assert any("arm.agent.kind: gold → flaky-gold" in t for t in neutral), banners
