@@ -52,9 +52,24 @@ def test_codex_config_toml_has_the_documented_provider_fields():
     provider = data["model_providers"][data["model_provider"]]
     assert provider["base_url"] == BASE  # with /v1: Codex appends /chat/completions or /responses
     assert provider["env_key"] == KEY_ENV  # the variable's NAME
-    assert provider["wire_api"] == "chat"  # what agentrig's channel speaks
+    assert provider["wire_api"] == "responses"  # the only value Codex after 0.94 accepts
     assert provider["http_headers"] == {"X-Team": "evals"} and provider["env_http_headers"] == {"X-Org": "ORG_ID"}
     assert KEY not in text
+
+
+def test_codex_export_writes_what_current_codex_accepts_and_says_which_version_takes_chat():
+    chat = export_client_file("codex", role())  # agentrig reaches this endpoint by chat completions
+    assert tomllib.loads(chat.text)["model_providers"]["agentrig"]["wire_api"] == "responses"
+    assert "Codex 0.94 or older" in chat.text and 'wire_api = "chat"' in chat.text  # said plainly, commented
+    assert "doctor --from codex:" in chat.text
+    note = " ".join(chat.notes)
+    assert "only value current Codex accepts" in note and f"POST {BASE}/responses" in note and "Codex 0.94 or older" in note
+    # the commented alternative sits in the provider's table: uncommented, it replaces wire_api there
+    swapped = chat.text.replace('wire_api = "responses"\n# wire_api = "chat"', 'wire_api = "chat"\n#')
+    assert tomllib.loads(swapped)["model_providers"]["agentrig"]["wire_api"] == "chat"
+    responses = export_client_file("codex", role(), wire="responses")  # a channel that speaks the Responses API
+    assert tomllib.loads(responses.text)["model_providers"]["agentrig"]["wire_api"] == "responses"
+    assert '"chat"' not in responses.text and not responses.notes
 
 
 def test_claude_code_settings_json_names_the_variable_and_its_helper_prints_the_key(tmp_path):

@@ -258,3 +258,9 @@ def test_no_key_in_any_output(tmp_path):
         outputs.append(pasted.stdout + pasted.stderr)
     assert all(KEY not in o and KEY[:12] not in o for o in outputs)
     assert "fingerprint" in outputs[0] and "CLIENT_VARS_MISMATCH" in outputs[-2]
+
+
+async def test_a_codex_file_with_wire_api_chat_says_which_codex_takes_it(tmp_path, fake):
+    path = write(tmp_path, "config.toml", codex(fake.base_url))  # wire_api = "chat"
+    report = await check("codex", path)
+    assert any("Codex 0.94 and older take wire_api = \"chat\"" in n for n in report.file.notes)

@@ -34,6 +34,7 @@ from agentrig.redact import redact, redact_url
 from agentrig.channel.client import normalize_base_url
 from agentrig.channel.clients.files import (
     BASE_RULE,
+    CODEX_LAST_CHAT,
     _VERSION_TAIL,
     ClientFile,
     FoundValue,
@@ -214,7 +215,7 @@ async def probe_wire(cf: ClientFile, base: str, key: str, timeout_s: float) -> C
         data = None
     later = "agentrig itself can still reach this endpoint through chat completions ([channel] wire = \"chat\")"
     if r.status_code in (404, 405) and not re.search(r"model", text, re.I):
-        fix = ("use a gateway that serves /v1/responses, or a Codex release that still takes wire_api = \"chat\" (older than early 2026)"
+        fix = (f"use a gateway that serves /v1/responses, or Codex {CODEX_LAST_CHAT} or older with wire_api = \"chat\""
                if cf.wire == "responses" else
                "put a gateway that serves the Anthropic Messages API (/v1/messages) in front of this endpoint (e.g. a LiteLLM proxy)")
         return _bad("wire", Diagnosis("WIRE_API_UNSERVED", f"{CLIENT[cf.format]} speaks {api}, and POST {shown} answered {r.status_code}: "

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from agentrig.config import ResolvedRole
 from agentrig.errors import ConfigError
 from agentrig.channel.client import normalize_base_url
-from agentrig.channel.clients.files import _VERSION_TAIL, FORMATS
+from agentrig.channel.clients.files import _VERSION_TAIL, CODEX_LAST_CHAT, FORMATS
 
 
 class Export(BaseModel):
@@ -50,14 +50,22 @@ def export_client_file(fmt: str, rr: ResolvedRole, wire: str = "chat") -> Export
     head = f"written by `agentrig channel export --format {fmt}` for role {rr.role!r}; no key in this file"
     if fmt == "codex":
         if wire == "anthropic":
-            raise ConfigError("Codex speaks the OpenAI APIs (wire_api \"responses\" or \"chat\"), not the Anthropic Messages API")
+            raise ConfigError("Codex speaks the OpenAI Responses API (wire_api \"responses\"), not the Anthropic Messages API")
         lines = [f"# {head}",
-                 f"# Codex reads the key from ${var} (env_key) and appends /chat/completions or /responses to base_url.",
-                 "# Recent Codex releases accept only wire_api = \"responses\": set it once the endpoint serves",
-                 "# POST <base_url>/responses (`agentrig doctor --from codex:THIS_FILE` checks).",
-                 f"model = {_toml_str(model)}", 'model_provider = "agentrig"', "",
-                 "[model_providers.agentrig]", 'name = "agentrig channel"', f"base_url = {_toml_str(base)}",
-                 f"env_key = {_toml_str(var)}", f"wire_api = {_toml_str('responses' if wire == 'responses' else 'chat')}"]
+                 f"# Codex reads the key from ${var} (env_key) and appends /responses to base_url."]
+        if wire != "responses":  # agentrig reaches this endpoint by chat completions: /responses is not known to work
+            lines += [f"# This channel speaks chat completions. Codex after {CODEX_LAST_CHAT} speaks only the Responses API:",
+                      "# check that the endpoint serves POST <base_url>/responses with",
+                      "# `agentrig doctor --from codex:THIS_FILE`. If it does not, use Codex "
+                      f"{CODEX_LAST_CHAT} or older and wire_api = \"chat\"."]
+            notes.append(f"wire_api = \"responses\", the only value current Codex accepts; this channel speaks chat "
+                         f"completions, so check POST {base}/responses with `agentrig doctor --from codex:FILE` "
+                         f"(an endpoint without it needs Codex {CODEX_LAST_CHAT} or older and wire_api = \"chat\")")
+        lines += [f"model = {_toml_str(model)}", 'model_provider = "agentrig"', "",
+                  "[model_providers.agentrig]", 'name = "agentrig channel"', f"base_url = {_toml_str(base)}",
+                  f"env_key = {_toml_str(var)}", 'wire_api = "responses"']
+        if wire != "responses":
+            lines.append(f'# wire_api = "chat"   # in its place: Codex {CODEX_LAST_CHAT} and older only')
         if rr.headers:
             lines.append("http_headers = { " + ", ".join(f"{_toml_str(k)} = {_toml_str(v)}" for k, v in rr.headers.items()) + " }")
         if rr.headers_from_env:

@@ -35,11 +35,16 @@ FORMATS: tuple[str, ...] = ("codex", "claude-code", "mini-swe-agent", "env")
 
 # where each client takes the base URL from, and what it appends to it
 BASE_RULE: dict[str, tuple[str, str]] = {
-    "codex": ("[model_providers.X] base_url", "includes /v1; Codex appends /chat/completions (wire_api \"chat\") or /responses"),
+    "codex": ("[model_providers.X] base_url", "includes /v1; Codex appends /responses (/chat/completions with wire_api \"chat\", Codex 0.94 and older)"),
     "claude-code": ("env.ANTHROPIC_BASE_URL", "the root without /v1; the Anthropic SDK appends /v1/messages"),
     "mini-swe-agent": ("model.model_kwargs.api_base", "includes /v1; litellm's openai provider appends /chat/completions"),
     "env": ("OPENAI_BASE_URL", "includes /v1; the openai SDK appends /chat/completions"),
 }
+# Codex's wire_api values by release: "chat" was deprecated (a warning) in late 2025 and removed in
+# February 2026 (openai/codex#10157); releases after CODEX_LAST_CHAT refuse to start with it.
+CODEX_LAST_CHAT = "0.94"
+CODEX_CHAT_NOTE = (f'Codex {CODEX_LAST_CHAT} and older take wire_api = "chat"; later releases accept only "responses" '
+                   "(POST <base_url>/responses) and refuse to start with \"chat\"")
 LITELLM_PREFIXES = ("openai/", "hosted_vllm/", "litellm_proxy/", "openai_like/", "custom_openai/")
 _VERSION_TAIL = re.compile(r"/v\d+(?:beta\d*|alpha\d*)?$")
 _PRINTS_VAR = re.compile(r"""^\s*(?:printf\s+(?:%s|'%s'|"%s")|echo(?:\s+-n)?)\s+["']?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?["']?\s*$""")
@@ -200,7 +205,10 @@ def _read_codex(cf: ClientFile, text: str, env: dict[str, str]) -> None:
         cf.wire_field = f"[model_providers.{pid}] wire_api" + ("" if "wire_api" in p else " (not set: Codex's default)")
         cf.wire = wire if wire in ("chat", "responses") else "anthropic" if wire == "anthropic" else "chat"
         if wire not in ("chat", "responses"):
-            cf.notes.append(f"wire_api = {wire!r} is not a value Codex knows (\"responses\" or \"chat\")")
+            cf.notes.append(f"wire_api = {wire!r} is not a value Codex knows (\"responses\"; \"chat\" in Codex "
+                            f"{CODEX_LAST_CHAT} and older)")
+        elif wire == "chat":
+            cf.notes.append(CODEX_CHAT_NOTE)
         if isinstance(p.get("experimental_bearer_token"), str):
             cf.key_where, cf.key_field, cf.key_var = "file", f"[model_providers.{pid}] experimental_bearer_token", "CODEX_BEARER_TOKEN"
             cf.set_key(p["experimental_bearer_token"])
