@@ -57,7 +57,7 @@ def test_outside_the_subset_is_needs_container_with_the_reason(tmp_path):
     cases = {
         "FROM node:20\n": "node:20",
         "FROM python:3.12-alpine\n": "alpine",
-        "FROM ubuntu:24.04 AS build\nRUN true\nFROM ubuntu:24.04\n": "second FROM",
+        "FROM ubuntu:24.04 AS build\nRUN true\nFROM ubuntu:24.04\nCOPY --from=build /x /x\n": "second FROM",
         "FROM ubuntu:24.04\nCOPY --from=build /x /x\n": "--from",
         "FROM ubuntu:24.04\nUSER app\n": "USER app",
         "FROM ubuntu:24.04\nADD https://example.com/x.tgz /x\n": "URL",
@@ -129,3 +129,28 @@ def test_compose_building_from_a_subdirectory_and_for_this_platform_is_the_templ
     assert "built for linux/s390x; this machine is" in check_compose(path)
     path.write_text(sub.replace("context: client", "context: ../elsewhere"))
     assert "not a Dockerfile of the task's own directories" in check_compose(path)
+
+
+def test_an_unused_earlier_stage_is_skipped_and_heredocs_are_read(tmp_path):
+    # BuildKit builds only the stages the image needs: an earlier FROM nothing copies from is
+    # skipped (Terminal-Bench's cross-entropy-method); COPY <<EOT writes the heredoc's body to the
+    # file, RUN <<EOF runs it as the script, and a heredoc inside a RUN's command is the shell's
+    text = ("FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624\nRUN exit 1\n"
+            "FROM ubuntu:24.04 AS base\nWORKDIR /app\n"
+            "COPY <<EOT /app/logs/auth.log\nApr 10 08:12:33 server sshd[1234]: Accepted\n  indented $HOME\nEOT\n"
+            "RUN <<EOF\nset -e\necho one > /app/one.txt\nEOF\n"
+            "RUN cat <<'DATA' > /app/two.txt\nline\nDATA\n")
+    plan = parse_dockerfile(_write(tmp_path, text), tmp_path)
+    assert plan.supported, plan.reason
+    assert plan.base == "ubuntu:24.04" and "skipped, as BuildKit does" in plan.notes[0]
+    runs = [s for s in plan.steps if s.op == "RUN"]
+    assert len(runs) == 3 and not any("exit 1" in s.argv[-1] for s in runs)
+    assert "Apr 10 08:12:33" in runs[0].argv[-1] and "/app/logs/auth.log" in runs[0].argv[-1]
+    assert runs[1].argv[-1] == "set -e\necho one > /app/one.txt\n"
+    assert runs[2].argv[-1] == "cat <<'DATA' > /app/two.txt\nline\nDATA"
+    import subprocess
+
+    root = tmp_path / "out"
+    script = runs[0].argv[-1].replace("/app/", f"{root}/app/")
+    subprocess.run(["/bin/sh", "-c", script], check=True)
+    assert (root / "app/logs/auth.log").read_text() == "Apr 10 08:12:33 server sshd[1234]: Accepted\n  indented $HOME\n"

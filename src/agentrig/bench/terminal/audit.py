@@ -78,8 +78,9 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
     assert record is not None
     v = record.verdict
     notes = v.reward_info.notes if v.reward_info else {}
+    commands = {c.id: str(c.arguments.get("command", "")) for m in record.trajectory.messages for c in m.tool_calls or []}
     unreached = next((why for m in record.trajectory.messages if m.role == "tool" and isinstance(m.content, str)
-                      for why in [network_failure(m.content)] if why), None)
+                      for why in [network_failure(m.content, commands.get(m.tool_call_id or "", ""))] if why), None)
     return AgentOutcome(reward=v.reward if v.valid else None, valid=v.valid, termination=v.termination,
                         failure_mode=notes.get("failure_mode"), detail=v.invalid_cause or notes.get("detail"),
                         duration_s=record.duration_s, unreached=unreached)

@@ -97,11 +97,20 @@ def accepted_base(image: str) -> bool:
     return repo == "python" and (not tag or bool(_PYTHON_TAG.fullmatch(tag)))
 
 
+_HEREDOC = re.compile(r"<<(-?)([\"']?)([A-Za-z_][A-Za-z0-9_]*)\2")
+
+
 def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """Join continuation lines; drop comments and blank lines. (line number, text)."""
+    """Join continuation lines; drop comments and blank lines; keep a heredoc's body (``RUN <<EOF``,
+    ``COPY <<EOT /path``, ``cat <<EOF > f`` in a RUN) with its lines, up to its delimiter, joined to
+    its instruction by newlines. (line number, text)."""
     out: list[tuple[int, str]] = []
     current, start = "", 0
-    for number, raw in enumerate(text.splitlines(), start=1):
+    raw_lines = text.splitlines()
+    i = 0
+    while i < len(raw_lines):
+        number, raw = i + 1, raw_lines[i]
+        i += 1
         stripped = raw.strip()
         if not current and (not stripped or stripped.startswith("#")):
             continue
@@ -113,11 +122,42 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
             current += stripped[:-1] + " "
             continue
         current += stripped
+        op = current.split(" ", 1)[0].upper()
+        if op in ("RUN", "COPY", "ADD"):
+            for dash, _, word in _HEREDOC.findall(current):
+                body: list[str] = []
+                while i < len(raw_lines):
+                    line = raw_lines[i]
+                    i += 1
+                    if (line.lstrip("\t") if dash else line).strip() == word:
+                        break
+                    body.append(line.lstrip("\t") if dash else line)
+                current += "\n" + "\n".join(body + [word])
         out.append((start, current))
         current = ""
     if current.strip():
         out.append((start, current))
     return out
+
+
+def _heredoc_bodies(rest: str) -> tuple[str, dict[str, str]]:
+    """(the instruction's own line, {delimiter: body}) for an instruction with heredocs."""
+    head, *lines = rest.split("\n")
+    bodies: dict[str, str] = {}
+    for _, _, word in _HEREDOC.findall(head):
+        end = lines.index(word) if word in lines else len(lines)
+        bodies[word] = "\n".join(lines[:end]) + "\n"
+        lines = lines[end + 1:]
+    return head, bodies
+
+
+def _stage_refs(lines: list[tuple[int, str]]) -> set[str]:
+    """Stages later instructions read from (``COPY --from=NAME``, ``RUN --mount=…from=NAME``)."""
+    refs: set[str] = set()
+    for _, line in lines:
+        for m in re.finditer(r"--(?:from|mount=[^ ]*from)=([^ ,]+)", line):
+            refs.add(m.group(1).lower())
+    return refs
 
 
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?([-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -179,14 +219,20 @@ def parse_dockerfile(path: Path, context_dir: Path | None = None) -> BuildPlan:
     shell = ["/bin/sh", "-c"]
     steps: list[BuildStep] = []
     notes: list[str] = []
-    for number, line in _logical_lines(text):
+    lines = _logical_lines(text)
+    refs = _stage_refs(lines)
+    for number, line in lines:
         instruction, _, rest = line.partition(" ")
         op, rest = instruction.upper(), rest.strip()
         where = f"{path.name} line {number}"
         values = {**args, **env}
         if op == "FROM":
-            if base is not None:
-                return unsupported(f"{where}: a second FROM (multi-stage builds need a container engine)")
+            if base is not None:  # an earlier stage nothing reads from: BuildKit builds only the last
+                if refs:
+                    return unsupported(f"{where}: a second FROM whose earlier stage is copied from "
+                                       "(multi-stage builds need a container engine)")
+                notes.append(f"{where}: the stage before this FROM is not used by the image: skipped, as BuildKit does")
+                base, cwd, has_workdir, env, shell, steps = None, "/", False, {}, ["/bin/sh", "-c"], []
             flags, rest = _split_flags(rest)
             image = _substitute(rest.split()[0], values) if rest else ""
             if not accepted_base(image):
@@ -226,15 +272,31 @@ def parse_dockerfile(path: Path, context_dir: Path | None = None) -> BuildPlan:
             flags, rest = _split_flags(rest)
             if any(k == "mount" for k in flags):
                 return unsupported(f"{where}: RUN --mount (BuildKit mounts) is not supported")
-            if rest.startswith("<<"):
-                return unsupported(f"{where}: RUN heredocs are not supported")
-            exec_form = _json_or_words(rest)
-            argv = exec_form if exec_form is not None else [*shell, rest]
+            head, bodies = _heredoc_bodies(rest)
+            if bodies and re.fullmatch(r"<<-?([\"']?)\w+\1", head.strip()):  # RUN <<EOF: the body is the script
+                argv = [*shell, next(iter(bodies.values()))]
+            else:  # a shell heredoc inside the command (cat <<EOF > f): the shell reads it as written
+                exec_form = None if bodies else _json_or_words(rest)
+                argv = exec_form if exec_form is not None else [*shell, rest]
             steps.append(BuildStep(op="RUN", line=number, argv=argv, cwd=cwd, env={**args, **env}))
         elif op in ("COPY", "ADD"):
             flags, rest = _split_flags(rest)
             if "from" in flags:
                 return unsupported(f"{where}: {op} --from (multi-stage builds need a container engine)")
+            head, bodies = _heredoc_bodies(rest)
+            if bodies:  # COPY <<EOT /path: the file's content is the heredoc's body
+                words = [_substitute(w, values) for w in shlex.split(_HEREDOC.sub("", head))]
+                if len(words) != 1 or len(bodies) != 1:
+                    return unsupported(f"{where}: {op} with heredocs to several files")
+                dest = os.path.normpath(os.path.join(cwd, words[0]))
+                if words[0].endswith("/"):
+                    dest = os.path.join(dest, next(iter(bodies)))
+                script = (f"mkdir -p {shlex.quote(os.path.dirname(dest) or '/')} && printf %s "
+                          f"{shlex.quote(next(iter(bodies.values())))} > {shlex.quote(dest)}")
+                if flags.get("chmod"):
+                    script += f" && chmod {shlex.quote(flags['chmod'])} {shlex.quote(dest)}"
+                steps.append(BuildStep(op="RUN", line=number, argv=["/bin/sh", "-c", script], cwd=cwd))
+                continue
             words = _json_or_words(rest) or shlex.split(rest)
             words = [_substitute(w, values) for w in words]
             if len(words) < 2:

@@ -35,7 +35,7 @@ _FAILURES = re.compile(
     re.IGNORECASE,
 )
 _URL_HOST = re.compile(r"(?:https?|git|ftp)://(?:[^@/\s'\"]+@)?([A-Za-z0-9.-]+\.[A-Za-z]{2,})")
-_BARE_HOST = re.compile(r"(?:host(?: address)?|resolve host:?)\s*[‘'\"]?([A-Za-z0-9.-]+\.[A-Za-z]{2,})", re.IGNORECASE)
+_BARE_HOST = re.compile(r"(?:host(?: address)?|resolve host:?|Resolving)\s*[‘'\"]?([A-Za-z0-9.-]+\.[A-Za-z]{2,})", re.IGNORECASE)
 
 
 def hosts_in(text: str) -> list[str]:
