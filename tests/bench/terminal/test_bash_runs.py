@@ -318,7 +318,7 @@ def test_terminal_bench_results_json_holds_what_the_store_holds(solved_run):
         for entry in results["results"]:
             rec = stored[entry["task_id"]]
             tests = next(e.data for e in rec.trajectory.events if e.kind == "result")["tests"]
-            assert entry["trial_name"] == f"{rec.key.task_id}.1-of-1.{config['run_id']}"
+            assert entry["trial_name"] == f"{rec.key.task_id}.trial-0.{config['run_id']}"  # 0-based, as every export
             assert entry["instruction"] == instructions[rec.key.task_id]
             assert entry["is_resolved"] is True and entry["failure_mode"] == "unset"
             if tests:  # TB1 tasks: the pytest results by name; Harbor tasks (a reward file): none
@@ -337,6 +337,27 @@ def test_terminal_bench_results_json_holds_what_the_store_holds(solved_run):
         assert meta["accuracy"] == 1.0 and meta["n_attempts"] == 1 and meta["model_name"] == "solution"
         assert meta["task_ids"] == TASK_IDS
     assert_no_key(run_dir)
+
+
+def test_every_export_numbers_a_trial_as_its_label_does(solved_run, tmp_path):
+    """One numbering (issue 23.11e): the trial index of the store's key, 0-based — in the label
+    (ARM/DOMAIN/TASK#N), the jsonl records, Terminal-Bench's trial_name and mini-SWE-agent's file names."""
+    _, doc = solved_run
+    run_dir = Path(doc["run_dir"])
+    for fmt in ("jsonl", "terminal-bench", "mini-swe-agent"):
+        done = _agentrig("export", run_dir, "--format", fmt, "--out", tmp_path / fmt)
+        assert done.returncode == 0, done.stderr
+    stored = {(r.key.arm, r.key.task_id): r.key for r in records(run_dir, valid=True)}
+    lines = [x for line in (tmp_path / "jsonl").read_text().splitlines() if (x := json.loads(line))["verdict"]["valid"]]
+    run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
+    assert {(x["key"]["arm"], x["key"]["task_id"]): x["key"]["trial"] for x in lines} == \
+        {k: key.trial for k, key in stored.items()} and {key.trial for key in stored.values()} == {0}
+    for (arm, task), key in stored.items():
+        assert key.label().endswith(f"#{key.trial}")
+        assert (tmp_path / "mini-swe-agent" / arm / task / f"{task}.trial-{key.trial}.traj.json").is_file()
+        results = json.loads((tmp_path / "terminal-bench" / arm / "results.json").read_text())["results"]
+        names = [e["trial_name"] for e in results if e["task_id"] == task]
+        assert names == [f"{task}.trial-{key.trial}.{run_id}"]
 
 
 def test_terminal_bench_pass_at_k_is_terminal_benchs_estimate():

@@ -149,8 +149,10 @@ def tb_failure_mode(record: Any) -> str:
     return "unset"
 
 
-def tb_trial(record: Any, run_id: str, n_attempts: int, instruction: str) -> dict[str, Any]:
-    """One entry of ``results`` (Terminal-Bench's ``TrialResults``) for a valid stored trial."""
+def tb_trial(record: Any, run_id: str, instruction: str) -> dict[str, Any]:
+    """One entry of ``results`` (Terminal-Bench's ``TrialResults``) for a valid stored trial. Its
+    ``trial_name`` carries agentrig's trial index, 0-based as in every export and label
+    (``TASK.trial-0.RUN_ID``; Terminal-Bench's own harness writes ``TASK.1-of-K.RUN_ID``)."""
     v, key = record.verdict, record.key
     result = verifier_result(record)
     readable = failure_mode(record) not in _UNREADABLE and bool(result)
@@ -163,7 +165,7 @@ def tb_trial(record: Any, run_id: str, n_attempts: int, instruction: str) -> dic
     agent_end = record.duration_s - test_s
     return {
         "id": str(uuid.uuid5(_NS, f"{run_id}/{key.label()}")),
-        "trial_name": f"{key.task_id}.{key.trial + 1}-of-{n_attempts}.{run_id}",
+        "trial_name": f"{key.task_id}.trial-{key.trial}.{run_id}",
         "task_id": key.task_id,
         "instruction": instruction,
         "is_resolved": bool(result.get("resolved")) if readable else None,
@@ -365,8 +367,7 @@ def export_run(fmt: str, store: Any, config: dict, run_dir: Path, *, arm: str | 
             written.append(base / name)
             continue
         instructions = _instructions(config, {r.key.task_id for r in records})
-        trials = config["experiment"]["run"]["trials"]
-        results = [tb_trial(r, run_id, trials, instructions.get(r.key.task_id, "")) for r in records]
+        results = [tb_trial(r, run_id, instructions.get(r.key.task_id, "")) for r in records]
         doc = tb_results(results, run_id, name)
         target = base / name / "results.json"
         _write_json(target, doc)
