@@ -57,8 +57,8 @@ def parse_usage(data: Any) -> Usage:
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached, reasoning_tokens=reasoning)
 
 
-def parse_completion(body: bytes) -> tuple[AssistantMessage, str | None, Usage, str | None]:
-    """(message, finish_reason, usage, model) from a response body, or raise ``Malformed``."""
+def load_reply(body: bytes) -> dict:
+    """A reply body's JSON object (every wire's answers are one), or ``Malformed``."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -66,13 +66,26 @@ def parse_completion(body: bytes) -> tuple[AssistantMessage, str | None, Usage, 
         raise Malformed(f"the body is not JSON: {redact(snippet)!r}") from None
     if not isinstance(data, dict):
         raise Malformed("the body is JSON but not an object")
+    return data
+
+
+def not_a_reply(data: dict, field: str, api: str | None = None) -> Malformed:
+    """What a JSON object without the wire's reply ``field`` is: an error sent with status 200, or
+    another API's answer (``api``: the one expected)."""
+    if "error" in data:
+        err = data["error"]
+        msg = err.get("message") if isinstance(err, dict) else err
+        return Malformed(f"an error came back with status 200: {redact(str(msg))[:300]}")
+    expected = f": not a {api} reply" if api else ""
+    return Malformed(f"no {field} in the body (keys: {', '.join(sorted(map(str, data))[:8])}){expected}")
+
+
+def parse_completion(body: bytes) -> tuple[AssistantMessage, str | None, Usage, str | None]:
+    """(message, finish_reason, usage, model) from a response body, or raise ``Malformed``."""
+    data = load_reply(body)
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        if "error" in data:
-            err = data["error"]
-            msg = err.get("message") if isinstance(err, dict) else err
-            raise Malformed(f"an error came back with status 200: {redact(str(msg))[:300]}")
-        raise Malformed(f"no choices in the body (keys: {', '.join(sorted(map(str, data))[:8])})")
+        raise not_a_reply(data, "choices")
     choice = choices[0]
     msg = choice.get("message")
     if not isinstance(msg, dict):

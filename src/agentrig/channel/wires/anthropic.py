@@ -31,7 +31,6 @@ What maps to what (the channel keeps chat-style messages; see docs/channel.md):
 
 from __future__ import annotations
 
-import json
 import re
 import weakref
 from typing import Any
@@ -39,9 +38,8 @@ from typing import Any
 import anthropic
 
 from agentrig.config import ResolvedRole
-from agentrig.redact import redact
 from agentrig.types import AssistantMessage, ToolCall, Usage
-from agentrig.channel.parse import Malformed, parse_arguments
+from agentrig.channel.parse import Malformed, load_reply, not_a_reply, parse_arguments
 from agentrig.channel.faults import Fault
 from agentrig.channel.wires.common import classify_api, text_of
 
@@ -197,17 +195,10 @@ def parse_usage(data: Any) -> Usage:
 
 
 def parse(body: bytes) -> tuple[AssistantMessage, str | None, Usage, str | None]:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise Malformed(f"the body is not JSON: {redact(body[:120].decode('utf-8', 'replace'))!r}") from None
-    if not isinstance(data, dict):
-        raise Malformed("the body is JSON but not an object")
+    data = load_reply(body)
     content = data.get("content")
     if data.get("type") == "error" or not isinstance(content, list):
-        if isinstance(data.get("error"), dict):
-            raise Malformed(f"an error came back with status 200: {redact(str(data['error'].get('message')))[:300]}")
-        raise Malformed(f"no content in the body (keys: {', '.join(sorted(map(str, data))[:8])}): not a Messages API reply")
+        raise not_a_reply(data, "content", "Messages API")
     texts, thoughts, kept = [], [], []
     calls: list[ToolCall] = []
     for i, block in enumerate(content):

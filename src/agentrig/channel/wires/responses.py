@@ -35,7 +35,7 @@ import openai._response as _sdk_response
 from agentrig.config import ResolvedRole
 from agentrig.redact import redact
 from agentrig.types import AssistantMessage, ToolCall, Usage
-from agentrig.channel.parse import Malformed, parse_arguments, parse_usage
+from agentrig.channel.parse import Malformed, load_reply, not_a_reply, parse_arguments, parse_usage
 from agentrig.channel.faults import Fault
 from agentrig.channel.wires.common import classify_api, text_of
 
@@ -138,17 +138,10 @@ _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"
 
 
 def parse(body: bytes) -> tuple[AssistantMessage, str | None, Usage, str | None]:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise Malformed(f"the body is not JSON: {redact(body[:120].decode('utf-8', 'replace'))!r}") from None
-    if not isinstance(data, dict):
-        raise Malformed("the body is JSON but not an object")
+    data = load_reply(body)
     output = data.get("output")
     if not isinstance(output, list):
-        if isinstance(data.get("error"), dict):
-            raise Malformed(f"an error came back with status 200: {redact(str(data['error'].get('message')))[:300]}")
-        raise Malformed(f"no output in the body (keys: {', '.join(sorted(map(str, data))[:8])}): not a Responses API reply")
+        raise not_a_reply(data, "output", "Responses API")
     status = data.get("status")
     if status == "failed":
         err = data.get("error") if isinstance(data.get("error"), dict) else {}
