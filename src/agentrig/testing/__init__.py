@@ -1,4 +1,6 @@
-"""Test helpers that are real parts: a fake OpenAI-compatible endpoint on 127.0.0.1.
+"""Test helpers that are real parts: a fake OpenAI-compatible endpoint on 127.0.0.1
+(``fake_endpoint``), and the scripted endpoints built on it that play each task's gold or solution
+(``gold_endpoint``, ``solution_endpoint``, ``appworld_endpoint``; their common part: ``_scripted``).
 
 Names are loaded on first use so ``python -m agentrig.testing.fake_endpoint`` runs cleanly.
 """

@@ -44,7 +44,7 @@ from pydantic import ConfigDict, Field
 
 from ..types import Strict
 
-__all__ = ["Noise", "OBEY", "obeys", "parse_noise_args", "add_noise_arguments", "wrong_arguments", "wrong_word"]
+__all__ = ["Noise", "OBEY", "obeys", "noise_of", "parse_noise_args", "add_noise_arguments", "wrong_arguments", "wrong_word"]
 
 OBEY = re.compile(r"<<do:([^<>\s]+)>>")
 
@@ -145,3 +145,11 @@ def parse_noise_args(args: Any) -> Noise | None | str:
     if not 0.0 <= args.noise_p <= 1.0:
         return f"--noise-p {args.noise_p}: give a probability between 0 and 1"
     return Noise(p=args.noise_p, seed=args.noise_seed, steps=steps, mode=getattr(args, "noise_mode", "all"))
+
+
+def noise_of(args: Any) -> Noise | None:
+    """``parse_noise_args`` for an endpoint's command line: a bad option raises ValueError (its message)."""
+    noise = parse_noise_args(args)
+    if isinstance(noise, str):
+        raise ValueError(noise)
+    return noise

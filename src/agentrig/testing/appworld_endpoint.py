@@ -19,7 +19,10 @@ answer). The task is named by the ``X-Agentrig-Task`` header; its play is read f
   parsed as the code agent parses them);
 - after the last step every later request gets ``apis.supervisor.complete_task()``;
 - role ``memory`` (the memory plug-in) gets the gold endpoint's memory replies, the task's first
-  step (its label and first line of code) as the note.
+  step (its label and first line of code) as the note;
+- role ``doctor`` (``agentrig doctor``'s probes) is answered as by any server that calls tools; any
+  other role, a request without ``X-Agentrig-Task`` or an unknown task is an HTTP 400 saying so
+  (``_scripted``, shared with the gold and solution endpoints).
 
 **Noisy mode** (``noise=Noise(...)``, see ``_noise``): at a chosen step (0-based index of the
 solution step about to be played) a request sampled with ``temperature`` > 0 gets, with
@@ -36,10 +39,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ._fake_bodies import Fault
-from ._fake_server import REQUEST_HEADERS, FakeEndpoint
+from ._fake_server import FakeEndpoint
 from ._gold_texts import GoldRequestError, header_form, memory_reply
 from ._noise import Noise, obeys
+from ._scripted import ScriptedResponder, actions_played
 
 VARIANTS = ("solution", "wrong_answer", "collateral")
 APPWORLD_MODELS = tuple(f"appworld-{v}" for v in VARIANTS)  # the model names the variant it plays
@@ -60,7 +63,9 @@ class _FirstStep:
         return f"{label}: {code.strip().splitlines()[0][:200]}"
 
 
-class AppWorldResponder:
+class AppWorldResponder(ScriptedResponder):
+    name = "AppWorld endpoint"
+
     def __init__(self, root: str | Path, *, variant: str = "solution", noise: Noise | None = None):
         if variant not in VARIANTS:
             raise ValueError(f"variant {variant!r}: use one of {', '.join(VARIANTS)}")
@@ -85,29 +90,11 @@ class AppWorldResponder:
     def played(messages: list[dict], native: bool) -> int:
         from ..bench.appworld.agent import parse_code
 
-        n = 0
-        for m in messages:
-            if m.get("role") != "assistant":
-                continue
-            if native:
-                n += sum(1 for tc in m.get("tool_calls") or () if ((tc or {}).get("function") or {}).get("name") == TOOL_NAME)
-            elif isinstance(m.get("content"), str) and parse_code(m["content"])[0] is not None:
-                n += 1
-        return n
+        return actions_played(messages, native, TOOL_NAME, lambda text: parse_code(text)[0] is not None)
 
-    def __call__(self, body: dict, headers: Any = None) -> dict | Fault:
-        headers = headers if headers is not None else REQUEST_HEADERS.get()
-        try:
-            return self.reply(body, headers or {})
-        except GoldRequestError as exc:
-            return Fault("bad_request", message=f"appworld endpoint: {exc}")
-
-    def reply(self, body: dict, headers: Any) -> dict:
-        role = headers.get("X-Agentrig-Role")
-        if role not in ("agent", "memory"):
-            raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the AppWorld endpoint plays the roles agent and memory")
-        task_id = headers.get("X-Agentrig-Task")
-        task = self.tasks().get(task_id or "")
+    def play(self, role: str, body: dict, headers: Any) -> dict:
+        task_id = headers["X-Agentrig-Task"]
+        task = self.tasks().get(task_id)
         if task is None:
             raise GoldRequestError(f"unknown task {str(task_id)[:120]!r} (X-Agentrig-Task) in {self.root}/synthetic.json")
         steps = self.steps(task, body.get("model"))

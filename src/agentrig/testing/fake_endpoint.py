@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from ._fake_bodies import FAULT_KINDS, Fault, mask_key
 from ._fake_server import DEFAULT_KEY, TOOL_SUPPORT, FakeEndpoint, RecordedRequest
@@ -101,7 +101,7 @@ class ThreadedFakeEndpoint:
 
 
 def add_server_arguments(ap: Any, models: str) -> None:
-    """The command-line options every served endpoint shares (this one and the gold endpoint)."""
+    """The command-line options every served endpoint shares (this one and the scripted ones)."""
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--prefix", default="/v1")
@@ -150,9 +150,28 @@ def serve_until_signal(ep: FakeEndpoint) -> None:
     asyncio.run(serve())
 
 
+def serve_main(ap: Any, argv: list[str] | None, make: Callable[[Any, dict[str, Any]], FakeEndpoint]) -> int:
+    """An endpoint's command line: parse ``argv`` with ``ap`` (which holds ``add_server_arguments``),
+    make the endpoint with ``make(args, settings)`` (the FakeEndpoint keyword arguments of
+    ``server_settings``) and serve it until SIGTERM/SIGINT. A bad setting, or a ``ValueError`` from
+    ``make``, is one ``error:`` line on stderr and exit code 2."""
+    import sys
+
+    args = ap.parse_args(argv)
+    settings = server_settings(args)
+    try:
+        if isinstance(settings, str):
+            raise ValueError(settings)
+        ep = make(args, settings)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    serve_until_signal(ep)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    import sys
 
     ap = argparse.ArgumentParser(prog="python -m agentrig.testing.fake_endpoint",
                                  description="Serve a fake OpenAI-compatible endpoint until SIGTERM/SIGINT.")
@@ -162,19 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--personality", choices=sorted(PERSONALITIES),
                     help="behave like a real server (see agentrig.testing.personalities)")
     ap.add_argument("--window", type=int, metavar="TOKENS", help="the personality's context window")
-    args = ap.parse_args(argv)
-    settings = server_settings(args)
-    if isinstance(settings, str):
-        print(f"error: {settings}", file=sys.stderr)
-        return 2
-    try:
-        ep = FakeEndpoint(tool_support=args.tool_support, record=not args.no_record,
-                          personality=make_personality(args.personality, args.window), **settings)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    serve_until_signal(ep)
-    return 0
+    return serve_main(ap, argv, lambda args, settings: FakeEndpoint(
+        tool_support=args.tool_support, record=not args.no_record,
+        personality=make_personality(args.personality, args.window), **settings))
 
 
 if __name__ == "__main__":

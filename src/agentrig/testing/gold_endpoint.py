@@ -47,7 +47,8 @@ the tool name of a call step, ``ask`` for a step asking the user to act, ``info`
 information (the obey-marker a guidelines file uses to "fix" a noisy step).
 
 An unknown domain, task or role, or missing headers, is an HTTP 400 whose message says what was
-wrong. Everything else (auth, faults at ``fault_rate``, delay, usage figures, the control routes)
+wrong (the role and header handling, and ``agentrig doctor``'s probes, are ``_scripted``'s, shared
+with the solution and AppWorld endpoints). Everything else (auth, faults at ``fault_rate``, delay, usage figures, the control routes)
 is ``FakeEndpoint``'s.
 """
 
@@ -59,11 +60,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AgentrigError
-from ._fake_bodies import Fault, doctor_reply
+from ._fake_server import FakeEndpoint
 from ._gold_texts import (MEMORY_NOTE, GoldRequestError, _call_text, _info_text, _is_text, _opening,
                           header_form, judge_reply, memory_reply)
-from ._fake_server import REQUEST_HEADERS, FakeEndpoint
-from ._noise import Noise, add_noise_arguments, obeys, parse_noise_args
+from ._noise import Noise, add_noise_arguments, noise_of, obeys
+from ._scripted import ScriptedResponder
 
 __all__ = ["GOLD_MODELS", "MEMORY_NOTE", "NOISE_TEXT", "Noise", "GoldEndpoint", "GoldResponder", "GoldScript", "Step", "main"]
 
@@ -230,9 +231,14 @@ class GoldScript:
 # ---------------------------------------------------------------------------------------- responder
 
 
-class GoldResponder:
+class GoldResponder(ScriptedResponder):
     """``responder(body)`` for a FakeEndpoint whose requests carry agentrig's X-Agentrig-* headers
     (``GoldEndpoint`` passes them through a context variable)."""
+
+    name = "gold endpoint"
+    roles = ("agent", "user", "memory")
+    free_roles = ("judge",)
+    task_headers = ("X-Agentrig-Domain", "X-Agentrig-Task")
 
     def __init__(self, data_root: str | Path | None, noise: Noise | None = None):
         self.data_root = Path(data_root) if data_root is not None else None
@@ -278,33 +284,16 @@ class GoldResponder:
             self._scripts[domain] = scripts
             return scripts
 
-    def __call__(self, body: dict, headers: Any = None) -> dict | Fault:
-        headers = headers if headers is not None else REQUEST_HEADERS.get()
-        try:
-            return self.reply(body, headers or {})
-        except GoldRequestError as exc:
-            return Fault("bad_request", message=f"gold endpoint: {exc}")
+    def play_free(self, role: str, body: dict) -> dict:  # the judge
+        return judge_reply(body.get("messages") or [])
 
-    def reply(self, body: dict, headers: Any) -> dict:
-        role = headers.get("X-Agentrig-Role")
-        messages = body.get("messages") or []
-        if role == "judge":
-            return judge_reply(messages)
-        if role == "doctor":  # `agentrig doctor`'s probes: answered as any server that calls tools
-            return doctor_reply(body)
-        if role not in ("agent", "user", "memory"):
-            raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the gold endpoint plays the roles agent, user, "
-                                   "memory and judge (send requests through agentrig's channel)")
-        domain, task_id = headers.get("X-Agentrig-Domain"), headers.get("X-Agentrig-Task")
-        if not domain or not task_id:
-            raise GoldRequestError("the request lacks the X-Agentrig-Domain / X-Agentrig-Task headers that name "
-                                   "the trial's task (agentrig's channel sends them)")
-        script = self.script(domain, task_id)
+    def play(self, role: str, body: dict, headers: Any) -> dict:
+        script = self.script(headers["X-Agentrig-Domain"], headers["X-Agentrig-Task"])
         if role == "memory":
             return memory_reply(script, body)
         if role == "agent":
-            return script.agent_reply(messages, self.noise, body)
-        return script.user_reply(messages)
+            return script.agent_reply(body.get("messages") or [], self.noise, body)
+        return script.user_reply(body.get("messages") or [])
 
 
 class GoldEndpoint(FakeEndpoint):
@@ -321,9 +310,8 @@ class GoldEndpoint(FakeEndpoint):
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    import sys
 
-    from .fake_endpoint import add_server_arguments, serve_until_signal, server_settings
+    from .fake_endpoint import add_server_arguments, serve_main
 
     ap = argparse.ArgumentParser(prog="python -m agentrig.testing.gold_endpoint",
                                  description="Serve the gold conversation of τ²-bench tasks until SIGTERM/SIGINT.")
@@ -331,24 +319,14 @@ def main(argv: list[str] | None = None) -> int:
     add_server_arguments(ap, ",".join(GOLD_MODELS))
     ap.add_argument("--record", action="store_true", help="keep request records (GET /_fake/requests)")
     add_noise_arguments(ap)
-    args = ap.parse_args(argv)
-    settings = server_settings(args)
-    noise = parse_noise_args(args)
-    for problem in (settings, noise):
-        if isinstance(problem, str):
-            print(f"error: {problem}", file=sys.stderr)
-            return 2
-    if args.data is not None and not (Path(args.data) / "domains").is_dir():
-        print(f"error: --data {args.data}: no domains/ directory there; give a tau2-bench data root",
-              file=sys.stderr)
-        return 2
-    try:
-        ep = GoldEndpoint(args.data, record=args.record, noise=noise, **settings)  # type: ignore[arg-type]
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    serve_until_signal(ep)
-    return 0
+
+    def make(args: Any, settings: dict[str, Any]) -> GoldEndpoint:
+        noise = noise_of(args)
+        if args.data is not None and not (Path(args.data) / "domains").is_dir():
+            raise ValueError(f"--data {args.data}: no domains/ directory there; give a tau2-bench data root")
+        return GoldEndpoint(args.data, record=args.record, noise=noise, **settings)
+
+    return serve_main(ap, argv, make)
 
 
 if __name__ == "__main__":

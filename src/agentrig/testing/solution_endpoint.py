@@ -40,8 +40,9 @@ The step returns its correct command when a system message of the request holds
 step).
 
 An unknown task or role, a task without a solution, or a request without the headers, is an HTTP
-400 whose message says what was wrong. Everything else (auth, faults at ``fault_rate`` from a
-seeded generator, delay, usage figures, the control routes) is ``FakeEndpoint``'s.
+400 whose message says what was wrong (``_scripted``, shared with the gold and AppWorld endpoints).
+Everything else (auth, faults at ``fault_rate`` from a seeded generator, delay, usage figures, the
+control routes) is ``FakeEndpoint``'s.
 """
 
 from __future__ import annotations
@@ -56,10 +57,10 @@ from typing import Any
 from ..agents.bash import parse_action
 from ..agents.bash_prompts import ACTION_LABEL, SUBMIT_SENTINEL, TOOL_NAME
 from ..errors import AgentrigError
-from ._fake_bodies import Fault, doctor_reply
-from ._fake_server import REQUEST_HEADERS, FakeEndpoint
+from ._fake_server import FakeEndpoint
 from ._gold_texts import GoldRequestError, header_form
-from ._noise import Noise, add_noise_arguments, obeys, parse_noise_args, wrong_word
+from ._noise import Noise, add_noise_arguments, noise_of, obeys, wrong_word
+from ._scripted import ScriptedResponder, actions_played
 from ._terminal_memory import memory_reply
 
 __all__ = ["FLAVORS", "MINI_SUBMIT_SENTINEL", "SOLUTION_MODELS", "SolutionEndpoint", "SolutionResponder",
@@ -142,15 +143,7 @@ class SolutionScript:
         return "run: " + self.commands[0].splitlines()[0][:200]
 
     def played(self, messages: list[dict], native: bool) -> int:
-        n = 0
-        for m in messages:
-            if m.get("role") != "assistant":
-                continue
-            if native:
-                n += sum(1 for tc in m.get("tool_calls") or () if ((tc or {}).get("function") or {}).get("name") == TOOL_NAME)
-            elif isinstance(m.get("content"), str) and self._one_action(m["content"]):
-                n += 1
-        return n
+        return actions_played(messages, native, TOOL_NAME, self._one_action)
 
     def agent_reply(self, messages: list[dict], native: bool, reasoning: bool = False,
                     noise: Noise | None = None, body: dict | None = None) -> dict:
@@ -173,8 +166,10 @@ class SolutionScript:
         return reply
 
 
-class SolutionResponder:
+class SolutionResponder(ScriptedResponder):
     """``responder(body)`` for a FakeEndpoint whose requests carry agentrig's X-Agentrig-* headers."""
+
+    name = "solution endpoint"
 
     def __init__(self, tasks_dir: str | Path | None = None, *, reasoning: bool = False, flavor: str = "agentrig",
                  noise: Noise | None = None):
@@ -221,25 +216,8 @@ class SolutionResponder:
             raise found
         return found
 
-    def __call__(self, body: dict, headers: Any = None) -> dict | Fault:
-        headers = headers if headers is not None else REQUEST_HEADERS.get()
-        try:
-            return self.reply(body, headers or {})
-        except GoldRequestError as exc:
-            return Fault("bad_request", message=f"solution endpoint: {exc}")
-
-    def reply(self, body: dict, headers: Any) -> dict:
-        role = headers.get("X-Agentrig-Role")
-        if role == "doctor":  # `agentrig doctor`'s probes: answered as any server that calls tools
-            return doctor_reply(body)
-        if role not in ("agent", "memory"):
-            raise GoldRequestError(f"X-Agentrig-Role is {role!r}; the solution endpoint plays the roles agent and "
-                                   "memory (send requests through agentrig's channel)")
-        task_id = headers.get("X-Agentrig-Task")
-        if not task_id:
-            raise GoldRequestError("the request lacks the X-Agentrig-Task header that names the trial's task "
-                                   "(agentrig's channel sends it)")
-        script = self.script(task_id)
+    def play(self, role: str, body: dict, headers: Any) -> dict:
+        script = self.script(headers["X-Agentrig-Task"])
         if role == "memory":
             return memory_reply(script, body)
         return script.agent_reply(body.get("messages") or [], native=bool(body.get("tools")), reasoning=self.reasoning,
@@ -258,9 +236,8 @@ class SolutionEndpoint(FakeEndpoint):
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    import sys
 
-    from .fake_endpoint import add_server_arguments, serve_until_signal, server_settings
+    from .fake_endpoint import add_server_arguments, serve_main
 
     ap = argparse.ArgumentParser(prog="python -m agentrig.testing.solution_endpoint",
                                  description="Serve the solutions of terminal tasks, as a bash agent's model, "
@@ -272,24 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flavor", choices=FLAVORS, default="agentrig",
                     help="mini: mini-SWE-agent's text-mode fence label and submit sentinel")
     add_noise_arguments(ap)
-    args = ap.parse_args(argv)
-    settings = server_settings(args)
-    noise = parse_noise_args(args)
-    for problem in (settings, noise):
-        if isinstance(problem, str):
-            print(f"error: {problem}", file=sys.stderr)
-            return 2
-    if args.tasks is not None and not Path(args.tasks).is_dir():
-        print(f"error: --tasks {args.tasks}: not a directory; give a directory of task directories", file=sys.stderr)
-        return 2
-    try:
-        ep = SolutionEndpoint(args.tasks, reasoning=args.reasoning, record=args.record, flavor=args.flavor,
-                              noise=noise, **settings)  # type: ignore[arg-type]
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    serve_until_signal(ep)
-    return 0
+
+    def make(args: Any, settings: dict[str, Any]) -> SolutionEndpoint:
+        noise = noise_of(args)
+        if args.tasks is not None and not Path(args.tasks).is_dir():
+            raise ValueError(f"--tasks {args.tasks}: not a directory; give a directory of task directories")
+        return SolutionEndpoint(args.tasks, reasoning=args.reasoning, record=args.record, flavor=args.flavor,
+                                noise=noise, **settings)
+
+    return serve_main(ap, argv, make)
 
 
 if __name__ == "__main__":

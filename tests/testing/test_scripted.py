@@ -1,0 +1,85 @@
+"""The scripted endpoints' common part (``agentrig.testing._scripted``): the gold, solution and
+AppWorld endpoints answer `agentrig doctor`'s probes, refuse a role they do not play and a request
+without the task's headers with the same 400s, over real HTTP; and the played-actions count."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import openai
+import pytest
+
+from agentrig.testing._scripted import actions_played
+from agentrig.testing.appworld_endpoint import AppWorldEndpoint
+from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
+from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.testing.solution_endpoint import SolutionEndpoint
+
+from tests.support import KEY
+
+AGENTRIG = str(Path(sys.executable).with_name("agentrig"))
+KEY_ENV = "AGENTRIG_SCRIPTED_BASE_KEY"
+
+# (make the endpoint in tmp_path, its model, its name in messages, the roles it names, its task headers)
+ENDPOINTS = {
+    "gold": (lambda tmp: GoldEndpoint(None, api_key=KEY), "gold", "gold endpoint", "agent, user, memory and judge",
+             {"X-Agentrig-Domain": "mock", "X-Agentrig-Task": "create_task_1"}),
+    "solution": (lambda tmp: SolutionEndpoint(None, api_key=KEY), "solution", "solution endpoint", "agent and memory",
+                 {"X-Agentrig-Task": "stale-lock"}),
+    "appworld": (lambda tmp: AppWorldEndpoint(tmp, api_key=KEY), "appworld-solution", "AppWorld endpoint",
+                 "agent and memory", {"X-Agentrig-Task": "7c3e2fa_1"}),
+}
+
+
+async def _bad(ep, model: str, headers: dict) -> str:
+    c = openai.AsyncOpenAI(base_url=ep.base_url, api_key=KEY, max_retries=0)
+    try:
+        with pytest.raises(openai.BadRequestError) as info:
+            await c.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}],
+                                            extra_headers=headers)
+    finally:
+        await c.close()
+    return info.value.message
+
+
+@pytest.mark.parametrize("which", sorted(ENDPOINTS))
+async def test_a_role_it_does_not_play_and_missing_task_headers_are_400s_naming_the_fix(tmp_path, which):
+    make, model, name, roles, task_headers = ENDPOINTS[which]
+    async with make(tmp_path) as ep:
+        said = await _bad(ep, model, {**task_headers, "X-Agentrig-Role": "critic"})
+        assert (f"{name}: X-Agentrig-Role is 'critic'; the {name} plays the roles {roles} "
+                "(send requests through agentrig's channel)") in said
+        said = await _bad(ep, model, {"X-Agentrig-Role": "agent"})
+        one = len(task_headers) == 1
+        assert (f"{name}: the request lacks the {' / '.join(task_headers)} header{'' if one else 's'} "
+                f"that name{'s' if one else ''} the trial's task") in said
+
+
+def test_doctor_passes_against_the_appworld_endpoint(tmp_path):
+    """As against the gold and solution endpoints (tests/testing/test_scripted_doctor.py): the probes
+    are answered as by a server that calls tools; no synthetic AppWorld data is needed for that."""
+    with ThreadedFakeEndpoint(AppWorldEndpoint(tmp_path, api_key=KEY)) as srv:
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_PROXY")}
+        env[KEY_ENV] = KEY
+        p = subprocess.run([AGENTRIG, "doctor", "--base-url", srv.base_url, "--model", "appworld-solution",
+                            "--api-key-env", KEY_ENV], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "X-Agentrig-Role" not in p.stdout and "all endpoints ready" in p.stdout and "NO_TOOL" not in p.stdout
+
+
+def test_actions_played_counts_tool_calls_natively_and_one_action_replies_in_text():
+    call = lambda name: {"id": "c", "type": "function", "function": {"name": name, "arguments": "{}"}}  # noqa: E731
+    convo = [{"role": "system", "content": "s"},
+             {"role": "assistant", "content": None, "tool_calls": [call("bash"), call("bash"), call("other")]},
+             {"role": "tool", "content": "ok"},
+             {"role": "assistant", "content": "ACT"},
+             {"role": "assistant", "content": "ACT ACT"},
+             {"role": "user", "content": "ACT"},
+             {"role": "assistant", "content": None}]
+    one = lambda text: text.count("ACT") == 1  # noqa: E731
+    assert actions_played(convo, True, "bash", one) == 2
+    assert actions_played(convo, False, "bash", one) == 1
+    assert actions_played([], True, "bash", one) == actions_played([], False, "bash", one) == 0
