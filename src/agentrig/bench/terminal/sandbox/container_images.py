@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from ..netfail import network_failure
 from .base import SandboxError, TaskBuildError
 from .engine import OWNER_LABEL, _call, _owner, engine_cli
 from .hostsettings import container_settings
@@ -203,6 +204,10 @@ async def task_image(engine: str, task: Any, *, build_network: bool | str, timeo
             code, out = await _call([*argv, str(context)], timeout_s)
         if code != 0:
             await _call([*cli, "rmi", tag], 60)
+            step = out.rsplit("STEP ", 1)[-1]  # the failing step: its header line, then its output
+            unreached = network_failure(step, step.split("\n", 1)[0])
+            if unreached:  # a fetch that could not reach its host (or a build without network)
+                raise TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
             raise TaskBuildError(f"{engine} build failed:\n{out[-2000:]}")
         _built[key] = (tag, cli)
         return tag
