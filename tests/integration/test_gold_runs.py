@@ -31,6 +31,7 @@ from agentrig.bench.tau.data import domain_dir, load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.replay import replay_gold
 from agentrig.store.store import Store
+from agentrig.testing.killed_run import valid_count
 
 from tests.support import EndpointProcess
 
@@ -267,17 +268,6 @@ def test_under_20_percent_faults_every_trial_valid_and_correct(tau2_root, expect
     assert_no_key(run_dir)
 
 
-def _stored(db: Path) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return conn.execute("SELECT count(*) FROM trials WHERE valid = 1").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-
-
 def test_sigkill_mid_run_then_rerun_completes_without_loss_or_duplicates(tau2_root, expectations, tmp_path):
     domains, trials = ("airline", "mock"), 2
     server = GoldServer(tau2_root, "--delay-ms", "15")
@@ -289,7 +279,7 @@ def test_sigkill_mid_run_then_rerun_completes_without_loss_or_duplicates(tau2_ro
         proc = subprocess.Popen([*_agentrig(), "run", str(toml), "--json"], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, env=_env())
         deadline = time.monotonic() + 120
-        while _stored(db) < 12 and proc.poll() is None and time.monotonic() < deadline:
+        while valid_count(db) < 12 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert proc.poll() is None, f"the run ended before the kill: {proc.stderr.read()[-2000:]}"
         proc.send_signal(signal.SIGKILL)

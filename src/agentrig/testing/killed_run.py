@@ -81,7 +81,8 @@ def experiment(workdir: Path, base_url: str, *, tasks: Path | None, task_ids: li
     return path
 
 
-def _valid_count(db: Path) -> int:
+def valid_count(db: Path) -> int:
+    """Valid trials in a run's store as another process writes it (0 before it exists)."""
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
         try:
@@ -141,10 +142,10 @@ def killed_and_resumed(workdir: Path, *, tasks: Path | None = None, task_ids: li
             runner = subprocess.Popen([_agentrig(), "run", str(toml), "--json"], stdout=subprocess.DEVNULL,
                                       stderr=err, env=_env())
             deadline = time.monotonic() + timeout_s
-            while _valid_count(db) < kill_after and runner.poll() is None and time.monotonic() < deadline:
+            while valid_count(db) < kill_after and runner.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
             report["killed"] = runner.poll() is None
-            report["valid_at_kill"] = _valid_count(db)
+            report["valid_at_kill"] = valid_count(db)
             if runner.poll() is None:
                 runner.send_signal(signal.SIGKILL)
             runner.wait()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -31,6 +30,7 @@ from agentrig.commands.run import run_command
 from agentrig.store.store import Store
 from agentrig.testing.appworld_endpoint import AppWorldEndpoint
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
+from agentrig.testing.killed_run import valid_count
 
 KEY_ENV = "AGENTRIG_APPWORLD_TEST_KEY"
 KEY = "sk-appworld-test-5d1f0c9a7e"
@@ -285,17 +285,6 @@ def test_a_killed_or_hung_worker_makes_the_trial_invalid_and_it_is_replayed(tmp_
     assert valid["7c3e2fa_1"].attempt == 1
 
 
-def _valid_count(db: Path) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return conn.execute("SELECT count(*) FROM trials WHERE valid = 1").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-
-
 def test_sigkill_of_the_runner_then_resume_stores_every_trial_once(tmp_path, synthetic_root, appworld_python):
     env = {**os.environ, KEY_ENV: KEY}
     endpoint = AppWorldEndpoint(synthetic_root, api_key=KEY, delay_s=0.15)
@@ -306,7 +295,7 @@ def test_sigkill_of_the_runner_then_resume_stores_every_trial_once(tmp_path, syn
         exe = str(Path(sys.executable).with_name("agentrig"))
         proc = subprocess.Popen([exe, "run", str(exp), "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         deadline = time.monotonic() + 180
-        while _valid_count(db) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        while valid_count(db) < 3 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert proc.poll() is None, f"the run ended before the kill: {proc.stderr.read()[-2000:]}"
         proc.send_signal(signal.SIGKILL)

@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.store.store import Store
+from agentrig.testing.killed_run import valid_count
 
 from tests.support import EndpointProcess
 
@@ -213,17 +214,6 @@ def test_under_20_percent_faults_every_trial_is_valid_and_solved_and_retries_cou
     assert_no_key(run_dir)
 
 
-def _valid_count(db: Path) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return conn.execute("SELECT count(*) FROM trials WHERE valid = 1").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-
-
 def test_sigkill_mid_run_then_the_same_command_stores_every_trial_once(tmp_path, cache):
     task_ids, trials = ["csv-region-totals", "stale-lock", "word-frequency", "write-marker"], 2
     server = SolutionServer("--delay-ms", "250")  # slow replies: the kill lands mid-run
@@ -235,7 +225,7 @@ def test_sigkill_mid_run_then_the_same_command_stores_every_trial_once(tmp_path,
         proc = subprocess.Popen([exe, "run", str(toml), "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 env=_env())
         deadline = time.monotonic() + 180
-        while _valid_count(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        while valid_count(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert proc.poll() is None, f"the run ended before the kill: {proc.stderr.read()[-2000:]}"
         proc.send_signal(signal.SIGKILL)
