@@ -194,7 +194,7 @@ class SolutionResponder(ScriptedResponder):
                 try:
                     tasks, _invalid = load_tasks(self.tasks_dir, skip_invalid=True)
                 except AgentrigError as exc:
-                    raise GoldRequestError(f"solution endpoint: cannot read the tasks directory: {exc}") from None
+                    raise GoldRequestError(f"cannot read the tasks directory: {exc}") from None
                 scripts: dict[str, SolutionScript | GoldRequestError] = {}
                 for t in tasks:
                     try:
