@@ -96,3 +96,22 @@ def test_a_fetch_that_cannot_reach_its_host_is_needs_network_naming_it(tmp_path)
     assert network_failure("ERROR: Could not find a version that satisfies the requirement x") is None
     assert network_failure("Could not fetch URL https://pypi.org/simple/x/: There was a problem") == \
         "could not reach pypi.org: Could not fetch URL https://pypi.org/simple/x/: There was a problem"
+
+
+def test_with_the_network_the_tests_fetch_what_agentrig_lacks_and_keep_its_tool_chain(tmp_path):
+    # Terminal-Bench's template installs uv from astral.sh, then `uv add` packages for the tests;
+    # where only the package registries are reachable, the tool chain stays agentrig's Python and
+    # the packages it lacks (toolz here) are fetched from the index into the trial, so the oracle
+    # passes and doing nothing fails — without the network the task is needs_network, as before
+    run_tests = ("#!/bin/bash\napt-get update\napt-get install -y curl\n"
+                 "curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nsource $HOME/.local/bin/env\n"
+                 "uv init\nuv add pytest==8.4.1 toolz==1.0.0\nuv run pytest $TEST_DIR/test_outputs.py -rA\n")
+    test = ("import toolz\nfrom pathlib import Path\n\ndef test_out():\n"
+            "    assert toolz.first(Path('/app/out.txt').read_text().split()) == 'ok'\n")
+    write_task(tmp_path, "fetches", test=test, files={"run-tests.sh": run_tests})
+    task = load_task(tmp_path / "fetches")
+    assert task_support(task, "bwrap").exclusion == "needs_network"
+    online = SandboxSettings(cache_dir=tmp_path / "cache", network=True, build_network="host-settings")
+    assert task_support(task, "bwrap", network=True).ok
+    row = asyncio.run(audit_task(task, online))
+    assert row.status == "ok", (row.reason, row.oracle)

@@ -134,3 +134,26 @@ def test_rewritten_template_really_runs_offline(tmp_path):
     subprocess.run(["/bin/bash", str(tmp_path / "run.sh")], cwd=tmp_path, env=env, capture_output=True, timeout=60)
     assert (logs / "reward.txt").read_text().strip() == "0"
     assert os.environ.get("PATH")  # the test itself left the real environment alone
+
+
+def test_with_the_network_missing_packages_are_fetched_and_the_tool_chain_stays_ours():
+    # a sandbox with the network: the uv bootstrap still becomes agentrig's Python (astral.sh may be
+    # out of reach where only package registries are), packages agentrig lacks are pip-installed
+    # into a directory of the trial put on PYTHONPATH, and an apt-get install of a test tool runs
+    text = ("#!/bin/bash\napt-get update\napt-get install -y curl expect\n"
+            "curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nsource $HOME/.local/bin/env\nuv init\n"
+            "uv add pytest==8.4.1 numpy toolz==1.0.0\nuv run pytest $TEST_DIR/test_outputs.py -rA\n")
+    offline = rewrite_script(text, PYT, PYM, PY)
+    assert offline.needs_network and "expect" in offline.needs_network
+    r = rewrite_script(text, PYT, PYM, PY, fetch=True)
+    assert r.needs_network is None
+    lines = r.text.splitlines()
+    assert "apt-get update" in lines and "apt-get install -y curl expect" in lines  # kept: expect is a test tool
+    assert any(ln.startswith(": # agentrig offline verifier: curl -LsSf https://astral.sh") for ln in lines)
+    fetch = next(ln for ln in lines if "pip install" in ln)
+    assert fetch.endswith("--target /tmp/.agentrig-test-packages toolz==1.0.0 && export "
+                          "PYTHONPATH=/tmp/.agentrig-test-packages${PYTHONPATH:+:$PYTHONPATH}")
+    assert "numpy" not in fetch and "pytest" not in fetch.split("--target")[1]  # agentrig has them
+    assert lines[-1].startswith(PYT)
+    editable = rewrite_script("#!/bin/bash\npip install -e .\npytest /tests/t.py\n", PYT, PYM, PY, fetch=True)
+    assert editable.needs_network and "editable project ." in editable.needs_network  # then: the script as written

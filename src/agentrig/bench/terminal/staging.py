@@ -284,7 +284,8 @@ def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
     if task.format == "tb1" and task.run_tests is not None:
         shutil.copy2(task.run_tests, staging / "run-tests.sh")
     pytest_cmd, pytest_m_cmd = _pytest_cmds(python or "python3", staging, tests)
-    rewrites = {p: testscripts.rewrite_script(p.read_text(errors="replace"), pytest_cmd, pytest_m_cmd, python or "python3")
+    rewrites = {p: testscripts.rewrite_script(p.read_text(errors="replace"), pytest_cmd, pytest_m_cmd, python or "python3",
+                                              fetch=network and python is not None)
                 for p in _test_scripts(staging)}
     if python is None:  # nothing is rewritten: the bootstrap itself needs the network
         for r in rewrites.values():

@@ -181,12 +181,37 @@ def _drop_plugin_flags(line: str, notes: list[str]) -> str:
     return line
 
 
-def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str) -> ScriptRewrite:
+TEST_PACKAGES = "/tmp/.agentrig-test-packages"  # in the trial's own layer: packages the tests install
+
+
+def _fetch_line(stripped: str, indent: str, py: str, notes: list[str]) -> str | None:
+    """With the network: the install of packages agentrig's verifier Python lacks, as a pip install
+    of them into TEST_PACKAGES (on PYTHONPATH for the rest of the script); None when the line is
+    not such an install (a requirements file, an editable project: left to the script as written)."""
+    try:
+        reqs = _install_reqs(shlex.split(_strip_redirects(stripped)))
+    except ValueError:
+        return None
+    if not reqs or any(r.startswith("<") for r in reqs):
+        return None
+    missing = [r for r in reqs if _req_name(r) not in _PYTEST_FAMILY and _req_name(r) not in _DROPPED_PLUGINS
+               and _available(r, []) is not None]
+    notes.append(f"{' '.join(missing)} fetched for the tests (pip install --target {TEST_PACKAGES}, with the network)")
+    quoted = " ".join(shlex.quote(r) for r in missing)
+    return (f"{indent}{py} -s -m pip install -q --disable-pip-version-check --no-cache-dir --target {TEST_PACKAGES} "
+            f"{quoted} && export PYTHONPATH={TEST_PACKAGES}${{PYTHONPATH:+:$PYTHONPATH}}")
+
+
+def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, fetch: bool = False) -> ScriptRewrite:
     """Rewrite one test script for the offline verifier (see the module docstring).
 
     `pytest_cmd` replaces ``pytest``/``uv run pytest``/``uvx … pytest`` (no current directory on
     the import path, like the ``pytest`` command); `pytest_m_cmd` replaces ``python -m pytest``
-    (which puts it there); `python` replaces ``uv run python``."""
+    (which puts it there); `python` replaces ``uv run python``. `fetch` (the sandbox has the
+    network): the tool chain is still agentrig's, but an install of packages agentrig lacks
+    fetches them (``_fetch_line``) and other network steps (``apt-get install`` of a test tool,
+    ``curl`` of data) stay as written and run — instead of the whole script running as written,
+    whose tool-chain download (uv from astral.sh) may be out of reach."""
     py = shlex.quote(python)
 
     def _pytest(m: re.Match) -> str:
@@ -200,6 +225,8 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str) -
     heredoc: str | None = None
     bootstrap: list[str] = []
     provided: list[str] = []
+    # with the network, an `apt-get install` of a test tool runs as written: keep the `apt-get update` it needs
+    apt_runs = fetch and any(str(_is_bootstrap(ln.strip(), [])).endswith("with apt") for ln in _logical_lines(text))
     for line in _logical_lines(text):
         stripped = line.strip()
         if heredoc is not None:  # a here-document's body is data, not commands
@@ -215,13 +242,23 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str) -
             continue
         indent = line[: len(line) - len(line.lstrip())]
         boot = _is_bootstrap(stripped, notes, provided)
+        if boot is True and apt_runs and re.search(r"\bapt(-get)?\b.*\bupdate\b", stripped):
+            boot = False  # stays: the apt-get install after it needs the package lists
         if boot is True:
             bootstrap.append(stripped)
             out.append(f"{indent}: # agentrig offline verifier: {stripped}")
             changed = True
             continue
         if isinstance(boot, str):
-            needs = needs or f"{boot}: {stripped[:160]}"
+            fetched = _fetch_line(stripped, indent, py, notes) if fetch else None
+            if fetched is not None:
+                out.append(fetched)
+                changed = True
+                continue
+            if fetch and "its requirements are fetched" not in boot:  # a requirements file / editable project: as written
+                notes.append(f"runs as written, with the network: {stripped[:160]}")
+            else:
+                needs = needs or f"{boot}: {stripped[:160]}"
             out.append(line)
             continue
         new = _PYTEST_CALL.sub(_pytest, line)
@@ -230,7 +267,10 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str) -
             new = _drop_plugin_flags(new, notes)
             changed = True
         elif needs is None and _uses_network(stripped):
-            needs = f"needs the network: {stripped[:160]}"
+            if fetch:
+                notes.append(f"runs as written, with the network: {stripped[:160]}")
+            else:
+                needs = f"needs the network: {stripped[:160]}"
         out.append(new)
     return ScriptRewrite(text="\n".join(out) + "\n", changed=changed, needs_network=needs, bootstrap=bootstrap,
                          notes=notes, provided=provided)
