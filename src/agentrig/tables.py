@@ -184,6 +184,10 @@ class FitTable:
             chunks.append((keys + current, self._widths(keys + current, True, width) or []))
         return chunks if len(chunks) > 1 else None
 
+    def fits(self, width: int) -> bool:
+        """Whether the whole table fits ``width`` as one table with every cell on one line (layout 1)."""
+        return self._widths(self.columns, False, width) is not None
+
     # ------------------------------------------------------------------------------- printing
 
     def print(self, out: Console) -> None:

@@ -161,18 +161,56 @@ def _curve(out: Console, arms: list[ArmAnalysis], n: int) -> None:
 
 
 def _components(out: Console, arms: list[ArmAnalysis]) -> None:
-    cols = [("component", "left")]
+    """One row per component, one column per arm: "pct passed/trials" (trials: the valid trials
+    where it was computed). An arm gets an "in basis" column only where that count differs from
+    the trials for some component (τ²'s reward basis); else the title says they are equal.
+    Components named TASK::NAME (terminal tests) are listed under a row naming their task when the
+    table with whole names does not fit the console on one line a row."""
+    names = list(dict.fromkeys(c for a in arms for c in a.overall.components))  # the benchmark's components
+    if not names:
+        return
+    basis = {a.arm: any(r.in_basis != r.trials for r in a.overall.components.values()) for a in arms}
+    cols: list[tuple] = [("component", "left")]
     for a in arms:
-        cols += [(f"{escape(a.arm)} passed", "right", a.arm), ("in basis", "right", a.arm)]
-    t = _table("reward components (valid trials where computed; —: in none; in basis = trials whose reward "
-               "uses it)", *cols)
-    for c in dict.fromkeys(c for a in arms for c in a.overall.components):  # the benchmark's components
-        cells = [c]
-        for a in arms:
-            r = a.overall.components[c]
-            cells += ["—" if r.rate is None else f"{_pct(r.rate)} ({r.passed}/{r.trials})", str(r.in_basis)]
-        t.add_row(*cells)
+        cols.append((escape(a.arm), "right", a.arm))
+        if basis[a.arm]:
+            cols.append(("in basis", "right", a.arm))
+    equal = [a.arm for a in arms if not basis[a.arm]]
+    note = ("in basis (trials whose reward uses it) = trials for every component" if len(equal) == len(arms) else
+            f"in basis = trials for {', '.join(equal)}" if equal else "in basis = trials whose reward uses it")
+    title = f"reward components: passed/trials per arm (trials: valid trials where computed; —: in none; {note})"
+    t = _component_table(title, cols, arms, names, basis, grouped=False)
+    if not t.fits(out.width) and all("::" in c for c in names):
+        t = _component_table(title, cols, arms, names, basis, grouped=True)
     t.print(out)
+
+
+def _component_table(title: str, cols: list[tuple], arms: list[ArmAnalysis], names: list[str],
+                     basis: dict[str, bool], *, grouped: bool) -> FitTable:
+    t = _table(title, *cols)
+    task = None
+    for c in names:
+        label = c
+        if grouped:
+            head, _, label = c.partition("::")
+            if head != task:
+                task = head
+                t.add_row(escape(f"{head}::"), *[""] * (len(cols) - 1), label=f"{head}::")
+            label = "  " + label
+        cells = [escape(label)]
+        for a in arms:
+            r = a.overall.components.get(c)
+            cells.append("—" if r is None or r.rate is None else f"{_pct_short(r.rate)} {r.passed}/{r.trials}")
+            if basis[a.arm]:
+                cells.append("" if r is None else str(r.in_basis))
+        t.add_row(*cells, label=c)
+    return t
+
+
+def _pct_short(x: float) -> str:
+    """A rate as a percent: "100%", "50%", "66.7%" (one decimal only when it is not whole)."""
+    v = round(100 * x, 1)
+    return f"{v:.0f}%" if v == int(v) else f"{v:.1f}%"
 
 
 def _view_table(view: FigureView, out: Console) -> None:
