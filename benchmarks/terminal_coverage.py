@@ -24,7 +24,8 @@ with the file silently gone:
     .venv/bin/python benchmarks/terminal_coverage.py extract /work/.mirror/camel-ai+camel/repo \\
         7955886894c2051654d09f7fc0478382b455cb45:examples/workforce/terminal_bench/tasks /tmp/tb-tasks
     nice .venv/bin/python benchmarks/terminal_coverage.py /tmp/tb-tasks --json /tmp/coverage.json \\
-        [--task-ids a,b] [--task-timeout 600] [--concurrency 2] [--root image|host]
+        [--task-ids a,b] [--task-timeout 600] [--concurrency 2] [--root image|host] [--network true|task]
+        [--merge EARLIER.json]   # with --task-ids: re-run a few tasks, keep the others' rows from EARLIER
 
 Needs root (bwrap), mmdebstrap (the base roots, built once each) and the package registries
 (the tasks' own ``RUN apt-get``/``pip install`` steps).
@@ -158,13 +159,21 @@ async def measure(args: argparse.Namespace) -> dict:
                 "oracle_detail": (audit.oracle.detail or "")[-1500:] if audit.oracle else None})
 
     await asyncio.gather(*(one(t) for t in to_play))
+    if args.merge:  # the tasks not selected now keep their rows from an earlier run (same settings, said so)
+        earlier = json.loads(Path(args.merge).read_text())
+        now = {r["task_id"] for r in rows}
+        for row in earlier["rows"]:
+            if row["task_id"] not in now:
+                rows.append({**row, "from": str(args.merge)})
+        total = len(rows)
     verdicts = Counter(r["verdict"] for r in rows)
     return {"machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
             "load_at_end": round(os.getloadavg()[0], 1), "wall_s": round(time.monotonic() - started, 1),
             "settings": {"sandbox": settings.kind, "root": settings.root, "task_timeout_s": args.task_timeout,
                          "build_network": settings.build_network, "network": args.network,
                          "concurrency": args.concurrency},
-            "tasks": total, "played": len(to_play), "verdicts": dict(verdicts),
+            "tasks": total, "played": len(to_play) + sum(1 for r in rows if r.get("from") and r["stage"] == "audit"),
+            "merged_from": str(args.merge) if args.merge else None, "verdicts": dict(verdicts),
             "rows": sorted(rows, key=lambda r: r["task_id"])}
 
 
@@ -192,17 +201,44 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--merge", type=Path, default=None,
+                        help="an earlier run's --json: tasks not selected by --task-ids keep their rows from it "
+                             "(re-run only the tasks a fix touches; the rows say which run they come from)")
     args = parser.parse_args()
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
           f"{args.sandbox} root={args.root} network={args.network} build_network={args.build_network}, "
           f"{args.task_timeout:g} s per task, {args.concurrency} at once", flush=True)
     doc = asyncio.run(measure(args))
+    beyond = [r["task_id"] for r in doc["rows"] if beyond_registries(r)]
+    eligible = doc["tasks"] - len(beyond)
+    runs = doc["verdicts"].get("runs", 0)
+    doc["acceptance"] = {"beyond_registries": beyond, "eligible": eligible, "runs": runs,
+                         "share": round(runs / eligible, 3) if eligible else None}
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1))
     v = doc["verdicts"]
-    print(f"\n{doc['tasks']} tasks: {v.get('runs', 0)} run (oracle 1, no-op 0) of {doc['played']} played; "
+    print("\nnot run, by cause:")
+    for verdict in sorted(k for k in v if k != "runs"):
+        ids = [r["task_id"] for r in doc["rows"] if r["verdict"] == verdict]
+        print(f"  {verdict} ({len(ids)}): {', '.join(ids)}")
+    print(f"\n{doc['tasks']} tasks: {runs} run (oracle 1, no-op 0) of {doc['played']} played; "
           + ", ".join(f"{n} {k}" for k, n in sorted(v.items()) if k != "runs")
           + f" · {doc['wall_s']:.0f} s wall, load {doc['load_at_end']}")
+    print(f"{len(beyond)} need more than the package registries or lack files ({', '.join(beyond)}); "
+          f"of the other {eligible}: {runs} run = {100 * runs / max(eligible, 1):.0f}%")
+
+
+def beyond_registries(row: dict) -> bool:
+    """A task whose files are incomplete, or whose build or solution needs a host or an image
+    beyond the package registries (the acceptance's denominator leaves these out), by its reason."""
+    reason, verdict = row.get("reason") or "", row["verdict"]
+    if verdict in ("missing_files", "invalid"):
+        return True
+    if verdict == "needs_network" and "could not reach" in reason:
+        return True
+    if verdict == "needs_container" and ("is not a supported base" in reason or "--from" in reason):
+        return True
+    return verdict == "needs_services" and "(image " in reason
 
 
 if __name__ == "__main__":
