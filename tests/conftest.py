@@ -10,6 +10,9 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+MISSING_TAU2 = "τ²-bench data not found"  # the start of the skip reason below, folded into one summary line
+
+
 def _tau2_root() -> Path:
     raw = os.environ.get("AGENTRIG_TAU2_DATA")
     return Path(raw).expanduser().resolve() if raw else (REPO_ROOT / ".." / "shared" / "tau2-data").resolve()
@@ -20,7 +23,9 @@ def tau2_root() -> Path:
     """The τ²-bench data root; skips (or fails under AGENTRIG_REQUIRE_TAU2_DATA=1) when absent."""
     root = _tau2_root()
     if not (root / "domains").is_dir():
-        msg = f"τ²-bench data not found at {root} (set AGENTRIG_TAU2_DATA to a tau2-bench data root)"
+        msg = (f"{MISSING_TAU2} at {root}: the tests that need it are skipped. Put a tau2-bench data root there "
+               "(`agentrig data pull tau2 --dest DIR`), or set AGENTRIG_TAU2_DATA=DIR; "
+               "AGENTRIG_REQUIRE_TAU2_DATA=1 makes them fail instead (CI)")
         if os.environ.get("AGENTRIG_REQUIRE_TAU2_DATA") == "1":
             pytest.fail(msg)
         pytest.skip(msg)
@@ -54,3 +59,20 @@ def pytest_collection_modifyitems(config, items):
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     long = {REPO_ROOT / name for name in _LONG_FILES}
     items.sort(key=lambda item: 0 if item.path in slow else 1 if item.path in long else 2)  # stable
+
+
+_SKIP_LINE = Path(__file__).resolve()  # where the folded skips are reported: the line that skips
+_SKIP_LINENO = next(i for i, line in enumerate(_SKIP_LINE.read_text(encoding="utf-8").splitlines(), 1)
+                    if line.strip() == "pytest.skip(msg)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Every test skipped for want of the τ²-bench data reports the same place (this file's
+    ``tau2_root``), so pytest's summary folds them into one line: ``SKIPPED [N] tests/conftest.py:…:
+    τ²-bench data not found at …`` instead of one line per test."""
+    report = yield
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3 and MISSING_TAU2 in str(longrepr[2]):
+        report.longrepr = (str(_SKIP_LINE), _SKIP_LINENO, longrepr[2])
+    return report

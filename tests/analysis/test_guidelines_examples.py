@@ -6,7 +6,6 @@ tasks. Without the file, loading says which file is missing and how to make it."
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from agentrig.run.experiment import load, load_experiment
 from agentrig.run.snapshot import comparability, config_snapshot
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-DATA = Path(os.environ.get("AGENTRIG_TAU2_DATA", "/work/shared/tau2-data"))
 FILES = ["consistency_guidelines_source.toml", "consistency_guidelines.toml",
          "consistency_guidelines_terminal_source.toml", "consistency_guidelines_terminal.toml"]
 
@@ -44,10 +42,9 @@ def test_terminal_examples_keep_source_and_held_out_tasks_apart():
     assert set(src.benchmark.task_ids).isdisjoint(ev.benchmark.task_ids)
 
 
-@pytest.mark.skipif(not (DATA / "domains" / "telecom").is_dir(), reason="needs the shared τ²-bench data")
-def test_the_guidelines_arm_differs_by_the_plugin_only(tmp_path):
+def test_the_guidelines_arm_differs_by_the_plugin_only(tmp_path, tau2_root):
     exp_file = tmp_path / "consistency_guidelines.toml"
-    text = (EXAMPLES / FILES[1]).read_text().replace('split = "test"', f'split = "test"\ndata = "{DATA}"')
+    text = (EXAMPLES / FILES[1]).read_text().replace('split = "test"', f'split = "test"\ndata = "{tau2_root}"')
     exp_file.write_text(text)
     with pytest.raises(ConfigError, match=r"(?s)telecom-train.json not found.*agentrig guidelines derive"):
         load(exp_file, tmp_path / "run")
