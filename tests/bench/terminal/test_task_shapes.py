@@ -115,3 +115,31 @@ def test_with_the_network_the_tests_fetch_what_agentrig_lacks_and_keep_its_tool_
     assert task_support(task, "bwrap", network=True).ok
     row = asyncio.run(audit_task(task, online))
     assert row.status == "ok", (row.reason, row.oracle)
+
+
+def test_a_compose_tmpfs_is_mounted_over_the_image_with_its_size_and_mode(tmp_path):
+    # Terminal-Bench's extract-safely mounts /root as a 100 MB tmpfs: bwrap mounts it the same way
+    # (the layer's /root hidden, as Docker's tmpfs hides the image's); an option we cannot honour
+    # is needs_container naming it, and the local sandbox (no mount of its own) says so
+    from agentrig.bench.terminal.sandbox import open_sandbox
+
+    compose = TEMPLATE + "    tmpfs:\n      - /root/scratch:size=1M,mode=750\n"
+    write_task(tmp_path, "tmpfs", files={"docker-compose.yaml": compose},
+               dockerfile="FROM ubuntu:24.04\nWORKDIR /app\nRUN mkdir -p /root/scratch && echo layer > /root/scratch/old\n")
+    task = load_task(tmp_path / "tmpfs")
+    assert task_support(task, "bwrap").ok and task_support(task, "local").exclusion == "needs_container"
+
+    async def probe() -> str:
+        box = await open_sandbox(task, SandboxSettings(cache_dir=tmp_path / "cache"))
+        try:
+            result = await box.run("stat -c %a /root/scratch; ls /root/scratch; "
+                                   "head -c 2000000 /dev/zero > /root/scratch/big 2>&1 || echo FULL", 60)
+        finally:
+            await box.close()
+        return result.output
+
+    seen = asyncio.run(probe())
+    assert seen.split()[0] == "750" and "old" not in seen and "FULL" in seen
+    (tmp_path / "tmpfs" / "docker-compose.yaml").write_text(TEMPLATE + "    tmpfs:\n      - /root:exec,size=1M\n")
+    found = task_support(load_task(tmp_path / "tmpfs"), "bwrap")
+    assert found.exclusion == "needs_container" and "'exec'" in found.reason

@@ -409,6 +409,35 @@ def compose_services(path: Path) -> dict[str, Any]:
     return services if isinstance(services, dict) else {}
 
 
+_SIZE = re.compile(r"(\d+)([kmg]?)b?", re.IGNORECASE)
+
+
+def compose_tmpfs(path: Path) -> list[tuple[str, int | None, int | None]]:
+    """The agent service's ``tmpfs`` mounts as (path, size in bytes, mode): Docker's
+    ``/root:size=100M,mode=755`` form. Raises ValueError for a form we cannot honour."""
+    services = compose_services(path)
+    if not services:
+        return []
+    service = services.get(agent_service(services)) or {}
+    entries = service.get("tmpfs") or []
+    out: list[tuple[str, int | None, int | None]] = []
+    for entry in [entries] if isinstance(entries, str) else entries:
+        target, _, options = str(entry).partition(":")
+        if not target.startswith("/") or target == "/":
+            raise ValueError(f"tmpfs {entry!r} is not an absolute path below /")
+        size = mode = None
+        for option in filter(None, options.split(",")):
+            key, _, value = option.partition("=")
+            if key == "size" and (m := _SIZE.fullmatch(value)):
+                size = int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+            elif key == "mode" and re.fullmatch(r"[0-7]{3,4}", value):
+                mode = int(value, 8)
+            else:
+                raise ValueError(f"tmpfs option {option!r} of {entry!r} is not supported (size=, mode=)")
+        out.append((os.path.normpath(target), size, mode))
+    return out
+
+
 def host_platform() -> str:
     """This machine as a container platform (``linux/amd64``, ``linux/arm64``): what ``platform:`` may name."""
     machine = os.uname().machine
@@ -429,9 +458,13 @@ def check_compose(path: Path) -> str | None:
         return services_reason(path.name, services)
     name, service = next(iter(services.items()))
     service = service or {}
-    extra = sorted(set(service) - _COMPOSE_SERVICE_KEYS - {"platform"})
+    extra = sorted(set(service) - _COMPOSE_SERVICE_KEYS - {"platform", "tmpfs"})
     if extra:
         return f"needs_container: service {name!r} in {path.name} uses {', '.join(extra)}"
+    try:
+        compose_tmpfs(path)
+    except ValueError as exc:
+        return f"needs_container: service {name!r} in {path.name}: {exc}"
     platform = service.get("platform")
     if platform is not None and str(platform) != host_platform():
         return f"needs_container: service {name!r} in {path.name} is built for {platform}; this machine is {host_platform()}"

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..dockerfile import BuildPlan, check_compose, parse_dockerfile
+from ..dockerfile import BuildPlan, check_compose, compose_tmpfs, parse_dockerfile
 from .base import (
     BASE_ENV,
     SANDBOX_KINDS,
@@ -76,6 +76,7 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
             shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep,
             memory_mb=memory_mb, pids=pids, cpus=cpus, bwrap=settings.bwrap_path,
             warm_verifier=settings.warm_verifier, base_root=base_root,
+            tmpfs=compose_tmpfs(task.compose) if getattr(task, "compose", None) is not None else None,
         )
     elif settings.kind == "local":
         from .local import LocalSandbox

@@ -105,6 +105,7 @@ class BwrapSandbox:
         ro_binds: dict[str, str] | None = None,
         warm_verifier: bool = False,
         base_root: Path | None = None,
+        tmpfs: list[tuple[str, int | None, int | None]] | None = None,
     ) -> None:
         self.trial_dir = Path(trial_dir)
         self.layer_dir = layer_dir
@@ -117,6 +118,7 @@ class BwrapSandbox:
         self.limits = (memory_mb, pids, cpus)
         self.bwrap = bwrap_binary(bwrap)
         self.ro_binds = ro_binds or {}
+        self.tmpfs = list(tmpfs or [])  # (path, size bytes, mode): the compose file's tmpfs mounts, over the layer
         self.base_root = Path(base_root) if base_root is not None else None  # None: the host's root (legacy)
         self.warm_verifier = warm_verifier  # run_pytest may use the warm verifier (warm.py)
         self.cgroups: TrialCgroups | None = None
@@ -153,6 +155,9 @@ class BwrapSandbox:
                 args += ["--symlink", target, "/" + name]
         for host, inside in self.ro_binds.items():
             args += ["--ro-bind", host, inside]
+        for target, size, mode in self.tmpfs:
+            args += [*(["--perms", f"{mode:04o}"] if mode is not None else []),
+                     *(["--size", str(size)] if size is not None else []), "--tmpfs", target]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
         return args
 
