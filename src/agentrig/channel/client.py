@@ -211,6 +211,8 @@ class Channel:
             return ServerInfo()
 
     async def _identify(self, ep: Endpoint, rr: ResolvedRole) -> ServerInfo:
+        if rr.wire == "anthropic":  # the Anthropic Messages API: none of the model servers' routes
+            return ServerInfo()
         async with ep.semaphore:  # its questions count against the endpoint's bound like any call
             return await identify(ep.base_url, self._key(rr), rr.model, min(rr.timeout_s, SERVER_INFO_TIMEOUT_S))
 
