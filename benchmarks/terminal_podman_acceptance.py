@@ -2,8 +2,8 @@
 
 Plays ``agentrig.testing.killed_run.killed_and_resumed``: an oracle arm and a bash arm (native
 tool calls) whose model is the solution endpoint answering a share of requests with faults (429,
-500, malformed), ``agentrig run`` SIGKILLed once some trials are stored, then the same command
-again — and checks that every planned trial is stored valid exactly once, solved, and that
+500, malformed), ``agentrig run`` SIGKILLed once some trials are stored and a container is up,
+then the same command again — and checks that every planned trial is stored valid exactly once, solved, and that
 neither runner left a container, task image or volume in podman. Prints the report and
 "accepted" or what is wrong (exit 1).
 

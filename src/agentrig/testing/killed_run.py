@@ -4,7 +4,7 @@
 solution endpoint (``solution_endpoint``, its own process) answering a share of requests with
 faults (429, 500, malformed bodies), runs ``agentrig run`` on an experiment with an ``oracle`` arm
 and a ``bash`` arm (native tool calls, the endpoint as its model), kills the runner with SIGKILL
-once some trials are stored, runs the same command again, and reports what the store holds and
+once some trials are stored (in a container sandbox: while one of its containers is up), runs the same command again, and reports what the store holds and
 what the container engine holds: every planned trial valid exactly once, rewards and
 terminations, the channel's retries, and the containers, task images and volumes of either
 runner left behind (the engine's ``agentrig.owner`` label). Used by
@@ -144,6 +144,10 @@ def killed_and_resumed(workdir: Path, *, tasks: Path | None = None, task_ids: li
             deadline = time.monotonic() + timeout_s
             while valid_count(db) < kill_after and runner.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
+            if sandbox in ("podman", "docker"):  # kill while a trial's container is up: the next run must reap it
+                until = time.monotonic() + 120
+                while runner.poll() is None and time.monotonic() < until and not owned(sandbox, runner.pid)["containers"]:
+                    time.sleep(0.2)
             report["killed"] = runner.poll() is None
             report["valid_at_kill"] = valid_count(db)
             if runner.poll() is None:

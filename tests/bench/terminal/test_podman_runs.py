@@ -25,5 +25,7 @@ def test_builtin_tasks_under_podman_with_faults_sigkill_and_resume(tmp_path):
                                 concurrency=3, fault_rate=0.2, kill_after=4)
     planned = {f"{arm}/{t.id}#0" for arm in ("oracle", "bash") for t in BUILTIN_TASKS}
     assert problems(report, planned) == [], report
-    assert report["left_at_kill"]["images"]  # the killed runner left its task images; the next run reaped them
+    left = report["left_at_kill"]
+    assert left["containers"] and left["images"]  # the killed runner left a container and its task images …
+    assert report["left_after"]["first_runner"] == {"containers": [], "images": []}  # … the resumed run reaped them
     assert report["retries"] > 0 and set(report["retry_causes"]) >= {"rate_limited", "server_error", "malformed"}

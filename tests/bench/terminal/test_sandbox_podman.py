@@ -15,6 +15,7 @@ import pytest
 from agentrig.bench.terminal.images import resolve_base
 from agentrig.bench.terminal.sandbox import build_plan, open_sandbox, sandbox_check
 from agentrig.bench.terminal.sandbox.container_images import remove_task_images
+from agentrig.bench.terminal.sandbox import engine
 from agentrig.bench.terminal.sandbox.engine import engine_cli
 
 from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
@@ -72,6 +73,7 @@ async def test_containers_of_a_killed_runner_are_reaped_by_the_next(tmp_path, ba
                         base_image, "sleep", "infinity"], check=True, stdout=subprocess.DEVNULL)
     try:
         task = make_task(tmp_path, f"FROM {base_image}\n")
+        engine._REAPED.clear()  # this process may have reaped a moment ago: the next start reaps again
         sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
         await sandbox.close()
         left = _containers()
@@ -164,6 +166,7 @@ async def test_teardown_leaves_nothing_and_what_a_killed_runner_left_is_reaped(t
         runner.wait()
     assert owned_containers(runner.pid) and owned_images(runner.pid)  # left behind by the kill
     task = make_task(tmp_path, f"FROM {base_image}\nVOLUME /data\n", task_id="next-runner")
+    engine._REAPED.clear()  # as a new runner's first start
     sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
     assert owned_containers(runner.pid) == [] and owned_images(runner.pid) == []  # reaped by the next start
     assert sandbox.name in owned_containers(os.getpid())
@@ -217,3 +220,19 @@ def test_images_build_import_names_the_image_as_the_from_line_does(base_image):
 
     assert qualified("ubuntu:24.04") == "docker.io/library/ubuntu:24.04" and qualified(BASE) == BASE
     assert qualified("user/img:1") == "docker.io/user/img:1" and qualified("localhost/x:1") == "localhost/x:1"
+
+
+async def test_a_failed_build_is_not_retried_by_the_other_trials_of_the_run(tmp_path, base_image):
+    """The task's own build fails: broken_task for this trial and, without building again, the next
+    (the step prints the time in nanoseconds: a second build would say another)."""
+    from agentrig.bench.terminal.sandbox import TaskBuildError
+
+    task = make_task(tmp_path, f"FROM {base_image}\nRUN date +%s%N && exit 3\n", task_id="broken-build")
+    messages = []
+    for _ in range(2):
+        with pytest.raises(TaskBuildError) as caught:
+            await open_sandbox(task, settings(tmp_path, kind="podman"))
+        assert caught.value.exclusion is None and "exit status 3" in str(caught.value)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+    assert not [t for t in owned_images(os.getpid()) if "broken-build" in t]  # no image of a failed build

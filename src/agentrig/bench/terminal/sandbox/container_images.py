@@ -44,6 +44,7 @@ SETTINGS_MOUNT = "/dev/.agentrig-host-settings"
 _FROM = re.compile(r"^[ \t]*FROM[ \t]+((?:--\S+[ \t]+)*)(\S+)(?:[ \t]+AS[ \t]+(\S+))?[ \t]*$", re.IGNORECASE | re.MULTILINE)
 
 _built: dict[tuple, tuple[str, list[str]]] = {}  # (engine, dockerfile, context, mode) -> (tag, cli)
+_failed: dict[tuple, TaskBuildError] = {}  # builds that failed in this process (the task's own fault)
 _locks: dict[tuple, asyncio.Lock] = {}
 
 
@@ -180,37 +181,48 @@ async def task_image(engine: str, task: Any, *, build_network: bool | str, timeo
     async with lock:
         if key in _built:
             return _built[key][0]
-        cli = engine_cli(engine)
-        text = dockerfile.read_text(errors="replace")
-        await ensure_bases(engine, text, host_settings=build_network == "host-settings")
-        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
-        task_id = re.sub(r"[^a-z0-9_.-]", "-", str(getattr(task, "id", "task")).lower())[:80] or "task"
-        tag = f"localhost/agentrig-task-{task_id}:{digest}-{os.getpid()}"
-        argv = [*cli, "build", "--layers=false", "--force-rm", "-t", tag, "--label", f"{OWNER_LABEL}={_owner()}"]
-        if build_network is False:
-            argv += ["--network", "none"]
-        with tempfile.TemporaryDirectory(prefix="agentrig-build-") as tmp:
-            if build_network == "host-settings" and engine == "podman":
-                env = container_settings(Path(tmp) / "settings", SETTINGS_MOUNT)
-                (Path(tmp) / "Dockerfile").write_text(_with_build_args(text, sorted(env)))
-                argv += ["-v", f"{Path(tmp) / 'settings'}:{SETTINGS_MOUNT}:ro"]
-                argv += [a for name, value in sorted(env.items()) for a in ("--build-arg", f"{name}={value}")]
-                argv += ["-f", str(Path(tmp) / "Dockerfile")]
-            else:
-                if build_network == "host-settings":
-                    print(f"agentrig: warning: {engine} builds cannot mount the host's package-index settings; "
-                          "building without them", file=sys.stderr, flush=True)
-                argv += ["-f", str(dockerfile)]
-            code, out = await _call([*argv, str(context)], timeout_s)
-        if code != 0:
-            await _call([*cli, "rmi", tag], 60)
-            step = out.rsplit("STEP ", 1)[-1]  # the failing step: its header line, then its output
-            unreached = network_failure(step, step.split("\n", 1)[0])
-            if unreached:  # a fetch that could not reach its host (or a build without network)
-                raise TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
-            raise TaskBuildError(f"{engine} build failed:\n{out[-2000:]}")
-        _built[key] = (tag, cli)
-        return tag
+        if key in _failed:  # the task's own build failed: its other trials end the same way, unbuilt
+            raise TaskBuildError(str(_failed[key]), exclusion=_failed[key].exclusion)
+        try:
+            return await _build(engine, task, key, dockerfile, context, build_network, timeout_s)
+        except TaskBuildError as exc:
+            _failed[key] = exc
+            raise
+
+
+async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: Path, build_network: bool | str,
+                 timeout_s: float) -> str:
+    cli = engine_cli(engine)
+    text = dockerfile.read_text(errors="replace")
+    await ensure_bases(engine, text, host_settings=build_network == "host-settings")
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
+    task_id = re.sub(r"[^a-z0-9_.-]", "-", str(getattr(task, "id", "task")).lower())[:80] or "task"
+    tag = f"localhost/agentrig-task-{task_id}:{digest}-{os.getpid()}"
+    argv = [*cli, "build", "--layers=false", "--force-rm", "-t", tag, "--label", f"{OWNER_LABEL}={_owner()}"]
+    if build_network is False:
+        argv += ["--network", "none"]
+    with tempfile.TemporaryDirectory(prefix="agentrig-build-") as tmp:
+        if build_network == "host-settings" and engine == "podman":
+            env = container_settings(Path(tmp) / "settings", SETTINGS_MOUNT)
+            (Path(tmp) / "Dockerfile").write_text(_with_build_args(text, sorted(env)))
+            argv += ["-v", f"{Path(tmp) / 'settings'}:{SETTINGS_MOUNT}:ro"]
+            argv += [a for name, value in sorted(env.items()) for a in ("--build-arg", f"{name}={value}")]
+            argv += ["-f", str(Path(tmp) / "Dockerfile")]
+        else:
+            if build_network == "host-settings":
+                print(f"agentrig: warning: {engine} builds cannot mount the host's package-index settings; "
+                      "building without them", file=sys.stderr, flush=True)
+            argv += ["-f", str(dockerfile)]
+        code, out = await _call([*argv, str(context)], timeout_s)
+    if code != 0:
+        await _call([*cli, "rmi", tag], 60)
+        step = out.rsplit("STEP ", 1)[-1]  # the failing step: its header line, then its output
+        unreached = network_failure(step, step.split("\n", 1)[0])
+        if unreached:  # a fetch that could not reach its host (or a build without network)
+            raise TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
+        raise TaskBuildError(f"{engine} build failed:\n{out[-2000:]}")
+    _built[key] = (tag, cli)
+    return tag
 
 
 def remove_task_images() -> list[str]:

@@ -41,6 +41,7 @@ from .engine import (  # noqa: F401 - re-exported: the engine helpers lived here
     engine_info,
     engine_problem,
     podman_conf,
+    reap_left_behind,
     reap_orphan_images,
     reap_orphans,
 )
@@ -73,8 +74,7 @@ class ContainerSandbox:
             raise TaskBuildError("the task has no Dockerfile to build", exclusion="needs_container")
         from .container_images import task_image
 
-        await reap_orphans(self.cli)
-        await reap_orphan_images(self.cli)
+        await reap_left_behind(self.cli)
         tag = await task_image(self.engine, self.task, build_network=self.build_network, timeout_s=self.build_timeout_s)
         memory_mb, pids, cpus = self.limits
         argv = [*self.cli, "run", "-d", "--name", self.name, "-w", self.workdir, "--label", f"{OWNER_LABEL}={_owner()}"]

@@ -13,6 +13,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -106,6 +107,21 @@ def _owner_alive(owner: str) -> bool:
 def _no_grace(cli: list[str]) -> list[str]:
     """podman's `rm -f` first waits 10 s for `sleep infinity` to obey SIGTERM; docker's kills at once."""
     return ["-t", "0"] if cli[-1] == "podman" else []
+
+
+_REAPED: dict[str, float] = {}  # engine command line -> when this process last reaped
+REAP_EVERY_S = 60.0
+
+
+async def reap_left_behind(cli: list[str]) -> None:
+    """The containers, then the task images, of runners that are gone: at a process's first sandbox
+    start, then at most once a minute (each is a few engine calls)."""
+    key = " ".join(cli)
+    if time.monotonic() - _REAPED.get(key, -REAP_EVERY_S) < REAP_EVERY_S:
+        return
+    _REAPED[key] = time.monotonic()
+    await reap_orphans(cli)
+    await reap_orphan_images(cli)
 
 
 async def reap_orphans(cli: list[str]) -> list[str]:
