@@ -83,6 +83,11 @@ def gold_ctx(task, domain, root, channel=None, **kw) -> TrialContext:
 # ---- a judge endpoint -----------------------------------------------------------------------
 
 
+def chats(ep: FakeEndpoint) -> list:
+    """The chat requests the endpoint got (the channel also asks the server's window once: GET /models …)."""
+    return [r for r in ep.requests if r.path.endswith("/chat/completions")]
+
+
 def outcomes_of(body: dict) -> list[str]:
     last = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
     return json.loads(last.split(OPEN_TAG, 1)[1].split(CLOSE_TAG, 1)[0])
@@ -300,7 +305,7 @@ async def test_nl_judge_call_recorded_and_graded(tau2_root, chan, judge):
     (call,) = ctx.trajectory.model_calls
     assert call.purpose == "judge.nl" and call.role == "judge" and call.model == "fake-model"
     assert call.usage.prompt_tokens > 0 and call.usage.completion_tokens > 0
-    body = judge.endpoint.requests[-1].json
+    body = chats(judge.endpoint)[-1].json
     assert "I have exchanged the items for you." in body["messages"][-1]["content"]
     assert outcomes_of(body) == items and "tools" not in body
 
@@ -311,7 +316,7 @@ async def test_nl_judge_garbled_once_recovers_twice_fails(tau2_root, chan, judge
     ctx = gold_ctx(task, "retail", tau2_root, chan)
     info = await judge_trial(ctx, "user_stop")
     assert info.reward == 1.0 and len(ctx.trajectory.model_calls) == 2
-    retry = judge.endpoint.requests[-1].json["messages"]
+    retry = chats(judge.endpoint)[-1].json["messages"]
     assert retry[-2] == {"role": "assistant", "content": "I think it went fine!"} and OPEN_TAG in retry[-1]["content"]
 
     judge.script = ["nope", '{"results": [{"expectedOutcome": "x"}]}']

@@ -56,7 +56,8 @@ def greeting() -> Message:
 
 
 def sent(fake: FakeEndpoint, i: int) -> dict:
-    return fake.requests[i].json
+    """The i-th chat request (the channel also asks the server's window once: GET /models …)."""
+    return [r for r in fake.requests if r.path.endswith("/chat/completions")][i].json
 
 
 def tau2_file(root: Path, name: str) -> str:
@@ -146,7 +147,7 @@ async def test_telecom_user_gets_tau2_tools_prompt_and_flipped_roles(fake, chann
     assert sent(fake, 1)["messages"] == final[:4] and sent(fake, 0)["messages"] == final[:2]
     calls = ctx.trajectory.model_calls
     assert [(c.role, c.purpose) for c in calls] == [("user", "user")] * 3
-    assert all(r.headers.get("x-agentrig-role") == "user" for r in fake.requests)
+    assert all(r.headers.get("x-agentrig-role") == "user" for r in fake.requests if r.path.endswith("/chat/completions"))
     assert body["seed"] == 7
 
 
