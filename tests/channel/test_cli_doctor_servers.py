@@ -88,6 +88,8 @@ def test_ollama_truncation_exit_1(tmp_path):
     checks = checks_of(p.stdout)
     assert checks["prompt"]["code"] == "PROMPT_TRUNCATED" and "OLLAMA_CONTEXT_LENGTH" in checks["prompt"]["fix"]
     assert checks["window"]["code"] == "CONTEXT_TOO_SMALL" and "GET /api/ps" in checks["window"]["message"]
+    # Ollama cuts the first request to its window: the run would keep no trial, so the doctor fails it
+    assert checks["window"]["status"] == "fail" and "every such trial would be invalid" in checks["window"]["message"]
 
 
 def test_a_bad_tool_choice_is_one_clear_error(tmp_path):

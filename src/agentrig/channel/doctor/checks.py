@@ -9,7 +9,9 @@
           PROMPT_TRUNCATED (fail: the count stops short, at a round number: the server cut the
           prompt and answered 200, e.g. Ollama's default window)
   window  the server's window against the experiment's largest first request (system prompt,
-          tools, first message, estimated) plus max_tokens. CONTEXT_TOO_SMALL (warning)
+          tools, first message, estimated) plus max_tokens. CONTEXT_TOO_SMALL (warning; a failure on
+          a server that cuts rather than refuses, Ollama, when the first request alone is over it:
+          the run would make every such trial invalid)
 Sizes are estimated without a tokenizer: about 4 characters a token.
 """
 
@@ -195,10 +197,15 @@ def check_window(rr: ResolvedRole, shape: RequestShape | None, info: ServerInfo)
     needed = shape.first_request_tokens + limit
     parts = f"~{shape.first_request_tokens} tokens" + (f" + max_tokens {limit}" if limit else "")
     if needed > info.window:
-        return Check(name="window", status="warn", code=CONTEXT_TOO_SMALL,
+        # a server that cuts rather than refuses (Ollama): a first request over its window is cut in
+        # every trial, which the run makes invalid (trial/truncation.py) — no valid trial would come of it
+        cut = info.cuts_silently and shape.first_request_tokens > info.window
+        return Check(name="window", status="fail" if cut else "warn", code=CONTEXT_TOO_SMALL,
                      message=f"the experiment's largest first request ({shape.where}: system prompt, tools and first "
                              f"message, {parts}) needs ~{needed} tokens; {info.label}'s window is {info.window} "
-                             f"tokens ({info.window_source})",
+                             f"tokens ({info.window_source})" + (
+                                 f"; {info.label} would cut it and answer, so every such trial would be invalid"
+                                 if cut else ""),
                      fix=fix_window(info, needed))
     return _ok("window", f"the largest first request ({shape.where}, {parts}) fits the {info.window}-token window "
                          f"({info.window_source})")
