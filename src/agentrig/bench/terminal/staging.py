@@ -61,6 +61,7 @@ class VerifierPlan(BaseModel):
     strict_cwd: bool = False  # the script stops when the directory is / (its $PWD check)
     shlvl: int = 0  # SHLVL the cold command's pytest would see (1 under run-tests.sh)
     reward: RewardPlan | None = None  # Harbor: test.sh is one pytest run and the reward file from its status
+    fetch: dict[str, list[str]] = Field(default_factory=dict)  # host directory -> requirements the tests need fetched
 
 
 # ---- agentrig's own Python for the verifier -------------------------------------------------
@@ -314,7 +315,8 @@ def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
     uses_ours = python is not None and (any(r.changed for r in rewrites.values())
                                         or (task.format == "tb1" and task.run_tests is None))
     plan = VerifierPlan(command=command, offline=offline and uses_ours,
-                        needs_network=None if (offline or network) else needs, notes=notes)
+                        needs_network=None if (offline or network) else needs, notes=notes,
+                        fetch={d: r for rw in rewrites.values() for d, r in rw.fetch.items()} if offline else {})
     if plan.offline:
         plugins = [n for r in rewrites.values() for n in r.provided if _is_pytest_plugin(n)]
         if plugins:
@@ -352,3 +354,36 @@ def needs_network(task: Any) -> str | None:
         return stage_tests(task, Path(tmp) / "tests", python, network=False).needs_network
 
 
+
+
+def fetch_test_packages(target: str, reqs: list[str], timeout_s: float = 1800) -> str | None:
+    """Install `reqs` into `target` once (agentrig's own pip, with the host's package-index settings),
+    for the verifier to bind read-only; None when done (or already there), else why it failed."""
+    import fcntl
+    import subprocess
+
+    final = Path(target)
+    if (final / ".agentrig-complete").exists():
+        return None
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f"{final.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (final / ".agentrig-complete").exists():
+            return None
+        staging = final.parent / f".{final.name}-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                   "--target", str(staging), *reqs], capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL, timeout=timeout_s)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            return f"pip install {' '.join(reqs)}: {exc}"
+        if proc.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+            return f"pip install {' '.join(reqs)} exited {proc.returncode}:\n{tail}"
+        (staging / ".agentrig-complete").write_text(" ".join(reqs) + "\n")
+        shutil.rmtree(final, ignore_errors=True)
+        os.rename(staging, final)
+    return None

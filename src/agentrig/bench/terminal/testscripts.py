@@ -49,6 +49,7 @@ class ScriptRewrite(BaseModel):
     bootstrap: list[str] = Field(default_factory=list)  # the tool-chain lines made no-ops
     notes: list[str] = Field(default_factory=list)
     provided: list[str] = Field(default_factory=list)  # packages installed by the script, taken from ours
+    fetch: dict[str, list[str]] = Field(default_factory=dict)  # with the network: host directory -> requirements to fetch
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -181,13 +182,11 @@ def _drop_plugin_flags(line: str, notes: list[str]) -> str:
     return line
 
 
-TEST_PACKAGES = "/tmp/.agentrig-test-packages"  # in the trial's own layer: packages the tests install
-
-
-def _fetch_line(stripped: str, indent: str, py: str, notes: list[str]) -> str | None:
-    """With the network: the install of packages agentrig's verifier Python lacks, as a pip install
-    of them into TEST_PACKAGES (on PYTHONPATH for the rest of the script); None when the line is
-    not such an install (a requirements file, an editable project: left to the script as written)."""
+def _fetch_line(stripped: str, indent: str, notes: list[str], fetch: dict[str, list[str]]) -> str | None:
+    """With the network: the install of packages agentrig's verifier Python lacks becomes those
+    packages on PYTHONPATH, from a directory the verifier fetches them into once (``fetch``:
+    directory → requirements; ``test_packages``); None when the line is not such an install (a
+    requirements file, an editable project: left to the script as written)."""
     try:
         reqs = _install_reqs(shlex.split(_strip_redirects(stripped)))
     except ValueError:
@@ -196,10 +195,29 @@ def _fetch_line(stripped: str, indent: str, py: str, notes: list[str]) -> str | 
         return None
     missing = [r for r in reqs if _req_name(r) not in _PYTEST_FAMILY and _req_name(r) not in _DROPPED_PLUGINS
                and _available(r, []) is not None]
-    notes.append(f"{' '.join(missing)} fetched for the tests (pip install --target {TEST_PACKAGES}, with the network)")
-    quoted = " ".join(shlex.quote(r) for r in missing)
-    return (f"{indent}{py} -s -m pip install -q --disable-pip-version-check --no-cache-dir --target {TEST_PACKAGES} "
-            f"{quoted} && export PYTHONPATH={TEST_PACKAGES}${{PYTHONPATH:+:$PYTHONPATH}}")
+    target = packages_dir(missing)
+    fetch[target] = missing
+    notes.append(f"{' '.join(missing)} fetched for the tests from the package index (once, into {target})")
+    return f"{indent}export PYTHONPATH={shlex.quote(target)}${{PYTHONPATH:+:$PYTHONPATH}}  # agentrig: {stripped[:120]}"
+
+
+def packages_dir(reqs: list[str]) -> str:
+    """Where the verifier keeps the packages `reqs` fetched for the tests (by their hash and this
+    interpreter's version): $AGENTRIG_TEST_PACKAGES_DIR or the user cache's agentrig/test-packages."""
+    import hashlib
+    import os
+    import sys
+
+    root = os.environ.get("AGENTRIG_TEST_PACKAGES_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "agentrig", "test-packages")
+    key = hashlib.sha256(json_dumps([sys.version_info[:2], sorted(reqs)]).encode()).hexdigest()[:16]
+    return os.path.join(os.path.realpath(root), key)
+
+
+def json_dumps(value: object) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)
 
 
 def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, fetch: bool = False) -> ScriptRewrite:
@@ -209,7 +227,7 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, f
     the import path, like the ``pytest`` command); `pytest_m_cmd` replaces ``python -m pytest``
     (which puts it there); `python` replaces ``uv run python``. `fetch` (the sandbox has the
     network): the tool chain is still agentrig's, but an install of packages agentrig lacks
-    fetches them (``_fetch_line``) and other network steps (``apt-get install`` of a test tool,
+    has them fetched once into a directory put on PYTHONPATH (``_fetch_line``) and other network steps (``apt-get install`` of a test tool,
     ``curl`` of data) stay as written and run — instead of the whole script running as written,
     whose tool-chain download (uv from astral.sh) may be out of reach."""
     py = shlex.quote(python)
@@ -225,6 +243,7 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, f
     heredoc: str | None = None
     bootstrap: list[str] = []
     provided: list[str] = []
+    fetches: dict[str, list[str]] = {}
     # with the network, an `apt-get install` of a test tool runs as written: keep the `apt-get update` it needs
     apt_runs = fetch and any(str(_is_bootstrap(ln.strip(), [])).endswith("with apt") for ln in _logical_lines(text))
     for line in _logical_lines(text):
@@ -250,7 +269,7 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, f
             changed = True
             continue
         if isinstance(boot, str):
-            fetched = _fetch_line(stripped, indent, py, notes) if fetch else None
+            fetched = _fetch_line(stripped, indent, notes, fetches) if fetch else None
             if fetched is not None:
                 out.append(fetched)
                 changed = True
@@ -273,7 +292,7 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, f
                 needs = f"needs the network: {stripped[:160]}"
         out.append(new)
     return ScriptRewrite(text="\n".join(out) + "\n", changed=changed, needs_network=needs, bootstrap=bootstrap,
-                         notes=notes, provided=provided)
+                         notes=notes, provided=provided, fetch=fetches)
 
 
 def _uses_network(line: str) -> bool:

@@ -38,6 +38,7 @@ needs_container exclude the trial: it could not be judged in this sandbox.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import tempfile
 import time
@@ -47,7 +48,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from . import parsers, testscripts
-from .staging import TESTS_DIR, VERIFIER_DIR, VerifierPlan, needs_network, stage_tests, verifier_python
+from .staging import (
+    TESTS_DIR,
+    VERIFIER_DIR,
+    VerifierPlan,
+    fetch_test_packages,
+    needs_network,
+    stage_tests,
+    verifier_python,
+)
 from .taskmodel import TerminalTask
 
 __all__ = ["FAILURE_MODES", "EXCLUDED_MODES", "VerifierResult", "VerifierPlan", "ShellState", "verify",
@@ -173,6 +182,12 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
         if plan.needs_network:
             return VerifierResult(**base, failure_mode="needs_network", excluded=True, detail=plan.needs_network,
                                   notes=plan.notes)
+        for target, reqs in plan.fetch.items():  # packages the tests install that agentrig lacks: once, on the host
+            failed = await asyncio.to_thread(fetch_test_packages, target, reqs)
+            if failed:
+                return VerifierResult(**base, failure_mode="needs_network", excluded=True, notes=plan.notes,
+                                      detail=f"the packages the tests need could not be fetched: {failed}")
+            binds = {**binds, target: target}
         same_shell = bool(shell_state and task.run_tests_in_same_shell)
         env = {**(shell_state.env if same_shell else {}), "TEST_DIR": tests, **plan.env, **task.verifier_env}
         command = plan.command
