@@ -150,7 +150,7 @@ async def test_warm_and_cold_tests_see_the_same_process_state(tmp_path, layout):
     assert c["caps"]["CapEff"] == c["caps"]["CapBnd"] != "000001ffffffffff" and c["caps"]["NoNewPrivs"] == "1"
     assert c["env"]["APP_MODE"] == "probe" and c["env"]["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
     assert c["env"]["SHLVL"] == ("0" if layout == "plain" else "2")
-    assert not c["tests_writable"] and c["flags"] == [1, True, 0, 0]
+    assert c["tests_writable"] and c["flags"] == [1, True, 0, 0]
     for result in (*warm, cold):
         assert "PytestDeprecationWarning" not in result.output and "asyncio" not in result.output
 

@@ -202,14 +202,16 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
         rw: dict[str, str] | None = None if container else {str(reward_dir): VERIFIER_DIR}
         res = None
         if binds_in:
-            # bound read-only: a process the agent left running cannot rewrite the tests mid-run
-            binds = {**binds, str(staged): TESTS_DIR}
+            # this trial's own copy, writable as in Terminal-Bench (tests that build into /tests:
+            # `setup.py build_ext --inplace`); bound only in the verifier's mount namespace, so a
+            # process the agent left running cannot see it, let alone rewrite the tests mid-run
+            rw = {**(rw or {}), str(staged): TESTS_DIR}
             args = plan.pytest_args or (plan.reward.pytest_args if plan.reward else None)
             if args and not same_shell:
-                harbor = {"reward": plan.reward.model_dump(), "rw_binds": rw} if plan.reward else {}
+                harbor = {"reward": plan.reward.model_dump()} if plan.reward else {}
                 res = await sandbox.run_pytest(args, timeout_s=task.test_timeout_s, env=env, extra_ro_binds=binds,
                                                remove=[TESTS_DIR], strict_cwd=plan.strict_cwd, shlvl=plan.shlvl,
-                                               **harbor)
+                                               rw_binds=rw, **harbor)
         else:
             await sandbox.copy_in(staged, TESTS_DIR)
         warm = res is not None
