@@ -4,6 +4,17 @@ mini-SWE-agent is not an agentrig dependency; install it into the venv for this 
 
     .venv/bin/python -m pip install mini-swe-agent      # measured with 2.4.6
     .venv/bin/python benchmarks/terminal_vs_mini.py [--concurrency 4] [--trials 2] [--mode native|text|both]
+    # real tasks (Terminal-Bench's tasks/, fetched at benchmark time, never committed):
+    .venv/bin/python benchmarks/terminal_vs_mini.py --tasks /tmp/tb-tasks --task-ids a,b,… --mode native
+
+With ``--tasks`` the same run also measures the **bare cost** of each trial — the task's own
+solution (``bash solution.sh``, or each ``solution.yaml`` entry) and its tests (the cold pytest
+below), in the same per-worker mount namespaces, with no harness and no model — and agentrig once
+more with ``warm_verifier = false`` (a fresh pytest per verifier, as the bare side runs the tests),
+and prints each harness's CPU per trial above that bare cost (the target: agentrig's at most a
+third of mini's). Tasks whose Dockerfile changes more than ``/app`` (``RUN apt-get``/``pip
+install``) do not fit: mini and the bare side run commands on the host, where only ``/app`` is the
+task's; choose tasks whose build leaves their tools as the host has them.
 
 Both sides play the same built-in tasks against the same scripted local endpoint, started as its
 own process (``python -m agentrig.testing.solution_endpoint``; ``--flavor mini`` for mini, which
@@ -150,7 +161,7 @@ def _helpers_rss_mb() -> float:
 
 
 async def _agentrig(work: Path, base_url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
-                    tasks: Path | None) -> dict:
+                    tasks: Path | None, build_network: str = "true", warm: bool = True) -> dict:
     from agentrig.run import experiment
     from agentrig.run.executor import Executor
     from agentrig.run.runner import close_channels, make_channels, open_run, plan
@@ -159,7 +170,7 @@ async def _agentrig(work: Path, base_url: str, mode: str, trials: int, concurren
     tasks_line = f'tasks = "{tasks}"\n' if tasks else ""
     path = work / "exp.toml"
     path.write_text(f'name = "vs-mini"\n[benchmark]\nkind = "terminal"\n{tasks_line}task_ids = {json.dumps(task_ids)}\n'
-                    f'[sandbox]\ncache_dir = "{work / "cache"}"\n'
+                    f'[sandbox]\ncache_dir = "{work / "cache"}"\nbuild_network = {build_network}\nwarm_verifier = {str(warm).lower()}\n'
                     f'[run]\ntrials = {trials}\nconcurrency = {concurrency}\ndir = "{work / "run"}"\nmax_steps = 200\n'
                     f'[channel]\nbase_url = "{base_url}"\napi_key_env = "BENCH_KEY"\nmodel = "solution"\n'
                     f'[[arms]]\nname = "bash"\nagent = {{ kind = "bash", tool_mode = "{mode}", step_limit = 200 }}\n')
@@ -186,6 +197,7 @@ async def _agentrig(work: Path, base_url: str, mode: str, trials: int, concurren
         await close_channels(channels)
         run.close()
     return {"trials": ex.stats.finished, "solved": ex.stats.successes, "seconds": elapsed, "model_calls": calls,
+            "unsolved": sorted(rec.key.task_id for rec in recs if rec.verdict.reward < 1),
             "rss_mb": _rss_mb() + helpers_mb, "workers": 1, "cpu_s": cpu, "own_cpu_s": own, "parts": parts,
             "warm_trials": warm_trials, "helpers_rss_mb": helpers_mb}
 
@@ -196,7 +208,7 @@ def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True)
 
 
-def _mini_worker(jobs, results, ready, go, base_url: str, mode: str) -> None:
+def _mini_worker(jobs, results, ready, go, base_url: str, mode: str, kind: str = "mini") -> None:
     libc = ctypes.CDLL(None, use_errno=True)  # first, while the process has one thread
     if libc.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed: run as root")
@@ -227,13 +239,21 @@ def _mini_worker(jobs, results, ready, go, base_url: str, mode: str) -> None:
         job = jobs.get()
         if job is None:
             break
-        task_id, instruction, app_src, tests_dir, scratch = job
+        task_id, instruction, app_src, tests_dir, scratch, solution = job
         started = time.perf_counter()
         trial = Path(tempfile.mkdtemp(dir=scratch))
         shutil.copytree(app_src, trial / "app", symlinks=True)
         _mount("--bind", str(trial / "app"), "/app")
         _mount("--bind", "-o", "ro", tests_dir, "/tests")
         try:
+            if kind == "bare":  # the task's own commands, as a shell would run them, then the same tests
+                for argv in solution:
+                    subprocess.run(argv, cwd="/app", stdin=subprocess.DEVNULL, capture_output=True, timeout=300,
+                                   env={**cfg["environment"]["env"], "PATH": os.environ["PATH"], "HOME": "/root"})
+                agent_s = time.perf_counter() - started
+                results.put({"task": task_id, "status": "bare", "solved": _tests_pass(), "calls": 0,
+                             "seconds": time.perf_counter() - started, "agent_s": agent_s})
+                continue
             model = model_cls(model_name="openai/solution", cost_tracking="ignore_errors",
                               model_kwargs={**cfg["model"].get("model_kwargs", {}), "api_base": base_url, "api_key": KEY,
                                             "extra_headers": {"X-Agentrig-Task": task_id, "X-Agentrig-Role": "agent"}},
@@ -242,11 +262,7 @@ def _mini_worker(jobs, results, ready, go, base_url: str, mode: str) -> None:
             agent = DefaultAgent(model, env, **agent_cfg)
             info = agent.run(instruction)
             agent_s = time.perf_counter() - started
-            verdict = subprocess.run([sys.executable, "-s", "-P", "-m", "pytest", "-p", "no:cacheprovider",
-                                      "--confcutdir=/tests", "-c", "/dev/null", "--rootdir=.", "/tests/test_outputs.py",
-                                      "-rA"], cwd="/app", capture_output=True, text=True, timeout=60,
-                                     env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
-            results.put({"task": task_id, "status": info.get("exit_status"), "solved": verdict.returncode == 0,
+            results.put({"task": task_id, "status": info.get("exit_status"), "solved": _tests_pass(),
                          "calls": agent.n_calls, "seconds": time.perf_counter() - started, "agent_s": agent_s})
         finally:
             subprocess.run(["umount", "/tests"], check=False)
@@ -255,21 +271,38 @@ def _mini_worker(jobs, results, ready, go, base_url: str, mode: str) -> None:
     results.put({"rss_mb": _rss_mb(), "cpu_s": _cpu_s() - cpu, "own_cpu_s": _cpu_s(resource.RUSAGE_SELF) - own})
 
 
+def _tests_pass() -> bool:
+    """The task's tests as agentrig's cold verifier command runs them (a fresh pytest from /app)."""
+    verdict = subprocess.run([sys.executable, "-s", "-P", "-m", "pytest", "-p", "no:cacheprovider",
+                              "--confcutdir=/tests", "-c", "/dev/null", "--rootdir=.", "/tests/test_outputs.py",
+                              "-rA"], cwd="/app", capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    return verdict.returncode == 0
+
+
+def _solution_argvs(task) -> list[list[str]]:
+    """The task's own solution as commands: its script run by bash, or each solution.yaml entry."""
+    if task.solution_script is not None:
+        return [["bash", str(task.solution_script)]]
+    return [["bash", "-c", step.command] for step in task.solution or []]
+
+
 def _mini(work: Path, base_url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
-          tasks: Path | None) -> dict:
+          tasks: Path | None, kind: str = "mini", build_network: str = "true") -> dict:
     from agentrig.bench.terminal.sandbox import SandboxSettings, build_plan
     from agentrig.bench.terminal.sandbox.build import ensure_layer
     from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
 
     loaded, _ = load_tasks(tasks or builtin_tasks_dir(), task_ids=task_ids)
-    settings = SandboxSettings(cache_dir=work / "cache")
+    settings = SandboxSettings(cache_dir=work / "cache", build_network=json.loads(build_network))
     templates = {}
     for t in loaded:  # the task's /app as its Dockerfile builds it (agentrig's build layer): not timed
         layer = asyncio.run(ensure_layer(t, build_plan(t), settings))
         templates[t.id] = (str(layer.path / "top" / "app"), str(t.tests_dir))
     ctx = mp.get_context("spawn")
     jobs, results, ready, go = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event()
-    workers = [ctx.Process(target=_mini_worker, args=(jobs, results, ready, go, base_url, mode)) for _ in range(concurrency)]
+    workers = [ctx.Process(target=_mini_worker, args=(jobs, results, ready, go, base_url, mode, kind))
+               for _ in range(concurrency)]
     for w in workers:
         w.start()
     for _ in workers:
@@ -278,7 +311,7 @@ def _mini(work: Path, base_url: str, mode: str, trials: int, concurrency: int, t
     scratch.mkdir(exist_ok=True)
     for _k in range(trials):
         for t in loaded:
-            jobs.put((t.id, t.instruction, templates[t.id][0], templates[t.id][1], str(scratch)))
+            jobs.put((t.id, t.instruction, templates[t.id][0], templates[t.id][1], str(scratch), _solution_argvs(t)))
     for _ in workers:
         jobs.put(None)
     cpu_all = _cpu_s()
@@ -299,6 +332,7 @@ def _mini(work: Path, base_url: str, mode: str, trials: int, concurrency: int, t
     for w in workers:
         w.join()
     return {"trials": len(done), "solved": sum(d["solved"] for d in done), "seconds": elapsed,
+            "unsolved": sorted(d["task"] for d in done if not d["solved"]),
             "model_calls": sum(d["calls"] for d in done), "rss_mb": sum(rss) + _rss_mb(), "workers": concurrency,
             "statuses": sorted({str(d["status"]) for d in done}),
             "cpu_s": cpu_all if _CPUACCT is not None else sum(e["cpu_s"] for e in ends),
@@ -314,10 +348,12 @@ def side(args) -> None:
     try:
         task_ids = args.task_ids.split(",")
         tasks = Path(args.tasks) if args.tasks else None
-        if args.side == "agentrig":
-            out = asyncio.run(_agentrig(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks))
+        if args.side in ("agentrig", "agentrig-cold"):
+            out = asyncio.run(_agentrig(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks,
+                                        args.build_network, warm=args.side == "agentrig"))
         else:
-            out = _mini(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks)
+            out = _mini(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks, args.side,
+                        args.build_network)
         out["cpu_method"] = "cpuacct cgroup" if _CPUACCT is not None else "rusage"
         out["cgroup"] = str(_CPUACCT) if _CPUACCT is not None else None
         print(json.dumps(out))
@@ -326,9 +362,9 @@ def side(args) -> None:
 
 
 def measure(which: str, url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
-            tasks: Path | None = None) -> dict:
+            tasks: Path | None = None, build_network: str = "true") -> dict:
     cmd = [sys.executable, __file__, "--side", which, "--base-url", url, "--mode", mode, "--trials", str(trials),
-           "--concurrency", str(concurrency), "--task-ids", ",".join(task_ids)]
+           "--concurrency", str(concurrency), "--task-ids", ",".join(task_ids), "--build-network", build_network]
     if tasks is not None:
         cmd += ["--tasks", str(tasks)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
@@ -346,11 +382,18 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=2, help="trials per task")
     ap.add_argument("--mode", choices=["native", "text", "both"], default="both")
     ap.add_argument("--steps", type=int, default=30, help="commands in the per-step task (concurrency 1)")
-    ap.add_argument("--side", choices=["agentrig", "mini"], help=argparse.SUPPRESS)
+    ap.add_argument("--side", choices=["agentrig", "agentrig-cold", "mini", "bare"], help=argparse.SUPPRESS)
     ap.add_argument("--base-url", help=argparse.SUPPRESS)
-    ap.add_argument("--task-ids", default=",".join(TASK_IDS), help=argparse.SUPPRESS)
-    ap.add_argument("--tasks", help=argparse.SUPPRESS)
+    ap.add_argument("--tasks", help="a directory of real tasks (e.g. Terminal-Bench's tasks/, fetched; default: the "
+                                    "built-in tasks); then the bare cost is measured too, and no per-step figure")
+    ap.add_argument("--task-ids", help="comma-separated task ids (default: 8 built-in tasks; with --tasks: all)")
+    ap.add_argument("--build-network", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.build_network is None:  # real tasks' RUN pip/apt steps reach the registries with the host's settings
+        args.build_network = '"host-settings"' if args.tasks else "true"
+    if args.task_ids is None and not args.side:
+        args.task_ids = ",".join(TASK_IDS) if not args.tasks else ",".join(sorted(
+            p.name for p in Path(args.tasks).iterdir() if (p / "task.yaml").is_file() or (p / "task.toml").is_file()))
     if args.side:
         return side(args)
     try:
@@ -363,20 +406,33 @@ def main() -> None:
           f"{platform.system()} {platform.release()}; load average {os.getloadavg()[0]:.2f}; "
           f"mini-swe-agent {minisweagent.__version__}")
     scratch = Path(tempfile.mkdtemp(prefix="agentrig-vs-mini-"))
-    servers = {f: start_endpoint(f, None) for f in ("agentrig", "mini")}
-    step_servers = {f: start_endpoint(f, scratch) for f in ("agentrig", "mini")}
+    tasks = Path(args.tasks).resolve() if args.tasks else None
+    task_ids = args.task_ids.split(",")
+    servers = {f: start_endpoint(f, tasks) for f in ("agentrig", "mini")}
+    step_servers = {f: start_endpoint(f, scratch) for f in ("agentrig", "mini")} if tasks is None else {}
     steps_task(scratch, args.steps)
     try:
         modes = ["native", "text"] if args.mode == "both" else [args.mode]
         rows = []
         for mode in modes:
             for which in ("agentrig", "mini"):
-                r = measure(which, servers[which][1], mode, args.trials, args.concurrency, TASK_IDS)
-                steps = [measure(which, step_servers[which][1], mode, 1, 1, ["many-steps"], scratch) for _ in range(3)]
-                per_step = statistics.median(x["seconds"] / max(1, x["model_calls"]) * 1000 for x in steps)
+                r = measure(which, servers[which][1], mode, args.trials, args.concurrency, task_ids, tasks,
+                            args.build_network)
+                if tasks is None:
+                    steps = [measure(which, step_servers[which][1], mode, 1, 1, ["many-steps"], scratch) for _ in range(3)]
+                    per_step = statistics.median(x["seconds"] / max(1, x["model_calls"]) * 1000 for x in steps)
+                else:
+                    per_step = float("nan")
                 rows.append((mode, which, r, per_step))
-        print(f"\n{len(TASK_IDS)} built-in tasks × {args.trials} trials, concurrency {args.concurrency}; "
-              f"per step: one trial of {args.steps} commands at concurrency 1 (median of 3)")
+        bare = cold = None
+        if tasks is not None:  # the bare cost, and agentrig with a fresh pytest per verifier as the bare side runs it
+            bare = measure("bare", "-", "native", args.trials, args.concurrency, task_ids, tasks, args.build_network)
+            cold = {m: measure("agentrig-cold", servers["agentrig"][1], m, args.trials, args.concurrency, task_ids, tasks,
+                               args.build_network) for m in modes}
+        what = f"{len(task_ids)} tasks of {tasks}" if tasks else f"{len(task_ids)} built-in tasks"
+        print(f"\n{what} × {args.trials} trials, concurrency {args.concurrency}; "
+              + (f"per step: one trial of {args.steps} commands at concurrency 1 (median of 3)" if tasks is None else
+                 "bare: the task's own solution and tests, no harness, in the same run"))
         head = f"{'mode':<7}{'harness':<10}{'trials':>7}{'solved':>7}{'seconds':>9}{'trials/s':>10}{'CPU s/trial':>12}" \
                f"{'peak RSS MB':>13}{'ms/step':>9}{'ratio':>7}"
         print(head + "\n" + "-" * len(head))
@@ -393,6 +449,22 @@ def main() -> None:
             print(f"  {mode:<7}{which:<10}" + "  ".join(f"{k} {v:.3f}" for k, v in r["parts"].items())
                   + f"  | CPU s/trial: harness process(es) {r['own_cpu_s'] / r['trials']:.3f}, "
                     f"subprocesses {(r['cpu_s'] - r['own_cpu_s']) / r['trials']:.3f}")
+        if bare is not None:
+            base = bare["cpu_s"] / max(1, bare["trials"])
+            print(f"\nbare cost (the task's solution and tests, no harness): {base:.2f} CPU s/trial, "
+                  f"{bare['solved']}/{bare['trials']} solved")
+            print(f"  unsolved: bare {bare['unsolved']}, " + ", ".join(
+                f"{w} ({m}) {r['unsolved']}" for m, w, r, _ in rows) + ", " + ", ".join(
+                f"agentrig-cold ({m}) {r['unsolved']}" for m, r in cold.items()))
+            for mode in modes:
+                over = {w: r["cpu_s"] / max(1, r["trials"]) - base for m, w, r, _ in rows if m == mode}
+                over["agentrig-cold"] = cold[mode]["cpu_s"] / max(1, cold[mode]["trials"]) - base
+                print(f"  {mode}: CPU s per trial above the bare cost — mini {over['mini']:.3f}; agentrig "
+                      f"{over['agentrig']:.3f} (warm verifier), {over['agentrig-cold']:.3f} (a fresh pytest per "
+                      f"verifier, as the bare side runs the tests)")
+                for which in ("agentrig", "agentrig-cold"):
+                    ratio = over[which] / over["mini"] if over["mini"] > 0 else float("inf")
+                    print(f"    {which}: {ratio:.2f} of mini's ({'within' if ratio <= 1 / 3 else 'ABOVE'} the one-third target)")
         print(f"\nCPU measured with: {rows[0][2].get('cpu_method', 'rusage')}")
         print("agentrig: bwrap sandbox per trial (own mount/pid/net namespaces, overlay layer); verifier: the warm "
               "verifier (pytest forked into the sandbox) for plain-pytest tasks, else a fresh process; peak RSS includes "
