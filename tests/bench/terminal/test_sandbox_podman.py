@@ -4,6 +4,7 @@ missing, except in CI (env CI=true), where missing tools fail the test."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -236,3 +237,33 @@ async def test_a_failed_build_is_not_retried_by_the_other_trials_of_the_run(tmp_
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
     assert not [t for t in owned_images(os.getpid()) if "broken-build" in t]  # no image of a failed build
+
+
+def test_images_rm_removes_the_root_and_the_images_imported_from_it(tmp_path, monkeypatch, base_image):
+    """`agentrig images rm REF`: the root's directory and every podman image labelled as imported
+    from it go; images imported from other roots stay (a root and two images made for the test)."""
+    from agentrig.bench.terminal.sandbox.container_images import BASE_LABEL
+
+    monkeypatch.setenv("AGENTRIG_IMAGES_DIR", str(tmp_path / "images"))
+    key, other = f"test{os.getpid()}a", f"test{os.getpid()}b"
+    root = tmp_path / "images" / key
+    (root / "root").mkdir(parents=True)
+    (root / "meta.json").write_text(json.dumps({"key": key, "recipe": {"ref": "debian:agentrig-test", "suite": "bookworm"}}))
+    (tmp_path / "empty").mkdir()
+    made = []
+    for label, name in ((key, f"localhost/agentrig-rm-test-a:{os.getpid()}"), (other, f"localhost/agentrig-rm-test-b:{os.getpid()}")):
+        tar = subprocess.run(["tar", "-C", str(tmp_path / "empty"), "-c", "."], capture_output=True, check=True).stdout
+        subprocess.run([*engine_cli("podman"), "import", "-q", "--change", f"LABEL {BASE_LABEL}={label}", "-", name],
+                       input=tar, capture_output=True, check=True)
+        made.append(name)
+    try:
+        from .run_support import agentrig
+
+        done = agentrig("images", "rm", "debian:agentrig-test")
+        assert done.returncode == 0, done.stderr
+        assert f"removed {key}" in done.stdout and "removed the podman image" in done.stdout, done.stdout
+        assert not root.exists()
+        assert podman("image", "exists", made[0]).returncode != 0 and podman("image", "exists", made[1]).returncode == 0
+    finally:
+        for name in made:
+            podman("rmi", name)
