@@ -259,9 +259,11 @@ def test_images_rm_removes_the_root_and_the_images_imported_from_it(tmp_path, mo
     try:
         from .run_support import agentrig
 
+        listed = agentrig("images", "list")
+        assert f"imported into podman as {made[0]}" in listed.stdout, listed.stdout
         done = agentrig("images", "rm", "debian:agentrig-test")
         assert done.returncode == 0, done.stderr
-        assert f"removed {key}" in done.stdout and "removed the podman image" in done.stdout, done.stdout
+        assert f"removed {key}" in done.stdout and f"removed the podman image {made[0]}" in done.stdout, done.stdout
         assert not root.exists()
         assert podman("image", "exists", made[0]).returncode != 0 and podman("image", "exists", made[1]).returncode == 0
     finally:

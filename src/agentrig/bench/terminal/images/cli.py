@@ -62,9 +62,12 @@ def list_cmd() -> None:
     if not rows:
         typer.echo("no base images built yet (agentrig images build REF)")
         return
+    imported = _imported()
     for meta in rows:
         recipe = meta["recipe"]
         typer.echo(f"{meta['key']}  {recipe['ref']}  Debian {recipe['suite']}  built in {meta.get('build_s', '?')} s  {meta['path']}")
+        for engine, name in imported.get(meta["key"], []):
+            typer.echo(f"    imported into {engine} as {name}")
 
 
 @app.command("rm")
@@ -80,9 +83,23 @@ def rm(selector: str = typer.Argument(None, help="a ref, key or directory name; 
         _fail(f"no built base image matches {selector!r} (see `agentrig images list`)")
     for name in removed:
         typer.echo(f"removed {name}")
-    for engine, ident in imported:
-        typer.echo(f"removed the {engine} image {ident[:12]} imported from it")
+    for engine, name in imported:
+        typer.echo(f"removed the {engine} image {name} imported from it")
     sys.stdout.flush()
+
+
+def _imported() -> dict[str, list[tuple[str, str]]]:
+    """Recipe key -> (engine, image name) of the images imported into podman/docker from roots."""
+    import shutil
+
+    from ..sandbox.container_images import imported_images
+
+    out: dict[str, list[tuple[str, str]]] = {}
+    for engine in ("podman", "docker"):
+        if shutil.which(engine):
+            for key, name in imported_images(engine):
+                out.setdefault(key, []).append((engine, name))
+    return out
 
 
 def _remove_imported(keys: set[str]) -> list[tuple[str, str]]:
@@ -94,5 +111,5 @@ def _remove_imported(keys: set[str]) -> list[tuple[str, str]]:
     out = []
     for engine in ("podman", "docker"):
         if shutil.which(engine):
-            out += [(engine, ident) for key in sorted(keys) for ident in remove_imported(engine, key)]
+            out += [(engine, name) for key in sorted(keys) for name in remove_imported(engine, key)]
     return out

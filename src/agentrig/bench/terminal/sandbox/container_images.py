@@ -127,16 +127,25 @@ def import_base(ref: str, engine: str, progress: Callable[[str], None] | None = 
         os.close(fd)
 
 
-def remove_imported(engine: str, key: str) -> list[str]:
-    """Remove the images imported into `engine` from the root with recipe key `key`."""
+def imported_images(engine: str) -> list[tuple[str, str]]:
+    """(recipe key, image name) of every image imported into `engine` from a root (none when the
+    engine does not answer)."""
     cli = engine_cli(engine)
-    out = subprocess.run([*cli, "images", "--filter", f"label={BASE_LABEL}={key}", "--format", "{{.ID}}"],
-                         capture_output=True, text=True, timeout=60)
-    removed = []
-    for ident in sorted(set(out.stdout.split())) if out.returncode == 0 else []:
-        if subprocess.run([*cli, "rmi", "-f", ident], capture_output=True, timeout=120).returncode == 0:
-            removed.append(ident)
-    return removed
+    fmt = f'{{{{index .Labels "{BASE_LABEL}"}}}} {{{{.Repository}}}}:{{{{.Tag}}}}'
+    try:
+        out = subprocess.run([*cli, "images", "--filter", f"label={BASE_LABEL}", "--format", fmt],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = [tuple(line.split(" ", 1)) for line in out.stdout.splitlines() if " " in line] if out.returncode == 0 else []
+    return sorted((key, name) for key, name in rows if not name.startswith("<none>"))
+
+
+def remove_imported(engine: str, key: str) -> list[str]:
+    """Remove the images imported into `engine` from the root with recipe key `key`; their names."""
+    cli = engine_cli(engine)
+    return [name for k, name in imported_images(engine)
+            if k == key and subprocess.run([*cli, "rmi", name], capture_output=True, timeout=120).returncode == 0]
 
 
 async def ensure_bases(engine: str, dockerfile_text: str, *, host_settings: bool = False) -> None:
