@@ -93,6 +93,9 @@ def test_a_fetch_that_cannot_reach_its_host_is_needs_network_naming_it(tmp_path)
     row = asyncio.run(audit_task(load_task(tmp_path / "solution-fetch"), settings))
     assert row.status == "broken" and "its solution could not reach solution.unreachable.invalid" in row.reason
     assert network_failure("Successfully installed pillow-11.2.1\n") is None
+    quiet = "/bin/sh -c wget -q https://mirror.unreachable.invalid/alpine.iso -O /app/a.iso"
+    assert network_failure("", quiet, 4) == "could not reach mirror.unreachable.invalid: wget exited 4 (network failure)"
+    assert network_failure("", "/bin/sh -c make all", 4) is None  # exit 4 of another program says nothing
     assert network_failure("ERROR: Could not find a version that satisfies the requirement x") is None
     assert network_failure("Could not fetch URL https://pypi.org/simple/x/: There was a problem") == \
         "could not reach pypi.org: Could not fetch URL https://pypi.org/simple/x/: There was a problem"

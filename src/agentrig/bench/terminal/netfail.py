@@ -48,13 +48,25 @@ def hosts_in(text: str) -> list[str]:
     return found
 
 
-def network_failure(output: str, command: str = "") -> str | None:
+# a quiet fetch (wget -q, curl -s) says nothing: its exit status does — when the command is that fetch
+_QUIET_EXITS = {"wget": {4: "wget exited 4 (network failure)"},
+                "curl": {6: "curl exited 6 (could not resolve host)", 7: "curl exited 7 (failed to connect)",
+                         28: "curl exited 28 (timed out)", 35: "curl exited 35 (TLS handshake failed)"}}
+
+
+def network_failure(output: str, command: str = "", exit_code: int | None = None) -> str | None:
     """'could not reach HOST[, HOST]: <the tool's line>' when the output shows a fetch that failed
-    to reach its host, else None. The hosts come from the failing line, else from the command."""
+    to reach its host (or, for a silent wget/curl command, its exit status says so), else None.
+    The hosts come from the failing line, else from the command."""
     for line in output.splitlines():
         if _FAILURES.search(line):
             quoted = line.strip()[:200]
             hosts = hosts_in(line) or hosts_in(command)
             where = ", ".join(hosts[:3]) if hosts else "its host"
             return f"could not reach {where}: {quoted}"
+    if exit_code is not None:
+        for tool, codes in _QUIET_EXITS.items():
+            if exit_code in codes and re.search(rf"(^|[\s;&|(]){tool}\s", command):
+                hosts = hosts_in(command)
+                return f"could not reach {', '.join(hosts[:3]) if hosts else 'its host'}: {codes[exit_code]}"
     return None

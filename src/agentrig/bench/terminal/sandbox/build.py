@@ -143,7 +143,7 @@ async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, sett
             what = "timed out" if result.timed_out else f"exited {result.exit_code}"
             exclusion = "needs_network" if (not network and step.uses_network()) else None
             text = result.output[-2000:]
-            unreached = network_failure(result.output, " ".join(step.argv)) if step.op == "RUN" else None
+            unreached = network_failure(result.output, " ".join(step.argv), result.exit_code) if step.op == "RUN" else None
             if network and unreached:  # it had the network, and could not reach what it fetches
                 raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}: it {unreached}\n{text}",
                                      exclusion="needs_network")
