@@ -92,6 +92,14 @@ def test_a_fetch_that_cannot_reach_its_host_is_needs_network_naming_it(tmp_path)
     assert "could not reach files.unreachable.invalid: curl: (6) Could not resolve host" in row.reason
     row = asyncio.run(audit_task(load_task(tmp_path / "solution-fetch"), settings))
     assert row.status == "broken" and "its solution could not reach solution.unreachable.invalid" in row.reason
+    # a build script that goes on after its fetch failed (TB's sanitize-git-repo: `git clone` in a
+    # setup.sh without `set -e`): the layer lacks the data, and the broken oracle's reason says why
+    write_task(tmp_path, "silent", dockerfile="FROM ubuntu:24.04\nWORKDIR /app\n"
+               "RUN curl -fsS https://data.unreachable.invalid/repo.tar -o /app/repo.tar; echo carrying on\n",
+               solution="#!/bin/bash\ntar -xf /app/repo.tar && echo ok > /app/out.txt\n")
+    row = asyncio.run(audit_task(load_task(tmp_path / "silent"), settings))
+    assert row.status == "broken"
+    assert "its build Dockerfile line 3: could not reach data.unreachable.invalid" in row.reason
     assert network_failure("Successfully installed pillow-11.2.1\n") is None
     quiet = "/bin/sh -c wget -q https://mirror.unreachable.invalid/alpine.iso -O /app/a.iso"
     assert network_failure("", quiet, 4) == "could not reach mirror.unreachable.invalid: wget exited 4 (network failure)"

@@ -81,6 +81,9 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
     commands = {c.id: str(c.arguments.get("command", "")) for m in record.trajectory.messages for c in m.tool_calls or []}
     unreached = next((why for m in record.trajectory.messages if m.role == "tool" and isinstance(m.content, str)
                       for why in [network_failure(m.content, commands.get(m.tool_call_id or "", ""))] if why), None)
+    built = next((e.data.get("detail") for e in record.trajectory.events if e.kind == "build_unreached"), None)
+    if built and not unreached:
+        unreached = f"build {built}"
     return AgentOutcome(reward=v.reward if v.valid else None, valid=v.valid, termination=v.termination,
                         failure_mode=notes.get("failure_mode"), detail=v.invalid_cause or notes.get("detail"),
                         duration_s=record.duration_s, unreached=unreached)
@@ -117,7 +120,8 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
         cause = oracle.detail if not oracle.valid else noop.detail
         return TaskAudit(**base, status="error", reason=f"the sandbox failed: {cause}", oracle=oracle, noop=noop)
     if (oracle.reward or 0.0) < 1.0:
-        unreached = f"; its solution {oracle.unreached}" if oracle.unreached else ""
+        unreached = (f"; its {oracle.unreached}" if oracle.unreached.startswith("build ") else
+                     f"; its solution {oracle.unreached}") if oracle.unreached else ""
         return TaskAudit(**base, status="broken", reason=f"the oracle does not pass ({oracle.failure_mode}"
                          f"{': ' + oracle.detail.splitlines()[0] if oracle.detail else ''})"
                          + (f" on a stand-in base: {substituted}" if substituted else "") + unreached,

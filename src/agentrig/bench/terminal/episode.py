@@ -228,6 +228,8 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
                 mode = exc.exclusion or "broken_task"
                 ctx.event("sandbox", "build_failed", exclusion=exc.exclusion, detail=str(exc)[-2000:])
                 return _not_runnable(mode, mode, str(exc))
+            for why in getattr(box, "build_unreached", None) or []:  # the image lacks what its build could not fetch
+                ctx.event("sandbox", "build_unreached", detail=why[:500])
             session = TerminalSession(ctx, task, box, settings, [build_plugin(p, ctx) for p in plugins or []])
             agent_impl = build_terminal_agent(agent, session)
 

@@ -93,6 +93,8 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
                                    output_limit=settings.output_limit, keep=settings.keep,
                                    build_network=settings.build_network, build_timeout_s=settings.build_timeout_s)
     await sandbox.start()
+    if settings.kind == "bwrap":
+        sandbox.build_unreached = layer.unreached  # what the build could not fetch (the trial records it)
     return sandbox
 
 

@@ -32,7 +32,7 @@ from .base import SandboxError, SandboxSettings, TaskBuildError
 from .bwrap import HOST_DIRS, SPECIAL, BwrapSandbox, remove_tree
 from .hostsettings import MOUNT, host_settings_binds
 
-LAYER_FORMAT = "1"
+LAYER_FORMAT = "2"  # 2: meta.json records what the build could not reach
 CONTEXT_MOUNT = "/.agentrig-build-context"
 
 
@@ -42,6 +42,7 @@ class Layer(BaseModel):
     workdir: str
     env: dict[str, str]
     built: bool  # True: built by this call; False: taken from the cache
+    unreached: list[str] = []  # steps that succeeded although a fetch in them could not reach its host
 
 
 def host_fingerprint() -> str:
@@ -129,7 +130,11 @@ def _is_archive(path: Path) -> bool:
         return False
 
 
-async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, settings: SandboxSettings, network: bool) -> None:
+async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, settings: SandboxSettings,
+                     network: bool) -> list[str]:
+    """Play the steps; returns what the RUN steps that succeeded could not reach (a script that
+    goes on after a failed `git clone`): the layer is then missing what they fetch."""
+    unreached: list[str] = []
     for step in plan.steps:
         if step.op == "WORKDIR":
             result = await sandbox.exec(["mkdir", "-p", step.dest], 60, cwd="/")
@@ -148,6 +153,9 @@ async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, sett
                 raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}: it {unreached}\n{text}",
                                      exclusion="needs_network")
             raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}:\n{text}", exclusion=exclusion)
+        if step.op == "RUN" and (why := network_failure(result.output, " ".join(step.argv))):
+            unreached.append(f"Dockerfile line {step.line}: {why}")
+    return unreached
 
 
 HOST_SETTINGS_MOUNT = MOUNT
@@ -178,6 +186,7 @@ async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings, ba
         _skeleton(staging / "top", workdir, base_root)
         env = {**(base.env if base is not None else {}), **plan.env}
         needs_sandbox = any(s.op in ("RUN", "COPY", "ADD", "WORKDIR") for s in plan.steps)
+        unreached: list[str] = []
         if needs_sandbox:
             network = bool(settings.build_network if settings.network is None else (settings.network or settings.build_network))
             binds, build_env = {str(context): CONTEXT_MOUNT}, dict(base.env if base is not None else {})
@@ -191,7 +200,7 @@ async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings, ba
             try:
                 await sandbox.start()
                 await sandbox.exec(["mkdir", "-p", workdir], 60, cwd="/")
-                await _run_steps(sandbox, plan, context, settings, network)
+                unreached = await _run_steps(sandbox, plan, context, settings, network)
             except BaseException:
                 await sandbox.close()
                 remove_tree(staging)
@@ -201,7 +210,7 @@ async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings, ba
         (staging / "meta.json").write_text(json.dumps({
             "key": key, "workdir": workdir, "env": env, "base": plan.base,
             "base_root": str(base_root) if base_root is not None else None,
-            "built_at": time.time(), "steps": len(plan.steps),
+            "built_at": time.time(), "steps": len(plan.steps), "unreached": unreached,
         }, indent=2))
         os.rename(staging, final)
         return _load(final, built=True)
@@ -228,7 +237,8 @@ def _load(path: Path, *, built: bool) -> Layer:
         meta = json.loads((path / "meta.json").read_text())
     except (OSError, ValueError) as exc:
         raise SandboxError(f"the build cache entry {path} is damaged ({exc}); delete it") from None
-    return Layer(path=path, key=meta["key"], workdir=meta["workdir"], env=meta.get("env", {}), built=built)
+    return Layer(path=path, key=meta["key"], workdir=meta["workdir"], env=meta.get("env", {}), built=built,
+                 unreached=meta.get("unreached", []))
 
 
 async def _lock(path: Path) -> int:
