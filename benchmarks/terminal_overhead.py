@@ -14,6 +14,11 @@
   transaction per trial), after the layers were built by the selection's build check.
 
     .venv/bin/python benchmarks/terminal_overhead.py [--trials 40] [--commands 200] [--oracle-trials 4]
+    .venv/bin/python benchmarks/terminal_overhead.py --sandbox podman [--trials 10] [--commands 50]
+
+``--sandbox podman``: the same figures for the podman sandbox (a container per trial on the task's
+image, built once per process; no raw-bwrap rows); the bare command is then a ``podman exec`` into
+an idle container of the same image, the figure a harness that execs each command pays at least.
 """
 
 from __future__ import annotations
@@ -106,14 +111,32 @@ def raw_bwrap(n: int, upper_dirs: bool) -> list[float]:
     return times
 
 
-async def oracle_rate(work: Path, trials: int, concurrency: int = 4) -> tuple[int, int, float]:
+async def bare_exec(task: TerminalTask, settings: SandboxSettings, n: int) -> list[float]:
+    """``podman exec CONTAINER bash -lc true`` into an idle container of the task's image."""
+    from agentrig.bench.terminal.sandbox.engine import engine_cli
+
+    sandbox = await open_sandbox(task, settings)  # its container: the image, limits and network of a trial
+    try:
+        cli = [*engine_cli(settings.kind), "exec", sandbox.name, "bash", "-lc", "true"]
+        times = []
+        for _ in range(n + 5):
+            started = time.perf_counter()
+            subprocess.run(cli, check=True, stdin=subprocess.DEVNULL)
+            times.append(time.perf_counter() - started)
+        return times[5:]
+    finally:
+        await sandbox.close()
+
+
+async def oracle_rate(work: Path, trials: int, concurrency: int = 4, kind: str = "bwrap") -> tuple[int, int, float]:
     """(trials played, trials resolved, seconds) of the oracle on every built-in task."""
     from agentrig.run import experiment
     from agentrig.run.executor import Executor
     from agentrig.run.runner import close_channels, make_channels, open_run, plan
 
     path = work / "oracle.toml"
-    path.write_text(f'name = "oracle-rate"\n[benchmark]\nkind = "terminal"\n[sandbox]\ncache_dir = "{work / "cache"}"\n'
+    path.write_text(f'name = "oracle-rate"\n[benchmark]\nkind = "terminal"\n[sandbox]\nkind = "{kind}"\n'
+                    f'cache_dir = "{work / "cache"}"\n'
                     f'[run]\ntrials = {trials}\nconcurrency = {concurrency}\ndir = "{work / "run"}"\n'
                     '[[arms]]\nname = "oracle"\nagent = { kind = "oracle" }\n')
     r = experiment.load(path)  # selects the tasks and builds their layers (cached)
@@ -136,6 +159,7 @@ async def main() -> None:
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--commands", type=int, default=200)
     parser.add_argument("--oracle-trials", type=int, default=4, help="trials per built-in task for the oracle rate")
+    parser.add_argument("--sandbox", choices=["bwrap", "podman"], default="bwrap")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="agentrig-terminal-bench-"))
     try:
@@ -144,9 +168,12 @@ async def main() -> None:
         (task_dir / "data.txt").write_text("x\n")
         (task_dir / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\nCOPY data.txt ./\nRUN echo ok > /built\n")
         task = TerminalTask(id="bench", path=task_dir, format="tb1", instruction="bench", dockerfile=task_dir / "Dockerfile")
-        base = SandboxSettings(cache_dir=work / "cache")
+        base = SandboxSettings(cache_dir=work / "cache", kind=args.sandbox)
         print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, "
-              f"{platform.system()} {platform.release()}, euid {os.geteuid()}")
+              f"{platform.system()} {platform.release()}, euid {os.geteuid()}; load average {os.getloadavg()[0]:.2f}")
+        if args.sandbox != "bwrap":
+            await _container_figures(task, base, args, work)
+            return
         tmp_ov = raw_bwrap(args.trials, upper_dirs=False)
         upper = raw_bwrap(args.trials, upper_dirs=True)
         print(f"raw bwrap start+kill, --tmp-overlay per dir : median {_ms(tmp_ov):6.1f} ms")
@@ -167,6 +194,21 @@ async def main() -> None:
               f"({played} trials, {solved} resolved, {seconds:.1f} s)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+async def _container_figures(task: TerminalTask, base: SandboxSettings, args, work: Path) -> None:
+    trials = await start_teardown(task, base, args.trials)
+    print(f"{base.kind} sandbox start + teardown (image built) : median {_ms(trials):7.1f} ms  "
+          f"p90 {statistics.quantiles(trials, n=10)[-1] * 1000:7.1f} ms")
+    bare = await bare_exec(task, base, args.commands)
+    print(f"bare {base.kind} exec bash -lc true              : median {_ms(bare):7.2f} ms")
+    for shell in ("stateless", "persistent"):
+        times = await per_command(task, base.model_copy(update={"shell": shell}), args.commands)
+        print(f"sandbox.run('true'), {shell:<10}             : median {_ms(times):7.2f} ms  "
+              f"over a bare exec {_ms(times) - _ms(bare):+7.2f} ms")
+    played, solved, seconds = await oracle_rate(work, args.oracle_trials, kind=base.kind)
+    print(f"oracle on the built-in tasks, concurrency 4 : {played / seconds:6.2f} trials/s  "
+          f"({played} trials, {solved} resolved, {seconds:.1f} s; the task images built in the first trials)")
 
 
 if __name__ == "__main__":
