@@ -203,11 +203,8 @@ app.add_typer(channel_app, name="channel", help="Write the channel as another cl
 app.command("audit", context_settings=AUDIT_SETTINGS, add_help_option=False)(audit_command)
 from .benchmark import command_groups  # noqa: E402
 
-for _name, _group in command_groups().items():  # each benchmark's own groups (τ²: data; AppWorld: appworld)
+for _name, _group in command_groups().items():  # each benchmark's own groups (τ²: data; terminal: images; AppWorld: appworld)
     app.add_typer(_group, name=_name)
-from .bench.terminal.images.cli import app as images_app  # noqa: E402
-
-app.add_typer(images_app, name="images", help="Build, list and remove the base images (roots built from packages) terminal tasks run on.")
 
 
 def main() -> None:

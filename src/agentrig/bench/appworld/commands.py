@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -127,6 +126,8 @@ def _world_check(python: Path, root: Path) -> dict:
             pool.close()
 
     try:
+        import asyncio
+
         return asyncio.run(probe())
     except (WorkerError, EngineError) as exc:
         return {"check": "world", "ok": False, "detail": f"task {first} did not open: {exc}",
@@ -201,6 +202,8 @@ def audit_command(data: Optional[str] = DataOpt,
         finally:
             pool.close()
         return rows
+
+    import asyncio
 
     try:
         rows = asyncio.run(audit())

@@ -14,8 +14,26 @@ Public API (stable; the bwrap and docker/podman sandboxes use it):
 - ``list_roots()``, ``remove_roots(selector)``, ``images_dir()`` — for ``agentrig images``.
 """
 
-from .builder import ensure_base_root, images_dir, list_roots, mmdebstrap_binary, remove_roots, root_path
-from .recipes import BaseRecipe, resolve_base
 
-__all__ = ["BaseRecipe", "ensure_base_root", "images_dir", "list_roots", "mmdebstrap_binary", "remove_roots",
-           "resolve_base", "root_path"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .builder import ensure_base_root, images_dir, list_roots, mmdebstrap_binary, remove_roots, root_path
+    from .recipes import BaseRecipe, resolve_base
+
+# imported on first use: `agentrig images` is mounted at every start of the CLI, the builder (and the
+# sandbox and Dockerfile code under it) only when a command or a sandbox asks for it
+_EXPORTS = {"ensure_base_root": "builder", "images_dir": "builder", "list_roots": "builder",
+            "mmdebstrap_binary": "builder", "remove_roots": "builder", "root_path": "builder",
+            "BaseRecipe": "recipes", "resolve_base": "recipes"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

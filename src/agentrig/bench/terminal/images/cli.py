@@ -7,10 +7,8 @@ from pathlib import Path
 
 import typer
 
-from ..sandbox.base import SandboxError
-from . import ensure_base_root, list_roots, remove_roots, resolve_base
-
-app = typer.Typer(help="Base images for terminal tasks: roots built from Debian packages, cached.", no_args_is_help=True)
+app = typer.Typer(help="Build, list and remove the base images (roots built from packages) terminal tasks run on.",
+                  no_args_is_help=True)
 
 
 def _fail(message: str) -> None:
@@ -24,6 +22,9 @@ def build(refs: list[str] = typer.Argument(..., help="image references, e.g. pyt
           import_to: str = typer.Option(None, "--import", metavar="podman|docker",
                                         help="also import the root into this engine under the image's name, so a FROM resolves locally")) -> None:
     """Build (or find in the cache) the base root for each image reference."""
+    from ..sandbox.base import SandboxError
+    from . import ensure_base_root, resolve_base
+
     if import_to is not None and import_to not in ("podman", "docker"):
         _fail(f"--import {import_to!r}: the engine is podman or docker")
     if import_to is not None:
@@ -58,6 +59,8 @@ def build(refs: list[str] = typer.Argument(..., help="image references, e.g. pyt
 @app.command("list")
 def list_cmd() -> None:
     """The built base roots."""
+    from . import list_roots
+
     rows = list_roots()
     if not rows:
         typer.echo("no base images built yet (agentrig images build REF)")
@@ -74,6 +77,8 @@ def list_cmd() -> None:
 def rm(selector: str = typer.Argument(None, help="a ref, key or directory name; omit with --all"),
        all_: bool = typer.Option(False, "--all", help="remove every built base root")) -> None:
     """Remove built base roots."""
+    from . import list_roots, remove_roots
+
     if selector is None and not all_:
         _fail("name a base image (ref, key or directory) or pass --all")
     keys = {m["key"] for m in list_roots() if all_ or selector in (m["recipe"]["ref"], m["key"], Path(m["path"]).name)}
