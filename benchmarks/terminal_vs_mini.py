@@ -367,13 +367,14 @@ def measure(which: str, url: str, mode: str, trials: int, concurrency: int, task
            "--concurrency", str(concurrency), "--task-ids", ",".join(task_ids), "--build-network", build_network]
     if tasks is not None:
         cmd += ["--tasks", str(tasks)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        raise SystemExit(f"{which} side failed:\n{done.stderr[-3000:]}")
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    if out.get("cgroup"):
-        _remove_cgroup(Path(out["cgroup"]))
-    return out
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=1800)
+    finally:  # the side's cpuacct cgroup (named by its pid) goes also when the side failed
+        _remove_cgroup(Path("/sys/fs/cgroup/cpuacct") / f"agentrig-vs-mini-{proc.pid}")
+    if proc.returncode != 0:
+        raise SystemExit(f"{which} side failed:\n{stderr[-3000:]}")
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
