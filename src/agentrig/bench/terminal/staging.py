@@ -80,7 +80,8 @@ def verifier_python() -> tuple[str, dict[str, str]]:
     else:  # a system Python: bind only what it is made of, not all of /usr
         paths = sysconfig.get_paths()
         binds += [os.path.realpath(sys.executable), paths["stdlib"], paths["platstdlib"],
-                  paths["purelib"], paths["platlib"]]
+                  paths["purelib"], paths["platlib"],
+                  paths["include"], paths["platinclude"]]  # Python.h: tests that build a C extension
         if sysconfig.get_config_var("Py_ENABLE_SHARED"):
             lib = Path(sysconfig.get_config_var("LIBDIR") or "") / (sysconfig.get_config_var("LDLIBRARY") or "")
             if lib.exists():

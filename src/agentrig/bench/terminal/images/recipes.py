@@ -23,7 +23,8 @@ SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
 DEFAULT_SUITE = "bookworm"  # the suite this machine's Debian mirror serves; ubuntu and bare python tags map to it
 UBUNTU_NAMES = {"20.04": "focal", "22.04": "jammy", "24.04": "noble", "24.10": "oracular", "25.04": "plucky"}
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-PYTHON_PACKAGES = ["python3", "python3-pip", "python3-venv", "python-is-python3", "ca-certificates", "netbase"]
+# the official python images ship the interpreter's headers (Python.h): tests build C extensions with them
+PYTHON_PACKAGES = ["python3", "python3-pip", "python3-venv", "python3-dev", "python-is-python3", "ca-certificates", "netbase"]
 BUILDPACK_PACKAGES = ["git", "curl", "wget", "build-essential", "procps", "openssh-client", "xz-utils", "unzip"]
 TB_PACKAGES = ["tmux", "asciinema"]
 TB_PREFIX = "ghcr.io/laude-institute/t-bench/"

@@ -56,7 +56,7 @@ def host_fingerprint() -> str:
 
 def layer_key(plan: BuildPlan, context_dir: Path, workdir: str, base_key: str | None = None) -> str:
     digest = hashlib.sha256(plan.content_hash(context_dir).encode())
-    digest.update(f"{workdir}|{base_key or host_fingerprint()}".encode())
+    digest.update(f"{workdir}|{base_key or host_fingerprint()}|{LAYER_FORMAT}".encode())  # the format: on a built root too
     return digest.hexdigest()[:32]
 
 
