@@ -20,8 +20,9 @@ import pytest
 from agentrig.bench.tau.data import load_tasks
 from agentrig.run.outages import stored as stored_outages
 from agentrig.store.store import Store
+from agentrig.testing.killed_run import valid_count
 
-from tests.integration.test_gold_runs import KEY_ENV, GoldServer, _agentrig, _env, _stored, assert_no_key
+from tests.integration.test_gold_runs import KEY_ENV, GoldServer, _agentrig, _env, assert_no_key
 
 
 
@@ -66,7 +67,7 @@ def start_run(toml: Path) -> subprocess.Popen:
 
 def kill_mid_run(server: GoldServer, proc: subprocess.Popen, db: Path) -> None:
     deadline = time.monotonic() + 120
-    while _stored(db) < 5 and proc.poll() is None and time.monotonic() < deadline:
+    while valid_count(db) < 5 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert proc.poll() is None, f"the run ended before the outage: {proc.stderr.read()[-2000:]}"
     server.proc.kill()  # a crash, not a clean stop
@@ -109,7 +110,7 @@ def test_the_run_rides_out_an_outage_and_completes_by_itself(tau2_root, tmp_path
     arm = doc["arms"]["gold-llm"]
     tasks = len(load_tasks(tau2_root, "airline"))
     assert (arm["planned"], arm["valid"], arm["invalid"], arm["invalid_attempts"]) == (tasks, tasks, 0, 0)
-    assert invalid_rows(db) == 0 and _stored(db) == tasks
+    assert invalid_rows(db) == 0 and valid_count(db) == tasks
     (outage,) = doc["outages"]
     assert outage["resumed"] is True and outage["calls_held"] >= 1 and outage["probes"] >= 1
     assert outage["duration_s"] >= 0.5 * outage_s  # it lasted about as long as the server was gone (lower bound: not a time bound)
@@ -161,7 +162,7 @@ def test_an_outage_longer_than_outage_wait_s_stops_the_run_with_its_diagnosis(ta
         db = tmp_path / "runs" / "outage" / "trials.sqlite"
         proc = start_run(toml)
         kill_mid_run(server, proc, db)
-        kept = _stored(db)
+        kept = valid_count(db)
         out, err = proc.communicate(timeout=120)
     finally:
         server.stop()
@@ -170,7 +171,7 @@ def test_an_outage_longer_than_outage_wait_s_stops_the_run_with_its_diagnosis(ta
     assert doc["status"] == "fatal" and doc["error"]["code"] == "ENDPOINT_DOWN"
     assert "outage_wait_s=3s" in doc["error"]["message"] and "connection refused" in doc["error"]["message"]
     assert "ENDPOINT_DOWN" in err and "rerun the same command" in err and "Traceback" not in err
-    assert invalid_rows(db) == 0 and _stored(db) >= kept  # no invalid attempt; every finished trial kept
+    assert invalid_rows(db) == 0 and valid_count(db) >= kept  # no invalid attempt; every finished trial kept
     (outage,) = doc["outages"]
     assert outage["resumed"] is False and outage["calls_held"] >= 1
 
