@@ -154,3 +154,21 @@ def test_a_compose_tmpfs_is_mounted_over_the_image_with_its_size_and_mode(tmp_pa
     (tmp_path / "tmpfs" / "docker-compose.yaml").write_text(TEMPLATE + "    tmpfs:\n      - /root:exec,size=1M\n")
     found = task_support(load_task(tmp_path / "tmpfs"), "bwrap")
     assert found.exclusion == "needs_container" and "'exec'" in found.reason
+
+
+def test_on_the_image_root_with_the_network_a_pip_tool_chain_runs_on_the_images_python(tmp_path):
+    # `pip install pytest` then `pytest` (no uv): Terminal-Bench's tests run on the image's Python
+    # and import what its build installed (RUN pip install mlflow); on a root built for the image,
+    # with the network, the script runs as written — staging says so; elsewhere it stays rewritten
+    from agentrig.bench.terminal.staging import stage_tests, verifier_python
+
+    run_tests = "#!/bin/bash\npip install pytest==8.4.1\npytest $TEST_DIR/test_outputs.py -rA\n"
+    task = load_task(write_task(tmp_path, "pip-chain", files={"run-tests.sh": run_tests}))
+    python, _ = verifier_python()
+    image = stage_tests(task, tmp_path / "a", python, network=True, image_python=True)
+    assert not image.offline and image.pytest_args is None and image.needs_network is None
+    assert any("the image's Python" in n for n in image.notes)
+    assert (tmp_path / "a" / "run-tests.sh").read_text() == run_tests  # as written
+    host = stage_tests(task, tmp_path / "b", python, network=True, image_python=False)
+    assert host.offline and ": # agentrig offline verifier: pip install pytest==8.4.1" in \
+        (tmp_path / "b" / "run-tests.sh").read_text()

@@ -271,8 +271,19 @@ def _test_scripts(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and testscripts.is_shell_script(p))
 
 
+_PIP_PYTEST = re.compile(r"^\s*(?:python3?\s+-m\s+)?pip3?\s+install\b[^\n]*\bpytest\b", re.MULTILINE)
+
+
+def image_tool_chain(staging: Path) -> bool:
+    """The scripts install pytest with the image's own pip (``pip install pytest==…`` then
+    ``pytest``), not with uv: the tests are meant to run on the image's Python and see what its
+    build installed there (``RUN pip install mlflow``)."""
+    return any(_PIP_PYTEST.search(p.read_text(errors="replace")) for p in _test_scripts(staging))
+
+
 def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
-                tests: str = TESTS_DIR, logs: str = VERIFIER_DIR, workdir: str | None = None) -> VerifierPlan:
+                tests: str = TESTS_DIR, logs: str = VERIFIER_DIR, workdir: str | None = None,
+                image_python: bool = False) -> VerifierPlan:
     """Copy the task's tests into `staging` (what /tests will hold) and decide the command.
     `tests`, `logs` and `workdir` are the paths as the sandbox's commands see them. `python`
     None: agentrig's Python cannot be given to this sandbox (a container): the scripts run as
@@ -285,6 +296,13 @@ def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
         staging.mkdir(parents=True)
     if task.format == "tb1" and task.run_tests is not None:
         shutil.copy2(task.run_tests, staging / "run-tests.sh")
+    if python is not None and network and image_python and image_tool_chain(staging):
+        # with the network, on a root built for the image: the image's pip and pytest, as written
+        python = None
+        image_note = ("the tests run as written on the image's Python (its pip installs pytest), "
+                      "with the network: they see the packages its build installed")
+    else:
+        image_note = None
     pytest_cmd, pytest_m_cmd = _pytest_cmds(python or "python3", staging, tests)
     rewrites = {p: testscripts.rewrite_script(p.read_text(errors="replace"), pytest_cmd, pytest_m_cmd, python or "python3",
                                               fetch=network and python is not None)
@@ -315,6 +333,8 @@ def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
         notes.insert(0, "the test tool chain (uv, pytest) is agentrig's own Python, not downloaded")
     uses_ours = python is not None and (any(r.changed for r in rewrites.values())
                                         or (task.format == "tb1" and task.run_tests is None))
+    if image_note:
+        notes.append(image_note)
     plan = VerifierPlan(command=command, offline=offline and uses_ours,
                         needs_network=None if (offline or network) else needs, notes=notes,
                         fetch={d: r for rw in rewrites.values() for d, r in rw.fetch.items()} if offline else {})
