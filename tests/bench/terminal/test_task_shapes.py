@@ -172,3 +172,9 @@ def test_on_the_image_root_with_the_network_a_pip_tool_chain_runs_on_the_images_
     host = stage_tests(task, tmp_path / "b", python, network=True, image_python=False)
     assert host.offline and ": # agentrig offline verifier: pip install pytest==8.4.1" in \
         (tmp_path / "b" / "run-tests.sh").read_text()
+
+
+def test_a_broken_oracle_whose_solution_script_has_no_command_says_so(tmp_path):
+    write_task(tmp_path, "empty", solution="#!/bin/bash\n# the solution was lost in this copy\n\n")
+    row = asyncio.run(audit_task(load_task(tmp_path / "empty"), SandboxSettings(cache_dir=tmp_path / "cache")))
+    assert row.status == "broken" and "its solution.sh has no command (the solution does nothing)" in row.reason

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any, Callable, Literal
 
 from pydantic import BaseModel
@@ -89,6 +90,18 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
                         duration_s=record.duration_s, unreached=unreached)
 
 
+def _empty_solution(task: Any) -> bool:
+    """The task's solution script holds no command (only comments and blank lines)."""
+    script = getattr(task, "solution_script", None)
+    if script is None:
+        return False
+    try:
+        lines = Path(script).read_text(errors="replace").splitlines()
+    except OSError:
+        return False
+    return not any(ln.strip() and not ln.strip().startswith("#") for ln in lines)
+
+
 async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
                      phase: dict[str, str] | None = None) -> TaskAudit:
     """One task's audit. ``phase`` (when given) is kept up to date with what is running
@@ -122,6 +135,8 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
     if (oracle.reward or 0.0) < 1.0:
         unreached = (f"; its {oracle.unreached}" if oracle.unreached.startswith("build ") else
                      f"; its solution {oracle.unreached}") if oracle.unreached else ""
+        if _empty_solution(task):
+            unreached += f"; its {task.solution_script.name} has no command (the solution does nothing)"
         return TaskAudit(**base, status="broken", reason=f"the oracle does not pass ({oracle.failure_mode}"
                          f"{': ' + oracle.detail.splitlines()[0] if oracle.detail else ''})"
                          + (f" on a stand-in base: {substituted}" if substituted else "") + unreached,
