@@ -100,4 +100,3 @@ def test_audit_has_a_per_task_time_limit_and_prints_each_task_as_it_goes(tmp_pat
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("[")]
     assert len(lines) == 2 and lines[0].startswith("[1/2] ok") and " good " in lines[0]  # the quick one first
     assert lines[1].startswith("[2/2] timeout") and " slow " in lines[1]
-    assert rows["slow"]["duration_s"] < 60
