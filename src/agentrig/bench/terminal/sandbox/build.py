@@ -31,6 +31,7 @@ from ..netfail import network_failure
 from .base import SandboxError, SandboxSettings, TaskBuildError
 from .bwrap import HOST_DIRS, SPECIAL, BwrapSandbox, remove_tree
 from .hostsettings import MOUNT, host_settings_binds
+from .runtime_files import drop_runtime_files
 
 LAYER_FORMAT = "2"  # 2: meta.json records what the build could not reach
 CONTEXT_MOUNT = "/.agentrig-build-context"
@@ -221,6 +222,8 @@ async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings, ba
 def _tidy(staging: Path, base_root: Path | None = None) -> None:
     """Drop the build's scratch: overlay work dirs, mount points and the root's symlinks."""
     remove_tree(staging / "work")
+    if base_root is not None:
+        drop_runtime_files(staging / "upper" / "etc")  # the engine's, written for the build: never kept
     top = staging / "top"
     remove_tree(top / HOST_SETTINGS_MOUNT.strip("/"))  # only the binds' mount points: never kept
     shown = set(HOST_DIRS) | ({e.name for e in base_root.iterdir()} if base_root is not None else set())

@@ -35,11 +35,13 @@ from ..shell import PersistentShell, abandon_process, end_process, run_process, 
 from . import warm
 from .base import BASE_ENV, CommandResult, SandboxError
 from .cgroup import TrialCgroups
+from .runtime_files import write_runtime_files
 from .spawner import AGENT_CAPS, Spawner
 
 HOST_DIRS = ("usr", "etc", "var", "opt", "srv")
 SPECIAL = {"proc", "dev", "sys"}
 NSUTIL = Path(__file__).with_name("nsutil.py")
+HOSTNAME = "sandbox"
 INIT = "echo ready; trap '' TERM INT HUP; while :; do sleep 86400; done"
 
 
@@ -158,7 +160,7 @@ class BwrapSandbox:
         for target, size, mode in self.tmpfs:
             args += [*(["--perms", f"{mode:04o}"] if mode is not None else []),
                      *(["--size", str(size)] if size is not None else []), "--tmpfs", target]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]  # shm: 1777 as in containers
         return args
 
     async def start(self) -> None:
@@ -167,13 +169,15 @@ class BwrapSandbox:
             raise SandboxError(f"cannot start bwrap: {self.bwrap} is not an executable file")
         for part in ("top", "upper", "work"):
             (self.trial_dir / part).mkdir(parents=True, exist_ok=True)
+        if self.base_root is not None:  # the engine's /etc/hosts, hostname, resolv.conf (the image has none)
+            write_runtime_files(self.trial_dir / "upper" / "etc", HOSTNAME)
         if self.warm_verifier:
             warm.prestart()
         memory_mb, pids, cpus = self.limits
         self.cgroups = TrialCgroups.create(f"{self.trial_dir.name}-{os.getpid()}", memory_mb=memory_mb, pids=pids, cpus=cpus)
         info_r, info_w = os.pipe()
         argv = [str(self.bwrap), *self._mount_args(),
-                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
+                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", HOSTNAME,
                 *([] if self.network else ["--unshare-net"]),
                 "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
                 "--clearenv", "--setenv", "PATH", BASE_ENV["PATH"], "--chdir", "/",
