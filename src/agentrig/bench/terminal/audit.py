@@ -50,7 +50,7 @@ class AgentOutcome(BaseModel):
     failure_mode: str | None = None
     detail: str | None = None
     duration_s: float = 0.0
-    unreached: str | None = None  # a command of the agent's that could not reach a host ('could not reach …')
+    unreached: str | None = None  # a command of the agent's, the build ('build …') or the tests ('tests …') could not reach a host
 
 
 class TaskAudit(BaseModel):
@@ -85,6 +85,10 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
     built = next((e.data.get("detail") for e in record.trajectory.events if e.kind == "build_unreached"), None)
     if built and not unreached:
         unreached = f"build {built}"
+    tested = next((e.data for e in record.trajectory.events if e.plugin == "verifier" and e.kind == "result"), None)
+    if tested and not unreached and float(tested.get("reward") or 0) < 1.0:  # the tests' own fetches (curl example.com)
+        why = network_failure(str(tested.get("output") or ""))
+        unreached = f"tests {why}" if why else None
     return AgentOutcome(reward=v.reward if v.valid else None, valid=v.valid, termination=v.termination,
                         failure_mode=notes.get("failure_mode"), detail=v.invalid_cause or notes.get("detail"),
                         duration_s=record.duration_s, unreached=unreached)
@@ -133,7 +137,7 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
         cause = oracle.detail if not oracle.valid else noop.detail
         return TaskAudit(**base, status="error", reason=f"the sandbox failed: {cause}", oracle=oracle, noop=noop)
     if (oracle.reward or 0.0) < 1.0:
-        unreached = (f"; its {oracle.unreached}" if oracle.unreached.startswith("build ") else
+        unreached = (f"; its {oracle.unreached}" if oracle.unreached.startswith(("build ", "tests ")) else
                      f"; its solution {oracle.unreached}") if oracle.unreached else ""
         if _empty_solution(task):
             unreached += f"; its {task.solution_script.name} has no command (the solution does nothing)"

@@ -48,13 +48,13 @@ def task_support(task: Any, kind: str, network: bool | None = None) -> Any:
 
     found = support(task, kind, network)
     if found.ok and kind == "local" and getattr(task, "compose", None) is not None:
-        from .dockerfile import compose_tmpfs
+        from .compose import compose_tmpfs
 
         if compose_tmpfs(task.compose):
             return TaskSupport(kind=kind, ok=False, reason="needs_container: the compose file mounts a tmpfs, "
                                "which the local sandbox cannot give the task")
     if found.ok and kind == "local":
-        plan = build_plan(task)
+        plan = build_plan(task, kind)
         workdir = plan.workdir if plan.has_workdir else getattr(task, "workdir", "/app")
         reason = local_problem(plan, workdir)
         if reason:

@@ -8,12 +8,12 @@ subset, documented in docs/terminal.md:
 - ``RUN`` (shell or exec form), ``WORKDIR``, ``ENV``, ``ARG``, ``SHELL``, ``USER root``;
 - ``COPY``/``ADD`` of files from the build context (``--chown``/``--chmod`` honoured; ``ADD``
   unpacks local tar archives); not ``--from``, not URLs;
-- ``CMD``, ``ENTRYPOINT``, ``LABEL``, ``EXPOSE``, ``VOLUME``, ``STOPSIGNAL``, ``HEALTHCHECK``,
-  ``MAINTAINER``, ``ONBUILD`` are accepted and have no effect (the sandbox is a shell).
+- ``CMD``, ``ENTRYPOINT``, ``EXPOSE`` are recorded (what a service beside the agent's runs and
+  listens on); ``LABEL``, ``VOLUME``, ``STOPSIGNAL``, ``HEALTHCHECK``, ``MAINTAINER``, ``ONBUILD``
+  are accepted and have no effect (the sandbox is a shell).
 
 Anything else gives ``BuildPlan(supported=False, reason="needs_container: ...")`` — the task is
-skipped under bwrap and local, never approximated. ``check_compose`` accepts the Terminal-Bench
-template (one service built from the Dockerfile, ``sleep infinity``) and names what else it sees.
+skipped under bwrap and local, never approximated. Compose files are read by ``compose.py``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
 from pydantic import BaseModel, Field
 
 # Base images the host's root stands in for (listed in docs/terminal.md).
@@ -38,7 +37,7 @@ ACCEPTED_BASES: tuple[str, ...] = (
 _TBENCH_BASE = re.compile(r"ghcr\.io/laude-institute/t-bench/(ubuntu-\d\d-\d\d|python-3-\d+(-[\w-]+)?|debian-[\w-]+)")
 _PYTHON_TAG = re.compile(r"3(\.\d+)*(-slim)?(-(bookworm|bullseye|trixie))?")
 _REGISTRY_PREFIXES = ("docker.io/library/", "library/", "index.docker.io/library/")
-_IGNORED = {"CMD", "ENTRYPOINT", "LABEL", "EXPOSE", "VOLUME", "STOPSIGNAL", "HEALTHCHECK", "MAINTAINER", "ONBUILD"}
+_IGNORED = {"LABEL", "VOLUME", "STOPSIGNAL", "HEALTHCHECK", "MAINTAINER", "ONBUILD"}
 _NETWORK_TOOLS = re.compile(r"\b(apt-get|apt|pip3?|uv|curl|wget|git\s+clone|npm|yarn|pnpm|cargo|go\s+(get|install)|conda|gem|apk)\b")
 
 
@@ -67,11 +66,14 @@ class BuildPlan(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)  # ENV values of the final image
     steps: list[BuildStep] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    cmd: list[str] | None = None  # the image's CMD (shell form: [*SHELL, line]); not part of the layer
+    entrypoint: list[str] | None = None  # the image's ENTRYPOINT
+    expose: list[int] = Field(default_factory=list)  # EXPOSE ports
 
     def content_hash(self, context_dir: Path) -> str:
         """Hash of the plan and of every file COPY/ADD reads: equal hashes build equal layers."""
         digest = hashlib.sha256()
-        digest.update(self.model_dump_json(exclude={"notes"}).encode())
+        digest.update(self.model_dump_json(exclude={"notes", "cmd", "entrypoint", "expose"}).encode())
         context = Path(context_dir)
         for step in self.steps:
             for source in step.sources:
@@ -219,6 +221,9 @@ def parse_dockerfile(path: Path, context_dir: Path | None = None) -> BuildPlan:
     shell = ["/bin/sh", "-c"]
     steps: list[BuildStep] = []
     notes: list[str] = []
+    cmd: list[str] | None = None
+    entrypoint: list[str] | None = None
+    expose: list[int] = []
     lines = _logical_lines(text)
     refs = _stage_refs(lines)
     for number, line in lines:
@@ -233,6 +238,7 @@ def parse_dockerfile(path: Path, context_dir: Path | None = None) -> BuildPlan:
                                        "(multi-stage builds need a container engine)")
                 notes.append(f"{where}: the stage before this FROM is not used by the image: skipped, as BuildKit does")
                 base, cwd, has_workdir, env, shell, steps = None, "/", False, {}, ["/bin/sh", "-c"], []
+                cmd, entrypoint, expose = None, None, []
             flags, rest = _split_flags(rest)
             image = _substitute(rest.split()[0], values) if rest else ""
             if not accepted_base(image):
@@ -311,6 +317,17 @@ def parse_dockerfile(path: Path, context_dir: Path | None = None) -> BuildPlan:
                 dest_is_dir=dest.endswith("/") or len(sources) > 1 or any(c in "".join(sources) for c in "*?["),
                 chown=flags.get("chown"), chmod=flags.get("chmod"), cwd=cwd,
             ))
+        elif op in ("CMD", "ENTRYPOINT"):
+            form = _json_or_words(rest)
+            argv = form if form is not None else [*shell, _substitute(rest, values)]
+            if op == "CMD":
+                cmd = argv
+            else:
+                entrypoint, cmd = argv, None  # a new ENTRYPOINT resets the CMD, as Docker does
+        elif op == "EXPOSE":
+            for word in _substitute(rest, values).split():
+                if word.split("/")[0].isdigit() and int(word.split("/")[0]) not in expose:
+                    expose.append(int(word.split("/")[0]))
         elif op in _IGNORED:
             continue
         else:
@@ -320,7 +337,7 @@ def parse_dockerfile(path: Path, context_dir: Path | None = None) -> BuildPlan:
     if "t-bench" in base or base.startswith(("ubuntu", "python")):
         notes.append(f"{base} is stood in for by this host's root (its OS and Python versions apply)")
     return BuildPlan(supported=True, base=base, workdir=cwd, has_workdir=has_workdir,
-                     env=env, steps=steps, notes=notes)
+                     env=env, steps=steps, notes=notes, cmd=cmd, entrypoint=entrypoint, expose=expose)
 
 
 def _expand(context: Path, source: str) -> list[Path]:
@@ -356,129 +373,3 @@ def _hash_tree(digest: "hashlib._Hash", context: Path, path: Path) -> None:
                         file_digest.update(block)
                 _FILE_DIGESTS[key] = file_digest.hexdigest()
             digest.update(_FILE_DIGESTS[key].encode())
-
-
-_COMPOSE_SERVICE_KEYS = {
-    "build", "image", "container_name", "command", "environment", "volumes", "network_mode",
-    "networks", "deploy", "working_dir", "tty", "stdin_open", "init", "entrypoint", "labels",
-}
-
-
-def _service_what(service: Any) -> str:
-    """What a compose service runs: the image it pulls or what it builds."""
-    service = service if isinstance(service, dict) else {}
-    build = service.get("build")
-    if isinstance(build, dict):
-        name = build.get("dockerfile", "Dockerfile")
-        return f"builds {build.get('context', '.')}/{name}".replace("./", "", 1) if name != "Dockerfile" \
-            else f"builds {build.get('context', '.')}"
-    if build is not None:
-        return f"builds {build}"
-    return f"image {service.get('image')}" if service.get("image") else "no image"
-
-
-def agent_service(services: dict[str, Any]) -> str:
-    """The service the agent works in: the one Terminal-Bench names its client container
-    (``container_name: ${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}``), else ``client``, else the first."""
-    for name, service in services.items():
-        if isinstance(service, dict) and "T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME" in str(service.get("container_name", "")):
-            return name
-    return "client" if "client" in services else next(iter(services))
-
-
-def services_reason(name: str, services: dict[str, Any]) -> str:
-    """``needs_services: …``: the compose file runs services beside the agent's machine (a
-    database, an API, a mock server), which no sandbox here starts; names each and what it runs."""
-    agent = agent_service(services)
-    others = [f"{n} ({_service_what(s)})" for n, s in services.items() if n != agent]
-    return (f"needs_services: {name} runs {len(others)} service(s) beside the agent's '{agent}': "
-            f"{', '.join(others)}; the sandbox is one machine (a container engine with compose runs them)")
-
-
-def _read_services(path: Path) -> Any:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    return (data or {}).get("services") if isinstance(data, dict) else None
-
-
-def compose_services(path: Path) -> dict[str, Any]:
-    """The compose file's services by name ({} when it cannot be read: ``check_compose`` says why)."""
-    try:
-        services = _read_services(path)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    return services if isinstance(services, dict) else {}
-
-
-_SIZE = re.compile(r"(\d+)([kmg]?)b?", re.IGNORECASE)
-
-
-def compose_tmpfs(path: Path) -> list[tuple[str, int | None, int | None]]:
-    """The agent service's ``tmpfs`` mounts as (path, size in bytes, mode): Docker's
-    ``/root:size=100M,mode=755`` form. Raises ValueError for a form we cannot honour."""
-    services = compose_services(path)
-    if not services:
-        return []
-    service = services.get(agent_service(services)) or {}
-    entries = service.get("tmpfs") or []
-    out: list[tuple[str, int | None, int | None]] = []
-    for entry in [entries] if isinstance(entries, str) else entries:
-        target, _, options = str(entry).partition(":")
-        if not target.startswith("/") or target == "/":
-            raise ValueError(f"tmpfs {entry!r} is not an absolute path below /")
-        size = mode = None
-        for option in filter(None, options.split(",")):
-            key, _, value = option.partition("=")
-            if key == "size" and (m := _SIZE.fullmatch(value)):
-                size = int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
-            elif key == "mode" and re.fullmatch(r"[0-7]{3,4}", value):
-                mode = int(value, 8)
-            else:
-                raise ValueError(f"tmpfs option {option!r} of {entry!r} is not supported (size=, mode=)")
-        out.append((os.path.normpath(target), size, mode))
-    return out
-
-
-def host_platform() -> str:
-    """This machine as a container platform (``linux/amd64``, ``linux/arm64``): what ``platform:`` may name."""
-    machine = os.uname().machine
-    return "linux/" + {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm/v7"}.get(machine, machine)
-
-
-def check_compose(path: Path) -> str | None:
-    """None when the compose file is the single-service template (the Dockerfile alone decides);
-    else ``needs_container: why``."""
-    path = Path(path)
-    try:
-        services = _read_services(path)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return f"needs_container: cannot read {path.name}: {exc}"
-    if not isinstance(services, dict) or not services:
-        return f"needs_container: {path.name} defines no services"
-    if len(services) > 1:
-        return services_reason(path.name, services)
-    name, service = next(iter(services.items()))
-    service = service or {}
-    extra = sorted(set(service) - _COMPOSE_SERVICE_KEYS - {"platform", "tmpfs"})
-    if extra:
-        return f"needs_container: service {name!r} in {path.name} uses {', '.join(extra)}"
-    try:
-        compose_tmpfs(path)
-    except ValueError as exc:
-        return f"needs_container: service {name!r} in {path.name}: {exc}"
-    platform = service.get("platform")
-    if platform is not None and str(platform) != host_platform():
-        return f"needs_container: service {name!r} in {path.name} is built for {platform}; this machine is {host_platform()}"
-    build = service.get("build")
-    if build is None:
-        return f"needs_container: service {name!r} in {path.name} runs a prebuilt image ({service.get('image')})"
-    context = str(build.get("context", ".")) if isinstance(build, dict) else str(build)
-    dockerfile = str(build.get("dockerfile", "Dockerfile")) if isinstance(build, dict) else "Dockerfile"
-    inside = (path.parent / context).resolve()
-    if not (inside == path.parent.resolve() or str(inside).startswith(str(path.parent.resolve()) + os.sep)) \
-            or "/" in dockerfile.removeprefix("./"):
-        return f"needs_container: service {name!r} builds {dockerfile} from {context} (not a Dockerfile of the task's own directories)"
-    for volume in service.get("volumes") or []:
-        text = volume if isinstance(volume, str) else str(volume.get("source", ""))
-        if "T_BENCH_" not in text:
-            return f"needs_container: service {name!r} mounts {text}"
-    return None

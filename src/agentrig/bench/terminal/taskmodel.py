@@ -81,11 +81,12 @@ class TaskSupport(BaseModel):
 
 def support(task: TerminalTask, sandbox_kind: str, network: bool | None = None) -> TaskSupport:
     """Can `sandbox_kind` run `task`? A task with Git LFS pointers instead of its files
-    (``missing_files``) or a compose file with services beside the agent's (``needs_services``)
-    runs nowhere here; container kinds run every other Dockerfile/compose task.
+    (``missing_files``) runs nowhere here; a compose file's services beside the agent's run where
+    ``compose.check_compose`` says they can (else ``needs_services``, naming why); container kinds
+    run every other Dockerfile/compose task.
 
     Under ``bwrap``/``local`` the Dockerfile must be in the documented subset (helper module
-    ``dockerfile``) and a compose file must be the single-service template. Without network
+    ``dockerfile``) and the compose file's agent service what ``compose`` honours. Without network
     (``network`` False, or None and the task does not allow it), a run-tests.sh that fetches
     from the network (other than the template we run offline) makes the task ``needs_network``.
     """
@@ -98,22 +99,18 @@ def support(task: TerminalTask, sandbox_kind: str, network: bool | None = None) 
                            reason=f"missing_files: {shown} {'is a Git LFS pointer' if len(missing) == 1 else 'are Git LFS pointers'}, "
                                   "not the file (fetch them with `git lfs pull` in the task's checkout)")
     if task.compose is not None:
-        from .dockerfile import compose_services, services_reason
+        from .compose import check_compose
 
-        services = compose_services(task.compose)
-        if len(services) > 1:
-            return TaskSupport(kind=sandbox_kind, ok=False, reason=services_reason(task.compose.name, services))
+        why = check_compose(task.compose, sandbox_kind, network=task.allow_internet if network is None else network)
+        if why and why.startswith("needs_services"):  # on every kind: services this sandbox cannot start
+            return TaskSupport(kind=sandbox_kind, ok=False, reason=why)
     if sandbox_kind in ("docker", "podman"):
         return TaskSupport(kind=sandbox_kind, ok=True)
     if task.docker_image and task.dockerfile is None:
         return TaskSupport(kind=sandbox_kind, ok=False,
                            reason=f"needs_container: a prebuilt image ({task.docker_image}) and no Dockerfile to replay")
-    if task.compose is not None:
-        from .dockerfile import check_compose
-
-        why = check_compose(task.compose)
-        if why:
-            return TaskSupport(kind=sandbox_kind, ok=False, reason=_prefixed(why))
+    if task.compose is not None and why:
+        return TaskSupport(kind=sandbox_kind, ok=False, reason=_prefixed(why))
     if task.dockerfile is not None:
         from .dockerfile import parse_dockerfile
 

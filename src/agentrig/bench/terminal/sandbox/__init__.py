@@ -8,6 +8,7 @@ daemon answers), ``local`` (a temporary directory, no isolation, with a warning)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..dockerfile import BuildPlan, check_compose, compose_tmpfs, parse_dockerfile
+from ..compose import check_compose, compose_tmpfs
+from ..dockerfile import BuildPlan, parse_dockerfile
 from .base import (
     BASE_ENV,
     SANDBOX_KINDS,
@@ -33,11 +35,11 @@ __all__ = [
 ]
 
 
-def build_plan(task: Any) -> BuildPlan:
-    """The task's plan: its Dockerfile (and template compose), or an empty plan at its workdir."""
+def build_plan(task: Any, kind: str = "bwrap") -> BuildPlan:
+    """The task's plan: its Dockerfile (and the compose file's agent service), or an empty plan at its workdir."""
     compose = getattr(task, "compose", None)
     if compose is not None:
-        reason = check_compose(compose)
+        reason = check_compose(compose, kind)
         if reason:
             return BuildPlan(supported=False, reason=reason)
     dockerfile = getattr(task, "dockerfile", None)
@@ -54,9 +56,10 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
 
     Raises ``TaskBuildError`` (broken task / needs_*) or ``SandboxError`` (infrastructure)."""
     network, memory_mb, pids, cpus = effective_limits(task, settings)
-    plan = build_plan(task)
+    plan = build_plan(task, settings.kind)
     if not plan.supported and settings.kind in ("bwrap", "local"):
-        raise TaskBuildError(plan.reason or "unsupported Dockerfile", exclusion="needs_container")
+        reason = plan.reason or "unsupported Dockerfile"
+        raise TaskBuildError(reason, exclusion="needs_services" if reason.startswith("needs_services") else "needs_container")
     workdir = plan.workdir if plan.has_workdir else getattr(task, "workdir", "/app")
     if settings.kind == "bwrap":
         from .build import ensure_layer
@@ -71,12 +74,15 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
 
             binds, extra = host_settings_binds()
             env.update(extra)
+        compose = _compose_of(task)
+        services = bool(compose and compose.others)  # the trial then has its own network namespace
         sandbox: Any = BwrapSandbox(
-            trial_dir=trial_dir, layer_dir=layer.path, workdir=layer.workdir, env=env, network=network, ro_binds=binds,
-            shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep,
+            trial_dir=trial_dir, layer_dir=layer.path, workdir=layer.workdir, env=env, network=network and not services,
+            ro_binds=binds, shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep,
             memory_mb=memory_mb, pids=pids, cpus=cpus, bwrap=settings.bwrap_path,
             warm_verifier=settings.warm_verifier, base_root=base_root,
             tmpfs=compose_tmpfs(task.compose) if getattr(task, "compose", None) is not None else None,
+            runtime=_runtime_files(compose),
         )
     elif settings.kind == "local":
         from .local import LocalSandbox
@@ -95,7 +101,51 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
     await sandbox.start()
     if settings.kind == "bwrap":
         sandbox.build_unreached = layer.unreached  # what the build could not fetch (the trial records it)
+        if services:
+            await _with_services(sandbox, compose, settings, network, label or str(getattr(task, "id", "trial")),
+                                 (memory_mb, pids, cpus))
     return sandbox
+
+
+def _compose_of(task: Any) -> Any:
+    """The task's compose file read (``compose.Compose``), or None."""
+    if getattr(task, "compose", None) is None:
+        return None
+    from ..compose import ComposeError, read_compose
+
+    try:
+        return read_compose(task.compose)
+    except ComposeError:
+        return None  # build_plan has refused it already
+
+
+def _runtime_files(compose: Any) -> dict | None:
+    """What the trial's /etc/hosts and resolv.conf hold beyond the engine's defaults
+    (``runtime_files.py``): the agent service's ``extra_hosts`` and ``dns``, the services' names.
+    None when the compose file asks for nothing (on the host's root its own files then stay)."""
+    agent = compose.agent_service if compose is not None else None
+    if agent is None or not (agent.extra_hosts or agent.dns or compose.others):
+        return None
+    return {"extra_hosts": agent.extra_hosts, "service_names": compose.hostnames(), "dns": agent.dns or None}
+
+
+async def _with_services(sandbox: Any, compose: Any, settings: SandboxSettings, network: bool, label: str,
+                         limits: tuple) -> None:
+    """Give the trial's own network namespace the host's outbound network (when it has the network)
+    and start the services beside the agent's in it (``services.py``); on failure nothing is left."""
+    from .services import start_services
+    from .slirp import Slirp
+
+    try:
+        if network:
+            slirp = Slirp(sandbox.init_pid)
+            sandbox.attach(slirp)
+            await slirp.start()
+        await start_services(compose, settings, sandbox, label, limits)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await sandbox.close()
+        raise
 
 
 async def _base_root(plan: BuildPlan, settings: SandboxSettings) -> tuple[Any, Path | None]:

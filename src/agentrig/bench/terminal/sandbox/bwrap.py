@@ -108,6 +108,9 @@ class BwrapSandbox:
         warm_verifier: bool = False,
         base_root: Path | None = None,
         tmpfs: list[tuple[str, int | None, int | None]] | None = None,
+        runtime: dict | None = None,
+        netns_pid: int | None = None,
+        hostname: str = HOSTNAME,
     ) -> None:
         self.trial_dir = Path(trial_dir)
         self.layer_dir = layer_dir
@@ -121,6 +124,10 @@ class BwrapSandbox:
         self.bwrap = bwrap_binary(bwrap)
         self.ro_binds = ro_binds or {}
         self.tmpfs = list(tmpfs or [])  # (path, size bytes, mode): the compose file's tmpfs mounts, over the layer
+        self.runtime = runtime  # write_runtime_files' extra_hosts, service_names, dns (also on the host's root)
+        self.netns_pid = netns_pid  # join this process's network namespace (a service beside the agent's)
+        self.hostname = hostname
+        self.attached: list = []  # what lives and dies with the trial (its services, its slirp4netns): closed first
         self.base_root = Path(base_root) if base_root is not None else None  # None: the host's root (legacy)
         self.warm_verifier = warm_verifier  # run_pytest may use the warm verifier (warm.py)
         self.cgroups: TrialCgroups | None = None
@@ -169,19 +176,21 @@ class BwrapSandbox:
             raise SandboxError(f"cannot start bwrap: {self.bwrap} is not an executable file")
         for part in ("top", "upper", "work"):
             (self.trial_dir / part).mkdir(parents=True, exist_ok=True)
-        if self.base_root is not None:  # the engine's /etc/hosts, hostname, resolv.conf (the image has none)
-            write_runtime_files(self.trial_dir / "upper" / "etc", HOSTNAME)
+        if self.base_root is not None or self.runtime is not None:  # the engine's /etc/hosts, hostname, resolv.conf
+            write_runtime_files(self.trial_dir / "upper" / "etc", self.hostname, **(self.runtime or {}))
         if self.warm_verifier:
             warm.prestart()
         memory_mb, pids, cpus = self.limits
         self.cgroups = TrialCgroups.create(f"{self.trial_dir.name}-{os.getpid()}", memory_mb=memory_mb, pids=pids, cpus=cpus)
         info_r, info_w = os.pipe()
         argv = [str(self.bwrap), *self._mount_args(),
-                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", HOSTNAME,
-                *([] if self.network else ["--unshare-net"]),
+                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", self.hostname,
+                *([] if self.network or self.netns_pid else ["--unshare-net"]),
                 "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
                 "--clearenv", "--setenv", "PATH", BASE_ENV["PATH"], "--chdir", "/",
                 "--info-fd", str(info_w), "--", "/bin/sh", "-c", INIT]
+        if self.netns_pid is not None:  # bwrap starts inside that network namespace and keeps it
+            argv = [shutil.which("nsenter") or "/usr/bin/nsenter", f"--net=/proc/{self.netns_pid}/ns/net", "--", *argv]
         if self.cgroups is not None:  # the init joins the trial's cgroups before bwrap starts
             _, files = self.cgroups.new_command()
             argv = ["/bin/sh", "-c", 'for f; do [ "$f" = -- ] && break; echo $$ > "$f"; shift; done; shift; exec "$@"',
@@ -226,6 +235,21 @@ class BwrapSandbox:
             with contextlib.suppress(Exception):
                 await self.close()
             raise
+
+    def attach(self, companion) -> None:
+        """Something that lives and dies with the trial (``close()`` awaited before the sandbox's own)."""
+        self.attached.append(companion)
+
+    async def launch(self, argv: list[str], log: Path, env: dict[str, str] | None = None, cwd: str | None = None):
+        """Start a long-running process inside (a service's main command), its output appended to the
+        host file `log`; it is not waited for (``SpawnedProc.wait`` tells when it ends)."""
+        self._alive()
+        name = self.cgroups.new_command()[0].name if self.cgroups is not None else None
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            return await self.spawner.spawn(argv, {**self.env, **(env or {})}, cwd or self.workdir, out_fd=fd, cgroup=name)
+        finally:
+            os.close(fd)
 
     # -- commands ---------------------------------------------------------------------------
     def _alive(self) -> None:
@@ -380,6 +404,9 @@ class BwrapSandbox:
             return
         self._closed = True
         try:
+            for companion in reversed(self.attached):  # its services, then its slirp4netns
+                with contextlib.suppress(Exception):
+                    await companion.close()
             if self._shell is not None:
                 with contextlib.suppress(Exception):
                     await self._shell.close()
