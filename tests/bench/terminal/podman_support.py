@@ -48,6 +48,17 @@ def volumes() -> list[str]:
     return podman("volume", "ls", "-q").stdout.split()
 
 
+@pytest.fixture(scope="module")
+def base_image():
+    """TB's python-3-13 imported into podman (a module's tests share it); the task images the
+    module's tests built are removed after them."""
+    from agentrig.bench.terminal.sandbox.container_images import remove_task_images
+
+    need_podman()
+    yield import_base_image()
+    remove_task_images()
+
+
 def import_base_image(ref: str = BASE) -> str:
     """TB's python-3-13 (or `ref`): our root built from Debian packages, imported under that name."""
     from agentrig.bench.terminal.sandbox.container_images import import_base

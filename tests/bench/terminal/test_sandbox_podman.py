@@ -22,15 +22,8 @@ from agentrig.bench.terminal.sandbox.engine import engine_cli
 from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
 from agentrig.bench.terminal.verifier import verify
 
-from .podman_support import BASE, import_base_image, need_podman, owned_containers, owned_images, podman, volumes
+from .podman_support import BASE, base_image, import_base_image, need_podman, owned_containers, owned_images, podman, volumes
 from .sandbox_support import make_task, settings
-
-
-@pytest.fixture(scope="module")
-def base_image():
-    need_podman()
-    yield import_base_image()
-    remove_task_images()
 
 
 def _containers() -> list[str]:

@@ -179,7 +179,7 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
         staged, reward_dir = Path(tmp) / "tests", Path(tmp) / "verifier"
         reward_dir.mkdir()
         plan = stage_tests(task, staged, python, network=has_net, tests=tests, logs=logs, workdir=sandbox.workdir,
-                           image_python=getattr(sandbox, "base_root", None) is not None)
+                           image_python=getattr(sandbox, "image_root", False))
         if plan.needs_network:
             return VerifierResult(**base, failure_mode="needs_network", excluded=True, detail=plan.needs_network,
                                   notes=plan.notes)

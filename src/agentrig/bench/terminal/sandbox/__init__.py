@@ -97,7 +97,8 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
         sandbox = ContainerSandbox(engine=settings.kind, task=task, network=network, workdir=workdir, env=plan.env,
                                    memory_mb=memory_mb, pids=pids, cpus=cpus, shell=settings.shell,
                                    output_limit=settings.output_limit, keep=settings.keep,
-                                   build_network=settings.build_network, build_timeout_s=settings.build_timeout_s)
+                                   build_network=settings.build_network, build_timeout_s=settings.build_timeout_s,
+                                   host_settings=network and settings.build_network == "host-settings")
     await sandbox.start()
     if settings.kind == "bwrap":
         sandbox.build_unreached = layer.unreached  # what the build could not fetch (the trial records it)

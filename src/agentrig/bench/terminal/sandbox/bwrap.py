@@ -138,6 +138,12 @@ class BwrapSandbox:
         self._drainers: set = set()
         self._closed = False
 
+    @property
+    def image_root(self) -> bool:
+        """Commands see a root built for the task's image (its Python, what its build installed
+        there), not the host's standing in."""
+        return self.base_root is not None
+
     # -- start -----------------------------------------------------------------------------
     def _mount_args(self) -> list[str]:
         top = self.trial_dir / "top"

@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from ..netfail import network_failure
 from .base import SandboxError, TaskBuildError
+from .containerfile import HEREDOC_CONTEXT, without_heredocs
 from .engine import OWNER_LABEL, _call, _owner, engine_cli
 from .hostsettings import container_settings
 
@@ -211,17 +212,23 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
     if build_network is False:
         argv += ["--network", "none"]
     with tempfile.TemporaryDirectory(prefix="agentrig-build-") as tmp:
+        built_text = text
+        if engine == "podman":  # podman 4.3's builder reads no heredocs (containerfile.py)
+            rewritten = without_heredocs(text, Path(tmp) / "heredocs")
+            if rewritten is not None:
+                built_text = rewritten
+                argv += ["--build-context", f"{HEREDOC_CONTEXT}={Path(tmp) / 'heredocs'}"]
         if build_network == "host-settings" and engine == "podman":
             env = container_settings(Path(tmp) / "settings", SETTINGS_MOUNT)
-            (Path(tmp) / "Dockerfile").write_text(_with_build_args(text, sorted(env)))
+            built_text = _with_build_args(built_text, sorted(env))
             argv += ["-v", f"{Path(tmp) / 'settings'}:{SETTINGS_MOUNT}:ro"]
             argv += [a for name, value in sorted(env.items()) for a in ("--build-arg", f"{name}={value}")]
-            argv += ["-f", str(Path(tmp) / "Dockerfile")]
-        else:
-            if build_network == "host-settings":
-                print(f"agentrig: warning: {engine} builds cannot mount the host's package-index settings; "
-                      "building without them", file=sys.stderr, flush=True)
-            argv += ["-f", str(dockerfile)]
+        elif build_network == "host-settings":
+            print(f"agentrig: warning: {engine} builds cannot mount the host's package-index settings; "
+                  "building without them", file=sys.stderr, flush=True)
+        if built_text != text:
+            (Path(tmp) / "Dockerfile").write_text(built_text)
+        argv += ["-f", str(Path(tmp) / "Dockerfile") if built_text != text else str(dockerfile)]
         code, out = await _call([*argv, str(context)], timeout_s)
     if code != 0:
         await _call([*cli, "rmi", tag], 60)

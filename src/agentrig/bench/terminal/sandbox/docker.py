@@ -24,7 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,7 @@ class ContainerSandbox:
     def __init__(self, *, engine: str, task: Any, network: bool, workdir: str, env: dict[str, str],
                  memory_mb: int | None, pids: int | None, cpus: float | None, shell: str = "stateless",
                  output_limit: int = 10_000, keep: bool = False, build_network: bool | str = True,
-                 build_timeout_s: float = 3600) -> None:
+                 build_timeout_s: float = 3600, host_settings: bool = False) -> None:
         self.kind = engine
         self.engine, self.task, self.network = engine, task, network
         self.cli = engine_cli(engine)
@@ -59,6 +61,8 @@ class ContainerSandbox:
         self.limits = (memory_mb, pids, cpus)
         self.shell_kind, self.output_limit, self.keep = shell, output_limit, keep
         self.build_network, self.build_timeout_s = build_network, build_timeout_s
+        self.host_settings = host_settings  # the trial fetches as the build did (hostsettings.py)
+        self._settings_dir: str | None = None
         self.init_pid: int | None = None  # the container's init on this host, when visible (root)
         self.name = f"agentrig-{hashlib.sha1(str(id(self)).encode()).hexdigest()[:8]}-{getattr(task, 'id', 'task')}"[:60]
         self._shell: PersistentShell | None = None
@@ -79,6 +83,7 @@ class ContainerSandbox:
         memory_mb, pids, cpus = self.limits
         argv = [*self.cli, "run", "-d", "--name", self.name, "-w", self.workdir, "--label", f"{OWNER_LABEL}={_owner()}"]
         argv += [] if self.network else ["--network", "none"]
+        argv += self._host_settings_mount()
         argv += ["--memory", f"{memory_mb}m"] if memory_mb else []
         argv += ["--pids-limit", str(pids)] if pids else []
         argv += ["--cpus", str(cpus)] if cpus else []
@@ -86,12 +91,37 @@ class ContainerSandbox:
         code, out = await _call(argv, 120)
         if code != 0:
             await _call([*self.cli, "rm", "-f", "-v", *_no_grace(self.cli), self.name], 60)
+            self._remove_settings()
             raise SandboxError(f"{self.engine} run failed: {out.strip()}")
         if os.geteuid() == 0:
             code, out = await _call([*self.cli, "inspect", "--format", "{{.State.Pid}}", self.name], 60)
             pid = out.strip().splitlines()[-1] if code == 0 and out.strip() else ""
             if pid.isdigit() and int(pid) > 0 and os.path.exists(f"/proc/{pid}/ns/mnt"):
                 self.init_pid = int(pid)
+
+    def _host_settings_mount(self) -> list[str]:
+        """With ``host_settings``: the host's package-index settings as files in a directory of this
+        trial, mounted read-only at ``SETTINGS_MOUNT`` (under ``/dev``, the container's own tmpfs: no
+        mount point lands in its layer), and the variables naming them in every command's environment
+        (the agent's, the solution's, the verifier's) — as a bwrap trial with the network gets them."""
+        if not self.host_settings:
+            return []
+        from .container_images import SETTINGS_MOUNT
+        from .hostsettings import container_settings
+
+        self._settings_dir = tempfile.mkdtemp(prefix="agentrig-trial-settings-")
+        self.env.update(container_settings(Path(self._settings_dir), SETTINGS_MOUNT))
+        return ["-v", f"{self._settings_dir}:{SETTINGS_MOUNT}:ro"]
+
+    def _remove_settings(self) -> None:
+        if self._settings_dir is not None:
+            shutil.rmtree(self._settings_dir, ignore_errors=True)
+            self._settings_dir = None
+
+    @property
+    def image_root(self) -> bool:
+        """Commands see the task's own image (its Python, what its build installed there)."""
+        return True
 
     @property
     def binds_verifier(self) -> bool:
@@ -170,6 +200,7 @@ class ContainerSandbox:
         if self._shell is not None:
             await self._shell.close()
         await _call([*self.cli, "stop" if self.keep else "rm", *([] if self.keep else ["-f", "-v", *_no_grace(self.cli)]), self.name], 60)
+        self._remove_settings()
 
 
 def _cgroup_files(pid: str) -> list[str]:

@@ -1,0 +1,77 @@
+"""A task's Dockerfile as an engine's older builder reads it: heredocs rewritten.
+
+Debian's podman 4.3 (buildah 1.28) predates Dockerfile heredocs (BuildKit's ``RUN <<EOF``,
+``COPY <<EOT /path``, ``cat <<EOF > f`` inside a ``RUN``): it reads ``<<EOT`` as a file to copy, or
+a body's lines as instructions, and the build fails where Docker's and bwrap's succeed (TB's
+``intrusion-detection``). ``without_heredocs`` rewrites them into what it reads, with the meaning
+bwrap's replay gives them (``dockerfile.py``):
+
+- a ``RUN`` with heredocs: the exec form of the stage's shell (``SHELL``, else ``/bin/sh -c``) with
+  the script as bwrap runs it — for ``RUN <<EOF`` the body, for a heredoc inside the command the
+  command with its body, for the shell to read;
+- a ``COPY``/``ADD`` of heredocs: each body a file of a build context of its own
+  (``--build-context agentrig-heredocs=DIR``), copied from it with ``--from`` (the other flags kept).
+
+A Dockerfile without heredocs is left as it is (``None``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+from ..dockerfile import _HEREDOC, _heredoc_bodies, _json_or_words, _logical_lines, _split_flags
+
+HEREDOC_CONTEXT = "agentrig-heredocs"
+_DEFAULT_SHELL = ["/bin/sh", "-c"]
+_ONLY_HEREDOC = re.compile(r"<<-?([\"']?)\w+\1")
+
+
+def without_heredocs(text: str, into: Path) -> str | None:
+    """The Dockerfile `text` with its heredocs rewritten (see the module's docstring); the bodies of
+    COPY/ADD heredocs are written under `into`, the build context ``HEREDOC_CONTEXT`` names. None
+    when it has no heredoc."""
+    lines = _logical_lines(text)
+    if not any("\n" in line for _, line in lines):  # _logical_lines joins a heredoc's body by newlines
+        return None
+    out: list[str] = []
+    shell = list(_DEFAULT_SHELL)
+    for _, line in lines:
+        instruction, _, rest = line.partition(" ")
+        op, rest = instruction.upper(), rest.strip()
+        if op == "FROM":
+            shell = list(_DEFAULT_SHELL)
+        elif op == "SHELL":
+            shell = _json_or_words(rest) or shell
+        rewritten = _rewrite(op, rest, shell, into, len(out)) if "\n" in line else None
+        out.append(rewritten or line)
+    return "\n".join(out) + "\n"
+
+
+def _rewrite(op: str, rest: str, shell: list[str], into: Path, index: int) -> str | None:
+    flags, rest = _split_flags(rest)
+    head, bodies = _heredoc_bodies(rest)
+    if not bodies:
+        return None
+    if op == "RUN":
+        script = next(iter(bodies.values())) if _ONLY_HEREDOC.fullmatch(head.strip()) else rest
+        return f"RUN {_flags(flags)}{json.dumps([*shell, script], ensure_ascii=False)}"
+    if op not in ("COPY", "ADD") or "from" in flags:
+        return None
+    words = shlex.split(_HEREDOC.sub("", head))
+    if len(words) != 1:  # heredocs mixed with files of the context: left for the builder to refuse
+        return None
+    folder = into / f"h{index}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, body in bodies.items():
+        (folder / name).write_text(body, encoding="utf-8")
+        (folder / name).chmod(0o644)
+    sources = [f"h{index}/{name}" for name in bodies]
+    flags["from"] = HEREDOC_CONTEXT
+    return f"{op} {_flags(flags)}{json.dumps([*sources, words[0]], ensure_ascii=False)}"
+
+
+def _flags(flags: dict[str, str]) -> str:
+    return "".join(f"--{key}={value} " if value else f"--{key} " for key, value in flags.items())

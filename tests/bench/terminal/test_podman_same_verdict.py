@@ -1,0 +1,119 @@
+"""podman gives a task the verdict bwrap gives it: what a bwrap trial on a built root gets, a podman
+trial gets too (real podman with runc, base images imported from roots built from packages; skipped
+where podman is missing, failed in CI). Each test is one cause that once made the verdicts differ
+on Terminal-Bench's real tasks (docs/terminal.md, "The same tasks on podman")."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentrig.bench.terminal.sandbox import open_sandbox
+from agentrig.bench.terminal.sandbox.container_images import SETTINGS_MOUNT
+from agentrig.bench.terminal.sandbox.hostsettings import CA_BUNDLE
+from agentrig.bench.terminal.verifier import verify
+
+from .podman_support import BASE, base_image, podman  # noqa: F401 - base_image is a fixture
+from .sandbox_support import make_task, settings
+
+
+async def test_a_podman_trial_with_the_network_fetches_with_the_hosts_package_settings(tmp_path, base_image):
+    """build_network = "host-settings" and a trial with the network: the trial's commands get the
+    host's pip configuration and CA bundle (a solution's `pip install` reaches the registries as the
+    build's did, as on bwrap), mounted read-only for this trial only — nothing in the container's
+    layer, the files gone after close; a trial without the network gets none of it."""
+    task = make_task(tmp_path, f"FROM {base_image}\n", task_id="trial-settings")
+    sandbox = await open_sandbox(task, settings(tmp_path, kind="podman", network=True, build_network="host-settings"))
+    try:
+        fetched = await sandbox.run("pip download --no-deps --no-cache-dir -d /tmp/dl six && ls /tmp/dl", 240)
+        assert fetched.exit_code == 0 and "six-" in fetched.output, fetched.output
+        seen = await sandbox.run('echo "$PIP_CERT $SSL_CERT_FILE"; touch /dev/.agentrig-host-settings/x 2>&1 || echo read-only', 30)
+        assert seen.output.split()[:2] == [f"{SETTINGS_MOUNT}/ca.crt"] * 2 and "read-only" in seen.output, seen.output
+        if os.path.isfile(CA_BUNDLE) and not os.environ.get("PIP_CERT"):
+            bundle = await sandbox.run(f"cat {SETTINGS_MOUNT}/ca.crt", 30)
+            assert bundle.output.strip() == Path(CA_BUNDLE).read_text().strip()
+        settings_dir = sandbox._settings_dir
+        assert settings_dir and os.path.isdir(settings_dir)
+        diff = podman("diff", sandbox.name)
+        assert diff.returncode == 0 and "agentrig-host-settings" not in diff.stdout, diff.stdout
+    finally:
+        await sandbox.close()
+    assert not os.path.exists(settings_dir)
+    offline = await open_sandbox(task, settings(tmp_path, kind="podman", network=False, build_network="host-settings"))
+    try:
+        none = await offline.run(f"env | grep -c '^PIP_\\|SSL_CERT_FILE'; ls {SETTINGS_MOUNT} 2>&1", 30)
+        assert none.output.split()[0] == "0" and "No such file" in none.output, none.output
+    finally:
+        await offline.close()
+
+
+async def test_a_test_script_with_the_images_own_pip_and_pytest_runs_on_the_images_python(tmp_path, base_image):
+    """Terminal-Bench's `pip install pytest` then `pytest` (no uv): in a container with the network
+    the script runs as written on the image's Python, so the tests import what the build installed
+    there (`RUN pip install six`; agentrig's own Python has no six) — as bwrap plays it on a root
+    built for the image (the verifier's pip reaches the registries with the trial's host settings)."""
+    run_tests = "#!/bin/bash\npip install pytest\npytest $TEST_DIR/test_outputs.py -rA\n"
+    test = "import six\n\n\ndef test_the_build_installed_six():\n    assert six.__file__.startswith('/usr/')\n"
+    task = make_task(tmp_path, f"FROM {base_image}\nRUN pip install --no-cache-dir six\n", task_id="image-pip-chain",
+                     files={"run-tests.sh": run_tests, "tests/test_outputs.py": test})
+    task = task.model_copy(update={"run_tests": task.path / "run-tests.sh", "test_timeout_s": 300.0})
+    sandbox = await open_sandbox(task, settings(tmp_path, kind="podman", network=True, build_network="host-settings"))
+    try:
+        result = await verify(sandbox, task, network=True)
+    finally:
+        await sandbox.close()
+    assert result.resolved and result.failure_mode == "submitted", (result.failure_mode, result.output[-1500:])
+    assert not result.offline and any("the image's Python" in n for n in result.notes), result.notes
+    assert [t.name for t in result.tests] == ["test_the_build_installed_six"]
+
+
+
+HEREDOCS = """FROM {base}
+WORKDIR /app
+COPY <<EOT logs/auth.log
+Apr 10 08:15:45 server sshd[1235]: Failed password for root
+  an indented line
+EOT
+COPY --chmod=755 <<'EOF' /usr/local/bin/
+#!/bin/sh
+echo from-a-copied-script
+EOF
+RUN <<EOF
+set -e
+echo "run-heredoc $((6 * 7))" > /app/run.txt
+EOF
+RUN cat <<-EOT > /app/shell.txt && echo appended >> /app/shell.txt
+\tinside
+\tEOT
+"""
+
+
+@pytest.mark.parametrize("kind", ["podman", "bwrap"])
+async def test_dockerfile_heredocs_build_the_same_files_on_podman_as_on_bwrap(tmp_path, base_image, kind):
+    """BuildKit's heredocs (TB's intrusion-detection writes its logs with `COPY <<EOT /app/logs/…`):
+    podman 4.3's builder reads none of them, so agentrig rewrites them for it (containerfile.py);
+    the image then holds what bwrap's replay of the same Dockerfile makes — the files, their
+    content and modes, the scripts' effects."""
+    if kind == "bwrap" and os.geteuid() != 0:
+        pytest.skip("the bwrap sandbox enters namespaces with setns: needs root (CI runs as root)")
+    task = make_task(tmp_path, HEREDOCS.format(base=BASE), task_id="heredocs")
+    sandbox = await open_sandbox(task, settings(tmp_path, kind=kind, root="image"))
+    try:
+        result = await sandbox.run("cat logs/auth.log; stat -c %a logs/auth.log /usr/local/bin/EOF; EOF; "
+                                   "cat run.txt shell.txt", 60)
+    finally:
+        await sandbox.close()
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "Apr 10 08:15:45 server sshd[1235]: Failed password for root", "  an indented line", "644", "755",
+        "from-a-copied-script", "run-heredoc 42", "inside", "appended"], result.output
+
+
+def test_a_dockerfile_without_heredocs_is_built_as_written(tmp_path):
+    from agentrig.bench.terminal.sandbox.containerfile import without_heredocs
+
+    assert without_heredocs("FROM debian:bookworm\nRUN echo $((1<<2)) && cat <<< word\n", tmp_path) is None
+    assert not list(tmp_path.iterdir())
+
