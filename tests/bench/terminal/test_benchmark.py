@@ -179,8 +179,9 @@ def test_the_oracle_types_solution_yaml_as_terminal_bench_does(tmp_path, cache, 
 def test_block_false_entries_are_typed_ahead_into_one_shell_as_terminal_bench_plays_them(tmp_path, cache):
     # Terminal-Bench sends a `block: false` entry to its tmux session and moves on after
     # min_timeout_sec: later entries run after it in the same shell (a variable it set is seen),
-    # in order, while the oracle does not wait; what still runs at submission goes on into the
-    # tests (here a server started in the foreground, which the tests query)
+    # in order, while the oracle does not wait; what still runs when the oracle submits (after
+    # letting them run as long as TB's test setup would) goes on into the tests (here a server
+    # started in the foreground, which the tests query)
     tasks = tmp_path / "tasks"
     steps = textwrap.dedent("""\
         - command: HASH="$(echo abc | tr a-c x-z)"
@@ -226,6 +227,8 @@ def test_block_false_entries_are_typed_ahead_into_one_shell_as_terminal_bench_pl
     assert all(e["timed_out"] is False for e in events)
     outputs = [m.content for m in rec.trajectory.messages if m.role == "tool"]
     assert "still running after 0.1 s" in outputs[1]  # the oracle moved on; `sleep 2` went on
+    [waited] = [e.data for e in rec.trajectory.events if e.kind == "typed_ahead"]
+    assert waited["ended"] is False  # the server never ends: the oracle submitted after its grace
 
 
 def test_a_sandbox_that_never_starts_leaves_the_trial_invalid_never_failed(tmp_path, cache):

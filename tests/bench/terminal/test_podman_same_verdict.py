@@ -117,3 +117,27 @@ def test_a_dockerfile_without_heredocs_is_built_as_written(tmp_path):
     assert without_heredocs("FROM debian:bookworm\nRUN echo $((1<<2)) && cat <<< word\n", tmp_path) is None
     assert not list(tmp_path.iterdir())
 
+
+@pytest.mark.parametrize("kind", ["podman", "bwrap"])
+def test_the_oracle_submits_once_what_it_typed_ahead_has_run(tmp_path, base_image, kind):
+    """A solution.yaml whose last entry is typed with `block: false` and 0.01 s (TB's
+    new-encrypt-command): Terminal-Bench's tests spend seconds on their own setup before they read
+    anything, agentrig's verifier does not, so the oracle waits for its typed-ahead commands to end
+    before it submits — the tests see their result on either sandbox, never a race."""
+    if kind == "bwrap" and os.geteuid() != 0:
+        pytest.skip("the bwrap sandbox enters namespaces with setns: needs root (CI runs as root)")
+    from .run_support import experiment, records, run_json, write_task
+
+    steps = ("- command: sleep 2; echo late > /app/late.txt\n  block: false\n  min_timeout_sec: 0.01\n"
+             "- command: cat /app/late.txt >> /app/copy.txt\n  block: false\n  min_timeout_sec: 0.01\n")
+    test = ("from pathlib import Path\n\ndef test_late():\n    assert Path('/app/copy.txt').read_text() == 'late\\n'\n")
+    tasks = tmp_path / "tasks"
+    write_task(tasks, "typed-late", dockerfile=f"FROM {BASE}\nWORKDIR /app\n", solution=None, solution_yaml=steps,
+               test=test)
+    arms = '[[arms]]\nname = "oracle"\nagent = { kind = "oracle" }\n'
+    path = experiment(tmp_path, "typed-late", arms, cache=tmp_path / "cache", tasks=tasks,
+                      sandbox=f'kind = "{kind}"\nroot = "image"')
+    [rec] = records(run_json(path)["run_dir"])
+    assert rec.verdict.reward == 1.0, rec.verdict.reward_info.notes
+    [waited] = [e.data for e in rec.trajectory.events if e.kind == "typed_ahead"]
+    assert waited["ended"] is True

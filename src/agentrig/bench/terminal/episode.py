@@ -66,6 +66,7 @@ DEFAULT_COMMAND_TIMEOUT_S = 180.0
 AGENT_ENDS = ("submitted", "agent_timeout", "format_errors", "limits_exceeded", "context_overflow", "never_submitted")
 COMMAND_EVENT_CHARS = 2000  # characters of a command kept in its event
 SUBMISSION_EVENT_CHARS = 4000  # characters of a submission kept in its event
+TYPED_AHEAD_MARGIN_S = 1.0  # the wait for typed-ahead commands ends this long before the agent timeout (it submits in time)
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,15 @@ class TerminalSession:
         for plugin in self.plugins:
             out.extend(await plugin.before_agent_step(step))
         return out
+
+    async def wait_typed_ahead(self, timeout_s: float) -> bool:
+        """Wait until the commands typed ahead (``detach_after_s``) have ended, at most `timeout_s`
+        and never past the agent's time; one still running then keeps running into the tests.
+        Recorded as a ``sandbox``/``typed_ahead`` event. True when none is left running."""
+        started = time.monotonic()
+        ended = await self.sandbox.wait_typed_ahead(max(min(timeout_s, self.remaining() - TYPED_AHEAD_MARGIN_S), 0))
+        self.ctx.event("sandbox", "typed_ahead", ended=ended, waited_s=round(time.monotonic() - started, 4))
+        return ended
 
     def submit(self, text: str = "") -> None:
         """The agent phase ends: the agent says it is done (termination ``submitted``). The

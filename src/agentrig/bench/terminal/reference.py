@@ -10,8 +10,13 @@
   as Terminal-Bench types them into its tmux session: a ``block`` entry runs and is waited for
   (the time the agent has left as its timeout); a non-blocking entry (``block: false``) is sent
   and the oracle moves on after ``min_timeout_sec`` whether it has ended or not — the next entry
-  is queued behind it and runs when it ends, as typeahead in a terminal, and what still runs when
-  the oracle submits keeps running into the tests; an entry with ``append_enter = false`` is
+  is queued behind it and runs when it ends, as typeahead in a terminal. The oracle submits once
+  the commands it typed ahead have ended, or ``TYPED_AHEAD_GRACE_S`` after its last entry:
+  Terminal-Bench's test scripts spend that long and more setting up their tool chain (apt-get,
+  uv's installer, a venv, pytest) before a test reads anything, which agentrig's offline verifier
+  does not, so its tests would otherwise race a solution's last 0.01 s entries (TB's
+  new-encrypt-command). A command still running then (a server started in the foreground) keeps
+  running into the tests. An entry with ``append_enter = false`` is
   typed but not run: its text is put in front of the next entry. (Each entry is a shell command:
   keys meant for a program reading the terminal — a REPL, an editor — are not delivered to it.)
 
@@ -39,7 +44,11 @@ from agentrig.agents.bash_prompts import observation
 from agentrig.types import Message, ToolCall
 
 
-__all__ = ["NoopTerminalAgent", "OracleAgent", "OracleStep", "build_reference", "oracle_steps"]
+# How long the oracle lets the commands it typed ahead run before it submits, at most: about what
+# Terminal-Bench's own test setup gives them before its tests read anything (module docstring).
+TYPED_AHEAD_GRACE_S = 10.0
+
+__all__ = ["TYPED_AHEAD_GRACE_S", "NoopTerminalAgent", "OracleAgent", "OracleStep", "build_reference", "oracle_steps"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,8 @@ class OracleAgent:
             self._maybe_drop()
         for i, step in enumerate(self.steps):
             await self._play(session, i, step)
+        if any(not step.block for step in self.steps):  # what it typed ahead gets the time TB's test setup gives it
+            await session.wait_typed_ahead(TYPED_AHEAD_GRACE_S)
         session.add(Message(role="assistant", content="The task is done; submitting."))
         session.submit("")
 

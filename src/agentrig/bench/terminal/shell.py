@@ -377,6 +377,21 @@ class PersistentShell:
             timed_out=timed_out, duration_s=time.monotonic() - started, note=note,
         )
 
+    async def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until every command sent has ended — those typed ahead (``detach_after_s``) too —
+        or the shell has ended; at most `timeout_s`. True when nothing is left running."""
+        if not self._queue or self._reader is None:
+            return True
+        last = self._queue[-1].done  # the markers come in order: the last one comes after all others
+        waiter = asyncio.ensure_future(asyncio.wait({last, self._reader.eof}, return_when=asyncio.FIRST_COMPLETED))
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout=max(timeout_s, 0))
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            waiter.cancel()
+        return True
+
     def _dispatch(self, data: bytes) -> None:
         """The shell's output, to the oldest command still waiting for its marker (then the next)."""
         if not self._queue:

@@ -115,6 +115,11 @@ class Sandbox(Protocol):
         runs; the next command is queued behind it (``shell.PersistentShell.run``)."""
         ...
 
+    async def wait_typed_ahead(self, timeout_s: float) -> bool:
+        """Wait until the commands typed ahead into the persistent shell (``detach_after_s``) have
+        ended, at most ``timeout_s``; True when none is left running."""
+        ...
+
     async def copy_in(self, src: Path, dest: str) -> None:
         """Copy a host file or directory to ``dest`` inside (by a process the agent never ran)."""
         ...

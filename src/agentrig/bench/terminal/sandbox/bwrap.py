@@ -327,6 +327,10 @@ class BwrapSandbox:
             result.oom_killed = True
         return result
 
+    async def wait_typed_ahead(self, timeout_s: float) -> bool:
+        """Wait until the commands typed ahead into the persistent shell have ended (at most `timeout_s`)."""
+        return self._shell is None or await self._shell.wait_idle(timeout_s)
+
     # -- verifier -----------------------------------------------------------------------------
     async def _nsutil(self, *args: str) -> None:
         self._alive()

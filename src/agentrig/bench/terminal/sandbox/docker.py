@@ -157,6 +157,10 @@ class ContainerSandbox:
 
         return await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, kill=kill, drainers=self._drainers)
 
+    async def wait_typed_ahead(self, timeout_s: float) -> bool:
+        """Wait until the commands typed ahead into the persistent shell have ended (at most `timeout_s`)."""
+        return self._shell is None or await self._shell.wait_idle(timeout_s)
+
     async def copy_in(self, src: Path, dest: str) -> None:
         code, out = await _call([*self.cli, "exec", self.name, "mkdir", "-p", str(Path(dest).parent)])
         code, out = await _call([*self.cli, "cp", f"{src}/." if Path(src).is_dir() else str(src), f"{self.name}:{dest}"], 300)

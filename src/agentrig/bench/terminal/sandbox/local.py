@@ -123,6 +123,10 @@ class LocalSandbox:
         spawn = self._spawn(["bash", "-lc", command], {**self.env, **(env or {})})
         return await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, drainers=self._drainers)
 
+    async def wait_typed_ahead(self, timeout_s: float) -> bool:
+        """Wait until the commands typed ahead into the persistent shell have ended (at most `timeout_s`)."""
+        return self._shell is None or await self._shell.wait_idle(timeout_s)
+
     async def copy_in(self, src: Path, dest: str) -> None:
         target = Path(self._host(dest))
         if Path(src).is_dir():
