@@ -64,3 +64,38 @@ def import_base_image(ref: str = BASE) -> str:
     from agentrig.bench.terminal.sandbox.container_images import import_base
 
     return import_base(ref, "podman")
+
+
+def killed_runner(tmp_path, task_dir, cache_dir, task_expr: str = "load_task(d)") -> int:
+    """A runner process that opens a podman sandbox for the task in `task_dir` (``task_expr`` makes
+    the task from ``d``, its directory), says so, and is killed by SIGKILL: its pid (what it left
+    carries its owner label)."""
+    import signal
+    import sys
+    import textwrap
+
+    script = tmp_path / "runner.py"
+    script.write_text(textwrap.dedent(f"""
+        import asyncio, time
+        from pathlib import Path
+        from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
+        from agentrig.bench.terminal.taskfile import load_task
+        from agentrig.bench.terminal.taskmodel import TerminalTask
+
+        d = Path({str(task_dir)!r})
+
+        async def main():
+            await open_sandbox({task_expr}, SandboxSettings(kind="podman", cache_dir=Path({str(cache_dir)!r})))
+            print("ready", flush=True)
+            time.sleep(600)
+
+        asyncio.run(main())
+    """))
+    runner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert runner.stdout is not None and runner.stdout.readline().strip() == "ready"
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+    return runner.pid

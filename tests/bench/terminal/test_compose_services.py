@@ -25,7 +25,7 @@ import pytest
 from agentrig.bench.terminal.availability import task_support
 from agentrig.bench.terminal.compose import check_compose, read_compose
 from agentrig.bench.terminal.sandbox import TaskBuildError, open_sandbox
-from agentrig.bench.terminal.sandbox.services import service_argv, start_order
+from agentrig.bench.terminal.sandbox.services import service_argv
 from agentrig.bench.terminal.sandbox.runtime_files import hosts_text, resolv_text
 from agentrig.bench.terminal.sandbox.slirp import slirp_binary
 from agentrig.bench.terminal.taskfile import load_task
@@ -61,7 +61,7 @@ SITE = textwrap.dedent("""\
 
     class Page(BaseHTTPRequestHandler):
         def do_GET(self):
-            body = ("books from " + os.uname().nodename + " " + os.environ.get("GREETING", "")).encode()
+            body = ("books from the server " + os.environ.get("GREETING", "")).encode()
             self.send_response(200)
             self.end_headers()
             self.wfile.write(body)
@@ -70,20 +70,19 @@ SITE = textwrap.dedent("""\
     """)
 
 SOLUTION = "#!/bin/bash\npython3 -c \"import urllib.request; print(urllib.request.urlopen('http://server:8000').read().decode())\" > /app/out.txt\n"
-TEST = "from pathlib import Path\n\ndef test_out():\n    assert Path('/app/out.txt').read_text().startswith('books from server')\n"
+TEST = "from pathlib import Path\n\ndef test_out():\n    assert Path('/app/out.txt').read_text().startswith('books from the server')\n"
 
 
 def services_task(root: Path, task_id: str = "scraper", *, compose: str | None = None, site: str = SITE,
-                  server_dockerfile: str | None = None):
+                  base: str = "python:3.11-slim"):
     """A task shaped like Terminal-Bench's simple-web-scraper: a client and a server it builds."""
     d = write_task(root, task_id, solution=SOLUTION, test=TEST,
                    files={"docker-compose.yaml": compose or (CLIENT + SERVER + "    environment:\n      GREETING: hello\n")})
     (d / "Dockerfile").unlink()
     (d / "client").mkdir()
-    (d / "client" / "Dockerfile").write_text("FROM python:3.11-slim\nWORKDIR /app\n")
+    (d / "client" / "Dockerfile").write_text(f"FROM {base}\nWORKDIR /app\n")
     (d / "server").mkdir()
-    (d / "server" / "Dockerfile").write_text(server_dockerfile or
-                                             "FROM python:3.11-slim\nWORKDIR /srv\nCOPY site.py .\nEXPOSE 8000\nCMD [\"python3\", \"site.py\"]\n")
+    (d / "server" / "Dockerfile").write_text(f"FROM {base}\nWORKDIR /srv\nCOPY site.py .\nEXPOSE 8000\nCMD [\"python3\", \"site.py\"]\n")
     (d / "server" / "site.py").write_text(site)
     return load_task(d)
 
@@ -135,13 +134,14 @@ def test_the_compose_file_is_read_as_docker_reads_it(tmp_path):
     # depends_on orders the start
     path = tmp_path / "order.yaml"
     path.write_text("services:\n  client:\n    build: .\n  web:\n    build: .\n    depends_on: [db]\n  db:\n    build: .\n")
-    assert [s.name for s in start_order(read_compose(path))] == ["db", "web"]
+    assert [s.name for s in read_compose(path).start_order()] == ["db", "web"]
 
 
 def test_which_sandboxes_run_services_and_why_not(tmp_path):
     task = services_task(tmp_path)
-    assert task_support(task, "bwrap", network=False).ok, task_support(task, "bwrap").reason
-    for kind in ("local", "podman", "docker"):
+    for kind in ("bwrap", "podman"):
+        assert task_support(task, kind, network=False).ok, task_support(task, kind).reason
+    for kind in ("local", "docker"):
         found = task_support(task, kind)
         assert found.exclusion == "needs_services" and "server (builds server)" in found.reason
         assert f"the {kind} sandbox starts no service beside the agent's" in found.reason
@@ -150,7 +150,7 @@ def test_which_sandboxes_run_services_and_why_not(tmp_path):
     for kind in ("bwrap", "podman", "docker", "local"):
         found = task_support(pulled, kind)
         assert found.exclusion == "needs_services", kind
-        if kind == "bwrap":
+        if kind in ("bwrap", "podman"):
             assert "service 'db' runs the image postgres:15 from a registry, not one the task builds" in found.reason
     # what a service uses that no sandbox honours is named
     odd = services_task(tmp_path, "odd", compose=CLIENT + SERVER + "    privileged: true\n")
@@ -250,7 +250,7 @@ def test_a_service_runs_beside_the_agent_in_the_trials_own_network(tmp_path, net
     finally:
         host_server.shutdown()
     assert len(netns) == 1 and netns != {os.stat("/proc/self/ns/net").st_ino}
-    assert page.exit_code == 0 and page.output.strip() == "books from server hello", page.output
+    assert page.exit_code == 0 and page.output.strip() == "books from the server hello", page.output
     assert hosts.output.split() == ["127.0.0.1", "server"]
     assert host_loopback.exit_code != 0 and "the host's own server" not in host_loopback.output
     assert via_gateway.exit_code != 0 and "the host's own server" not in via_gateway.output

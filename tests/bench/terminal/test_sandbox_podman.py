@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
-import textwrap
 
 import pytest
 
@@ -22,7 +19,17 @@ from agentrig.bench.terminal.sandbox.engine import engine_cli
 from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
 from agentrig.bench.terminal.verifier import verify
 
-from .podman_support import BASE, base_image, import_base_image, need_podman, owned_containers, owned_images, podman, volumes
+from .podman_support import (
+    BASE,
+    base_image,
+    import_base_image,
+    killed_runner,
+    need_podman,
+    owned_containers,
+    owned_images,
+    podman,
+    volumes,
+)
 from .sandbox_support import make_task, settings
 
 
@@ -133,36 +140,14 @@ async def test_teardown_leaves_nothing_and_what_a_killed_runner_left_is_reaped(t
     a runner killed by SIGKILL leaves its container and image, and the next sandbox start removes both."""
     volumes_before = set(volumes())
     task_dir = make_task(tmp_path, f"FROM {base_image}\nVOLUME /data\nRUN echo x > /x\n", task_id="killed-runner").path
-    script = tmp_path / "runner.py"
-    script.write_text(textwrap.dedent(f"""
-        import asyncio, sys, time
-        from pathlib import Path
-        from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
-        from agentrig.bench.terminal.taskmodel import TerminalTask
-
-        d = Path({str(task_dir)!r})
-        task = TerminalTask(id="killed-runner", path=d, format="tb1", instruction="x", dockerfile=d / "Dockerfile",
-                            tests_dir=d / "tests")
-
-        async def main():
-            sb = await open_sandbox(task, SandboxSettings(kind="podman", cache_dir=Path({str(tmp_path / 'c1')!r})))
-            print("ready", flush=True)
-            time.sleep(600)
-
-        asyncio.run(main())
-    """))
-    runner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    try:
-        assert runner.stdout.readline().strip() == "ready"
-    finally:
-        runner.send_signal(signal.SIGKILL)
-        runner.wait()
-    assert owned_containers(runner.pid) and owned_images(runner.pid)  # left behind by the kill
+    pid = killed_runner(tmp_path, task_dir, tmp_path / "c1",
+                        'TerminalTask(id="killed-runner", path=d, format="tb1", instruction="x", '
+                        'dockerfile=d / "Dockerfile", tests_dir=d / "tests")')
+    assert owned_containers(pid) and owned_images(pid)  # left behind by the kill
     task = make_task(tmp_path, f"FROM {base_image}\nVOLUME /data\n", task_id="next-runner")
     engine._REAPED.clear()  # as a new runner's first start
     sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
-    assert owned_containers(runner.pid) == [] and owned_images(runner.pid) == []  # reaped by the next start
+    assert owned_containers(pid) == [] and owned_images(pid) == []  # reaped by the next start
     assert sandbox.name in owned_containers(os.getpid())
     await sandbox.close()
     assert sandbox.name not in owned_containers()

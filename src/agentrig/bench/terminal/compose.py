@@ -9,8 +9,8 @@ says whether a sandbox kind can honour the file, and if not why:
   infinity``, the logs volume, ``environment``), plus ``platform`` of this machine, ``tmpfs``
   mounts, ``extra_hosts`` and ``dns`` (written into the trial's ``/etc/hosts`` and
   ``/etc/resolv.conf``, as Docker does) — else ``needs_container`` naming what it uses;
-- the services beside it (a mock web server, an API) run on bwrap when each is **built from a
-  Dockerfile of the task** (``sandbox/services.py``);
+- the services beside it (a mock web server, an API) run on bwrap and podman when each is **built
+  from a Dockerfile of the task** (``sandbox/services.py``, ``sandbox/container_services.py``);
   a service that runs an image from a registry, or uses what we do not honour, is
   ``needs_services`` naming the service and the image or the key. The local sandbox runs none.
 """
@@ -38,7 +38,7 @@ SERVICE_KEYS = {
     "healthcheck", "ports", "expose", "networks", "depends_on", "labels", "restart", "tty",
     "stdin_open", "init", "platform", "hostname",
 }
-SERVICE_KINDS = ("bwrap",)  # the sandbox kinds that run services beside the agent
+SERVICE_KINDS = ("bwrap", "podman")  # the sandbox kinds that run services beside the agent
 
 
 class ComposeError(ValueError):
@@ -100,6 +100,23 @@ class Compose(BaseModel):
     @property
     def agent_service(self) -> Service:
         return self.services[self.agent]
+
+    def start_order(self) -> list[Service]:
+        """The services beside the agent's, each after those it ``depends_on``."""
+        others = {s.name: s for s in self.others}
+        done: list[Service] = []
+
+        def visit(name: str, path: tuple[str, ...]) -> None:
+            if name not in others or others[name] in done or name in path:
+                return
+            depends = others[name].raw.get("depends_on") or []
+            for dep in depends if isinstance(depends, list) else list(depends):
+                visit(str(dep), (*path, name))
+            done.append(others[name])
+
+        for name in others:
+            visit(name, ())
+        return done
 
     def hostnames(self) -> list[str]:
         """The names the agent and the services reach one another by (each service's name and its
@@ -335,7 +352,7 @@ def _platform_problem(compose: Compose, service: Service) -> str | None:
 def service_problem(compose: Compose, service: Service, kind: str) -> str | None:
     """Why sandbox `kind` cannot run `service` beside the agent's (None: it can)."""
     if kind not in SERVICE_KINDS:
-        return f"the {kind} sandbox starts no service beside the agent's (bwrap does)"
+        return f"the {kind} sandbox starts no service beside the agent's (bwrap and podman do)"
     if not service.builds:
         return (f"service '{service.name}' runs the image {service.image} from a registry, not one the task builds"
                 if service.image else f"service '{service.name}' has neither a build nor an image")

@@ -61,6 +61,8 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
         reason = plan.reason or "unsupported Dockerfile"
         raise TaskBuildError(reason, exclusion="needs_services" if reason.startswith("needs_services") else "needs_container")
     workdir = plan.workdir if plan.has_workdir else getattr(task, "workdir", "/app")
+    compose = _compose_of(task)
+    services = bool(compose and compose.others)  # they run beside the agent's in the trial's own network
     if settings.kind == "bwrap":
         from .build import ensure_layer
         from .bwrap import BwrapSandbox, new_trial_dir
@@ -74,8 +76,6 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
 
             binds, extra = host_settings_binds()
             env.update(extra)
-        compose = _compose_of(task)
-        services = bool(compose and compose.others)  # the trial then has its own network namespace
         sandbox: Any = BwrapSandbox(
             trial_dir=trial_dir, layer_dir=layer.path, workdir=layer.workdir, env=env, network=network and not services,
             ro_binds=binds, shell=settings.shell, output_limit=settings.output_limit, keep=settings.keep,
@@ -94,17 +94,29 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
     else:
         from .docker import ContainerSandbox
 
+        extra = _runtime_files(compose) or {}
         sandbox = ContainerSandbox(engine=settings.kind, task=task, network=network, workdir=workdir, env=plan.env,
                                    memory_mb=memory_mb, pids=pids, cpus=cpus, shell=settings.shell,
                                    output_limit=settings.output_limit, keep=settings.keep,
                                    build_network=settings.build_network, build_timeout_s=settings.build_timeout_s,
-                                   host_settings=network and settings.build_network == "host-settings")
+                                   host_settings=network and settings.build_network == "host-settings",
+                                   extra_hosts=extra.get("extra_hosts"), service_names=extra.get("service_names"),
+                                   dns=extra.get("dns"))
     await sandbox.start()
     if settings.kind == "bwrap":
         sandbox.build_unreached = layer.unreached  # what the build could not fetch (the trial records it)
         if services:
             await _with_services(sandbox, compose, settings, network, label or str(getattr(task, "id", "trial")),
                                  (memory_mb, pids, cpus))
+    elif settings.kind in ("docker", "podman") and services:
+        from .container_services import start_container_services
+
+        try:
+            await start_container_services(sandbox, compose)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await sandbox.close()
+            raise
     return sandbox
 
 

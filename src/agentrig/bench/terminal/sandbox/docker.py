@@ -53,7 +53,9 @@ class ContainerSandbox:
     def __init__(self, *, engine: str, task: Any, network: bool, workdir: str, env: dict[str, str],
                  memory_mb: int | None, pids: int | None, cpus: float | None, shell: str = "stateless",
                  output_limit: int = 10_000, keep: bool = False, build_network: bool | str = True,
-                 build_timeout_s: float = 3600, host_settings: bool = False) -> None:
+                 build_timeout_s: float = 3600, host_settings: bool = False,
+                 extra_hosts: list[tuple[str, str]] | None = None,
+                 service_names: list[str] | None = None, dns: list[str] | None = None) -> None:
         self.kind = engine
         self.engine, self.task, self.network = engine, task, network
         self.cli = engine_cli(engine)
@@ -68,6 +70,11 @@ class ContainerSandbox:
         self._shell: PersistentShell | None = None
         self._drainers: set = set()
         self._seq = 0
+        # the compose file's extra_hosts and dns, and the names of the services beside the agent's
+        # (their containers join this one's network namespace: container_services.py)
+        self.hosts = [*(extra_hosts or []), *((n, "127.0.0.1") for n in service_names or [])]
+        self.dns = list(dns or [])
+        self.attached: list = []  # the services' containers: removed before this one
 
     async def start(self) -> None:
         problem = await engine_problem(self.engine)
@@ -84,6 +91,8 @@ class ContainerSandbox:
         argv = [*self.cli, "run", "-d", "--name", self.name, "-w", self.workdir, "--label", f"{OWNER_LABEL}={_owner()}"]
         argv += [] if self.network else ["--network", "none"]
         argv += self._host_settings_mount()
+        argv += [a for name, address in self.hosts for a in ("--add-host", f"{name}:{address}")]
+        argv += [a for server in self.dns for a in ("--dns", server)] if self.network else []  # none refuses --dns
         argv += ["--memory", f"{memory_mb}m"] if memory_mb else []
         argv += ["--pids-limit", str(pids)] if pids else []
         argv += ["--cpus", str(cpus)] if cpus else []
@@ -98,6 +107,14 @@ class ContainerSandbox:
             pid = out.strip().splitlines()[-1] if code == 0 and out.strip() else ""
             if pid.isdigit() and int(pid) > 0 and os.path.exists(f"/proc/{pid}/ns/mnt"):
                 self.init_pid = int(pid)
+        if self.dns and not self.network:  # the file the compose file asks for, as with a network
+            from .runtime_files import resolv_text
+
+            await _call([*self.cli, "exec", self.name, "sh", "-c", f"printf %s {_quote(resolv_text(self.dns))} > /etc/resolv.conf"], 60)
+
+    def attach(self, companion: Any) -> None:
+        """A service's container: closed (removed) before this one, which it depends on."""
+        self.attached.append(companion)
 
     def _host_settings_mount(self) -> list[str]:
         """With ``host_settings``: the host's package-index settings as files in a directory of this
@@ -201,6 +218,11 @@ class ContainerSandbox:
         return path
 
     async def close(self) -> None:
+        for companion in reversed(self.attached):
+            try:
+                await companion.close()
+            except Exception:  # noqa: BLE001 - the agent's container is removed all the same
+                pass
         if self._shell is not None:
             await self._shell.close()
         await _call([*self.cli, "stop" if self.keep else "rm", *([] if self.keep else ["-f", "-v", *_no_grace(self.cli)]), self.name], 60)

@@ -132,7 +132,12 @@ async def reap_orphans(cli: list[str]) -> list[str]:
         return []
     dead = [name for name, _, owner in (line.partition(" ") for line in out.splitlines() if line.strip())
             if not _owner_alive(owner.strip())]
+    refused = []
     for name in dead:  # one by one: podman 4.3 stops at the first that is already gone
+        code, _ = await _call([*cli, "rm", "-f", "-v", *_no_grace(cli), name], 120)
+        if code != 0:
+            refused.append(name)
+    for name in refused:  # a trial's container whose services' containers (joined to it) went first
         await _call([*cli, "rm", "-f", "-v", *_no_grace(cli), name], 120)
     return dead
 

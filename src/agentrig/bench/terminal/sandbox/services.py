@@ -6,9 +6,8 @@ namespaces and writable layer — and the trial's network namespace, which it jo
 reaches it at its name (``/etc/hosts``: 127.0.0.1) on the port it listens on, and nothing of it
 listens on the host. Started in ``depends_on`` order before the agent's phase, each runs its
 command (the compose ``entrypoint``/``command``, else the image's ``ENTRYPOINT``/``CMD``) and is
-waited for: its ``healthcheck`` until it passes, else its ports (``ports``, ``expose``, the
-Dockerfile's ``EXPOSE``) until they accept a connection. A service that exits or never gets ready
-is the task's fault (``TaskBuildError``: a broken task, with its output's tail). They are closed
+waited for (``readiness.py``: its healthcheck, else its ports). A service that exits or never gets
+ready is the task's fault (``TaskBuildError``: a broken task, with its output's tail). They are closed
 with the trial's sandbox (``BwrapSandbox.attach``): nothing is left running.
 """
 
@@ -24,28 +23,9 @@ from typing import Any
 from ..compose import Compose, Service
 from ..dockerfile import parse_dockerfile
 from .base import SandboxSettings, TaskBuildError
+from .readiness import wait_ready
 
-READY_MIN_S = 60.0  # a service gets at least this long to become ready (Docker's own budget may be less)
-POLL_S = 0.25
 GONE_WAIT_S = 10.0  # how long a closed service's processes may take to end (the kernel kills them)
-
-
-def start_order(compose: Compose) -> list[Service]:
-    """The services beside the agent's, each after those it ``depends_on``."""
-    others = {s.name: s for s in compose.others}
-    done: list[Service] = []
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        if name not in others or others[name] in done or name in path:
-            return
-        depends = others[name].raw.get("depends_on") or []
-        for dep in depends if isinstance(depends, list) else list(depends):
-            visit(str(dep), (*path, name))
-        done.append(others[name])
-
-    for name in others:
-        visit(name, ())
-    return done
 
 
 def service_argv(service: Service, plan_entrypoint: list[str] | None, plan_cmd: list[str] | None) -> list[str]:
@@ -57,14 +37,21 @@ def service_argv(service: Service, plan_entrypoint: list[str] | None, plan_cmd: 
 
 
 class RunningService:
-    """One service's sandbox and its main process."""
+    """One service's sandbox and its main process (``readiness.Started``)."""
 
     def __init__(self, service: Service, sandbox: Any, log: Path, argv: list[str], expose: list[int]) -> None:
         self.service, self.sandbox, self.log, self.argv = service, sandbox, log, argv
         self.ports = service.ports or expose  # what readiness probes when there is no healthcheck
         self.proc: Any = None
 
-    def output_tail(self, limit: int = 1500) -> str:
+    async def exit_code(self) -> int | None:
+        return self.proc.returncode if self.proc is not None else None
+
+    async def run_inside(self, argv: list[str], timeout_s: float) -> tuple[int | None, str]:
+        result = await self.sandbox.exec(argv, timeout_s, cwd="/")
+        return result.exit_code, result.output
+
+    async def output_tail(self, limit: int = 1500) -> str:
         try:
             return self.log.read_text(errors="replace")[-limit:].strip()
         except OSError:
@@ -126,55 +113,12 @@ async def _service_sandbox(service: Service, compose: Compose, settings: Sandbox
     return running
 
 
-async def _probe(running: RunningService) -> tuple[bool, str]:
-    """One readiness check: (ready, what it said)."""
-    service = running.service
-    if service.healthcheck is not None:
-        check = service.healthcheck
-        result = await running.sandbox.exec(check.command(), max(check.timeout_s, 1.0), cwd="/")
-        return result.exit_code == 0, result.output.strip()[-300:]
-    for port in running.ports:  # bash's /dev/tcp: every root here has bash (Essential in Debian)
-        result = await running.sandbox.exec(["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"], 10, cwd="/")
-        if result.exit_code != 0:
-            return False, f"port {port}: {result.output.strip()[-200:] or 'refused'}"
-    return True, ""
-
-
-def ready_budget(service: Service) -> float:
-    check = service.healthcheck
-    if check is None:
-        return READY_MIN_S
-    docker = check.start_period_s + (check.interval_s + check.timeout_s) * max(check.retries, 1)
-    return max(docker, READY_MIN_S)
-
-
-async def wait_ready(running: RunningService) -> None:
-    """Until the service's healthcheck passes or its ports accept (TaskBuildError when it exits or
-    the budget ends first)."""
-    service = running.service
-    budget = ready_budget(service)
-    deadline = time.monotonic() + budget
-    said = ""
-    while True:
-        if running.proc is not None and running.proc.returncode is not None:
-            raise TaskBuildError(f"service '{service.name}' exited {running.proc.returncode} before it was ready:\n"
-                                 f"{running.output_tail()}")
-        ready, said = await _probe(running)
-        if ready:
-            return
-        if time.monotonic() > deadline:
-            what = "its healthcheck did not pass" if service.healthcheck else "its ports did not accept a connection"
-            raise TaskBuildError(f"service '{service.name}' was not ready within {budget:.0f} s ({what}: {said}):\n"
-                                 f"{running.output_tail()}")
-        await asyncio.sleep(POLL_S)
-
-
 async def start_services(compose: Compose, settings: SandboxSettings, agent: Any, label: str,
                          limits: tuple[int | None, int | None, float | None]) -> None:
     """Start every service beside the agent's in the agent's network namespace and wait until each is
     ready; each is attached to the agent's sandbox (closed with it). Raises TaskBuildError (the
     task's fault) or SandboxError."""
-    for service in start_order(compose):
+    for service in compose.start_order():
         running = await _service_sandbox(service, compose, settings, agent, label, limits)
         agent.attach(running)
         running.proc = await running.sandbox.launch(running.argv, running.log)

@@ -1,0 +1,70 @@
+"""Compose files beyond the one-service template on real podman (Debian's, with runc): the agent's
+``extra_hosts`` and ``dns``; a service the task builds running in the agent container's network
+namespace, reached by name, removed with the trial — and reaped after a runner killed by SIGKILL.
+Skipped where podman, runc or mmdebstrap is missing, except in CI (env CI=true)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from agentrig.bench.terminal.audit import audit_task
+from agentrig.bench.terminal.sandbox import engine, open_sandbox
+from agentrig.bench.terminal.taskfile import load_task
+
+from .podman_support import base_image, killed_runner, owned_containers, podman  # noqa: F401 - base_image: a fixture
+from .run_support import write_task
+from .sandbox_support import settings
+from .test_compose_services import CLIENT, services_task
+
+FETCH = "python3 -c \"import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())\""
+
+
+async def test_a_service_runs_in_the_agent_containers_network_and_goes_with_it(tmp_path, base_image):
+    task = services_task(tmp_path, base=base_image)
+    sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
+    try:
+        service = sandbox.attached[0].name
+        page = await sandbox.run(f"{FETCH} http://server:8000", 60)
+        interfaces = await sandbox.run("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort", 30)
+        inspected = json.loads(podman("inspect", service).stdout)[0]
+        agent_id = json.loads(podman("inspect", sandbox.name).stdout)[0]["Id"]
+        assert service in owned_containers(os.getpid())
+    finally:
+        await sandbox.close()
+    assert page.exit_code == 0 and page.output.strip() == "books from the server hello", page.output
+    assert interfaces.output.split() == ["lo"]  # no network unless allowed, for the service too
+    assert inspected["HostConfig"]["NetworkMode"] == f"container:{agent_id}"
+    assert inspected["Config"]["Labels"]["agentrig.service"] == "server"
+    assert sandbox.name not in owned_containers() and service not in owned_containers()
+
+
+async def test_extra_hosts_and_dns_reach_the_container(tmp_path, base_image):
+    compose = (CLIENT.replace("    depends_on:\n      server:\n        condition: service_healthy\n", "")
+               + "    dns:\n      - 192.0.2.1\n    extra_hosts:\n      - \"example.com:131.25.18.2\"\n")
+    d = write_task(tmp_path, "hosts", files={"docker-compose.yaml": compose})
+    (d / "client").mkdir()
+    (d / "client" / "Dockerfile").write_text(f"FROM {base_image}\nWORKDIR /app\n")
+    for network in (False, True):  # podman refuses --dns without a network: the file is written then
+        sandbox = await open_sandbox(load_task(d), settings(tmp_path, kind="podman", network=network))
+        try:
+            out = await sandbox.run("getent hosts example.com; cat /etc/resolv.conf", 30)
+        finally:
+            await sandbox.close()
+        assert "131.25.18.2     example.com" in out.output and "nameserver 192.0.2.1" in out.output, (network, out.output)
+
+
+async def test_the_audit_plays_a_task_with_a_service_on_podman(tmp_path, base_image):
+    row = await audit_task(services_task(tmp_path, base=base_image), settings(tmp_path, kind="podman"))
+    assert row.status == "ok", (row.reason, row.oracle)
+    assert owned_containers(os.getpid()) == []
+
+
+async def test_a_killed_runners_trial_and_service_containers_are_reaped(tmp_path, base_image):
+    task = services_task(tmp_path, base=base_image)
+    pid = killed_runner(tmp_path, task.path, tmp_path / "c1")
+    left = owned_containers(pid)
+    assert len(left) == 2  # the trial's container and its service's, which depends on it
+    engine._REAPED.clear()  # as a new runner's first start
+    reaped = await engine.reap_orphans(engine.engine_cli("podman"))
+    assert set(left) <= set(reaped) and owned_containers(pid) == []
