@@ -6,6 +6,7 @@ import fcntl
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 from agentrig.bench.terminal.images import ensure_base_root, resolve_base
 from agentrig.cli import app
 
-from .sandbox_support import make_task, needs_root_bwrap, opened
+from .sandbox_support import make_task, needs_root_bwrap, opened, settings
 
 TB_PYTHON = "ghcr.io/laude-institute/t-bench/python-3-13"
 
@@ -22,7 +23,9 @@ TB_PYTHON = "ghcr.io/laude-institute/t-bench/python-3-13"
 def test_recipes_for_the_bases_tasks_use_say_what_they_substitute():
     tb = resolve_base(TB_PYTHON)
     assert tb is not None and tb.workdir == "/app" and tb.python and {"tmux", "asciinema"} <= set(tb.packages)
-    assert "3.13" in (tb.substituted or "")
+    # TB's python-3-13 is python:3.13-slim-bookworm: Debian trixie has Python 3.13 itself
+    assert tb.suite == "trixie" and tb.env["PYTHON_VERSION"] == "3.13"
+    assert tb.substituted == "Debian trixie stands in for Debian bookworm (its Python 3.13 is the image's)"
     assert "WORKDIR /app" in tb.image_changes() and 'ENV LANG="C.UTF-8"' in tb.image_changes()
     ubuntu = resolve_base("ubuntu:24.04")
     assert ubuntu is not None and "Ubuntu" in (ubuntu.substituted or "")
@@ -30,6 +33,67 @@ def test_recipes_for_the_bases_tasks_use_say_what_they_substitute():
     assert resolve_base("python:3.11-slim").key() == resolve_base("python:3.11-slim-bookworm").key()
     assert resolve_base("debian:bookworm-slim").suite == "bookworm"
     assert resolve_base("alpine:3.19") is None and resolve_base("nvidia/cuda:12") is None
+
+
+def test_a_python_image_gets_the_suite_with_its_python_else_the_nearest_and_says_so():
+    from agentrig.bench.terminal.images.recipes import python_suite
+
+    assert python_suite("3.13", "bookworm") == "trixie" and python_suite("3.9", "bookworm") == "bullseye"
+    assert python_suite("3.11", None) == "bookworm" and python_suite("3.13", "trixie") == "trixie"
+    assert python_suite("3.8", "bookworm") == "bullseye"  # 3.9 is nearer than 3.11
+    assert python_suite("3.10", "bookworm") == "bookworm" and python_suite("3.10", "bullseye") == "bullseye"  # a tie keeps the image's suite
+    assert python_suite("3.12", None) == "bookworm" and python_suite("3.13", "buster") is None
+    old = resolve_base("python:3.8-slim-bookworm")
+    assert old.suite == "bullseye" and old.substituted == ("Python 3.9 (Debian bullseye's) stands in for Python 3.8; "
+                                                           "Debian bullseye stands in for Debian bookworm")
+    assert resolve_base("python:3.10-slim").substituted == "Python 3.11 (Debian bookworm's) stands in for Python 3.10"
+    assert resolve_base("python:3.13-slim").suite == "trixie" and resolve_base("python:3.13-slim").substituted is None
+    assert resolve_base("python:3.13-slim-trixie").substituted is None
+    assert resolve_base("python:3.13-slim").key() == resolve_base("python:3.13-slim-trixie").key()
+
+
+def test_the_python_layout_enters_only_python_recipes_keys():
+    # roots built before the layout existed (ubuntu, debian) keep their cache keys; python ones rebuild
+    from agentrig.bench.terminal.images.recipes import BaseRecipe
+
+    ubuntu = resolve_base("ubuntu:24.04")
+    assert ubuntu.python_layout is None and "python_layout" not in ubuntu.model_dump(exclude_none=True)
+    bare = BaseRecipe(**ubuntu.model_dump(exclude={"python_layout"}))
+    assert bare.key() == ubuntu.key()
+    python = resolve_base("python:3.11-slim")
+    assert python.python_layout and python.key() != python.model_copy(update={"python_layout": None}).key()
+
+
+def test_the_official_python_layout_is_laid_over_debians_python(tmp_path):
+    from agentrig.bench.terminal.images.builder import _python_layout
+
+    (tmp_path / "usr/bin").mkdir(parents=True)
+    for name in ("python3.13", "python3.13-config", "pip3"):
+        (tmp_path / "usr/bin" / name).write_text("")
+    _python_layout(tmp_path)
+    local = tmp_path / "usr/local/bin"
+    assert os.readlink(local / "python3.13") == "/usr/bin/python3.13"
+    assert os.readlink(local / "python") == "python3" and os.readlink(local / "python3") == "python3.13"
+    assert os.readlink(local / "pip") == "pip3" and os.readlink(local / "pip3.13") == "/usr/bin/pip3"
+    site = tmp_path / "usr/local/lib/python3.13/site-packages"
+    assert os.readlink(site) == "dist-packages" and site.resolve().is_dir()
+    _python_layout(tmp_path)  # twice: nothing changes, nothing fails
+    assert sorted(p.name for p in local.iterdir()) == ["pip", "pip3", "pip3.13", "python", "python3", "python3.13"]
+
+
+def test_a_failed_build_on_a_stand_in_base_is_base_substituted_with_its_line():
+    from agentrig.bench.terminal.availability import build_failure
+    from agentrig.bench.terminal.sandbox.base import TaskBuildError
+
+    exc = TaskBuildError("Dockerfile line 10: RUN exited 1:\n" + "x" * 2000 + "\nerror: the last words")
+    reason = build_failure(exc, resolve_base("python:3.8-slim-bookworm"))
+    assert reason.startswith("base_substituted: the build fails on the stand-in base (Python 3.9 (Debian bullseye's) "
+                             "stands in for Python 3.8; ")
+    assert "Dockerfile line 10: RUN exited 1" in reason and reason.endswith("error: the last words") and len(reason) < 900
+    assert build_failure(exc, resolve_base("python:3.11-slim")).startswith("broken_task: Dockerfile line 10")
+    assert build_failure(exc).startswith("broken_task: Dockerfile line 10")
+    offline = TaskBuildError("Dockerfile line 3: RUN exited 6: it could not reach example.org", exclusion="needs_network")
+    assert build_failure(offline, resolve_base("python:3.8")).startswith("needs_network: Dockerfile line 3")
 
 
 def test_images_build_rejects_an_unknown_base_in_one_line(tmp_path, monkeypatch):
@@ -53,20 +117,24 @@ def tb_root() -> Path:
     return ensure_base_root(resolve_base(TB_PYTHON))  # cached across sessions in images_dir()
 
 
+@pytest.fixture()
+def planted() -> Iterator[Path]:
+    """A file planted in the host's /etc for the test's length: a task must never see it."""
+    path = Path("/etc") / f"agentrig-planted-{uuid.uuid4().hex[:8]}"
+    path.write_text("host secret\n")
+    yield path
+    path.unlink()
+
+
 @needs_root_bwrap()
 @pytest.mark.slow
-async def test_a_trial_sees_the_built_root_not_the_hosts(tmp_path, tb_root):
-    planted = Path("/etc") / f"agentrig-planted-{uuid.uuid4().hex[:8]}"
-    planted.write_text("host secret\n")
+async def test_a_trial_sees_the_built_root_not_the_hosts(tmp_path, tb_root, planted):
+    task = make_task(tmp_path, f"FROM {TB_PYTHON}\n")
+    sandbox = await opened(task, tmp_path, root="image")
     try:
-        task = make_task(tmp_path, f"FROM {TB_PYTHON}\n")
-        sandbox = await opened(task, tmp_path, root="image")
-        try:
-            seen = await sandbox.run(f"cat {planted}; ls /work 2>&1; python --version; pwd; which tmux asciinema", 60)
-        finally:
-            await sandbox.close()
+        seen = await sandbox.run(f"cat {planted}; ls /work 2>&1; python --version; pwd; which tmux asciinema", 60)
     finally:
-        planted.unlink()
+        await sandbox.close()
     assert "host secret" not in seen.output
     assert "No such file" in seen.output  # neither the planted file nor the host's /work
     assert "Python 3." in seen.output and "/app\n" in seen.output and "/usr/bin/tmux" in seen.output
@@ -75,8 +143,12 @@ async def test_a_trial_sees_the_built_root_not_the_hosts(tmp_path, tb_root):
 @needs_root_bwrap()
 @pytest.mark.slow
 async def test_a_task_build_on_the_root_copies_into_app_pip_installs_and_ignores_the_hosts_dpkg_lock(tmp_path, tb_root):
-    dockerfile = (f"FROM {TB_PYTHON}\nCOPY data.txt .\nRUN pip install --no-cache-dir six\n"
-                  "RUN apt-get update && apt-get install -y --no-install-recommends jq\n")
+    # an apt-get that reinstalls the interpreter's stdlib (as an upgrade does) leaves pip installing:
+    # Debian's EXTERNALLY-MANAGED marker is diverted, not deleted
+    dockerfile = (f"FROM {TB_PYTHON}\nCOPY data.txt .\n"
+                  "RUN apt-get update && apt-get install -y --no-install-recommends jq\n"
+                  "RUN apt-get install -y --reinstall libpython3.13-stdlib\n"
+                  "RUN pip install --no-cache-dir six\n")
     task = make_task(tmp_path, dockerfile, files={"data.txt": "payload\n"}, task_id=f"img-{uuid.uuid4().hex[:6]}")
     locks = []
     try:
@@ -90,10 +162,13 @@ async def test_a_task_build_on_the_root_copies_into_app_pip_installs_and_ignores
             os.close(fd)
     try:
         result = await sandbox.run("cat /app/data.txt; python -c 'import six; print(six.__name__)'; jq --version;"
-                                   " ls /.agentrig-host-settings 2>&1", 60)
+                                   " ls /.agentrig-host-settings 2>&1; which python pip;"
+                                   " ls /usr/local/lib/python3.13/site-packages/", 60)
     finally:
         await sandbox.close()
     assert "payload" in result.output and "six" in result.output and "jq-" in result.output
+    # the official image's layout: python and pip in /usr/local/bin, pip installs into its site-packages
+    assert "/usr/local/bin/python\n/usr/local/bin/pip\n" in result.output and "six.py" in result.output
     assert "No such file" in result.output  # the host's pip settings were not kept in the layer
 
 
@@ -103,7 +178,7 @@ def test_tasks_show_names_the_image_and_what_stands_in_for_it(tmp_path):
     write_task(tmp_path / "tasks", "tb-python", dockerfile=f"FROM {TB_PYTHON}\nCOPY x.txt .\n", files={"x.txt": "x"})
     proc = agentrig("tasks", "show", "--bench", "terminal", "--tasks", tmp_path / "tasks", "tb-python")
     assert proc.returncode == 0, proc.stderr
-    assert f"image: {TB_PYTHON}" in proc.stdout and "Python 3.11" in proc.stdout and "3.13" in proc.stdout
+    assert f"image: {TB_PYTHON}" in proc.stdout and "Debian trixie stands in for Debian bookworm" in proc.stdout
     builtin = agentrig("tasks", "show", "--bench", "terminal", "shell-session-state")
     assert builtin.returncode == 0 and "Debian bookworm stands in for Ubuntu 24.04" in builtin.stdout
 
@@ -171,3 +246,22 @@ async def test_a_trial_with_the_network_fetches_through_the_hosts_package_index_
     finally:
         await offline.close()
     assert "ca=\n" in seen.output and "No such file" in seen.output
+
+
+@needs_root_bwrap()
+@pytest.mark.slow
+async def test_the_runs_build_check_builds_on_the_image_root_not_the_hosts(tmp_path, tb_root, planted):
+    # `agentrig run` builds the selected tasks' layers before playing (build_check): with root = "image"
+    # that build is the trials' own, over the built root — never a build over the host's root
+    from agentrig.bench.terminal.availability import build_check
+    from agentrig.bench.terminal.taskfile import load_task
+
+    from .run_support import write_task
+
+    ok = load_task(write_task(tmp_path / "tasks", "sees-image", dockerfile=(
+        f"FROM {TB_PYTHON}\nRUN test ! -e {planted} && test -d /usr/local/lib/python3.13/site-packages\n")))
+    failing = load_task(write_task(tmp_path / "tasks", "fails", dockerfile=f"FROM {TB_PYTHON}\nRUN echo boom; exit 3\n"))
+    found = await build_check([ok, failing], settings(tmp_path, root="image"))
+    assert list(found) == ["fails"]
+    assert found["fails"].startswith("base_substituted: the build fails on the stand-in base (Debian trixie stands in "
+                                     "for Debian bookworm (its Python 3.13 is the image's)): Dockerfile line 2: RUN exited 3")

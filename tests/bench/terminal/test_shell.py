@@ -77,3 +77,32 @@ async def test_persistent_shell_on_the_host_keeps_state_and_survives_tricky_comm
         assert again.output == f"back\n{tmp_path}\n"
     finally:
         await shell.close()
+
+
+def test_output_cap_keeps_a_line_of_the_omitted_middle_that_shows_a_fetch_failing():
+    # an apt-get install's long output buries the wget after it: the line saying the host could not be
+    # reached is kept after the marker (the agent and the audit still see it); the rest stays left out
+    cap = OutputCap(200)
+    cap.feed("Reading package lists...\n" * 10)
+    cap.feed("Unpacking libfoo ...\n" * 3000)
+    cap.feed("Resolving dl.google.com (dl.google.com)... failed: Temporary fail")
+    cap.feed("ure in name resolution.\nwget: unable to resolve host address 'dl.google.com'\n")
+    cap.feed("Setting up libbar ...\n" * 3000)
+    text, omitted = cap.result()
+    assert omitted > 100_000 and f"[... {omitted} characters omitted ...]" in text
+    assert ("[kept from the part left out: Resolving dl.google.com (dl.google.com)... failed: Temporary failure in "
+            "name resolution.]\n[kept from the part left out: wget: unable to resolve host address 'dl.google.com']\n") in text
+    assert "Unpacking libfoo" not in text.split("omitted ...]")[1]
+    from agentrig.bench.terminal.netfail import network_failure
+
+    assert "could not reach dl.google.com" in network_failure(text)
+
+
+def test_output_cap_keeps_nothing_more_when_the_failing_line_is_shown_or_absent():
+    shown = OutputCap(10_000)
+    shown.feed("curl: (6) Could not resolve host: example.org\n")
+    assert shown.result() == ("curl: (6) Could not resolve host: example.org\n", 0)
+    quiet = OutputCap(100)
+    for _ in range(100):
+        quiet.feed("all fine here\n" * 10)
+    assert "kept from the part left out" not in quiet.result()[0]

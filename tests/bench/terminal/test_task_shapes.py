@@ -107,6 +107,9 @@ def test_a_fetch_that_cannot_reach_its_host_is_needs_network_naming_it(tmp_path)
     assert network_failure("ERROR: Could not find a version that satisfies the requirement x") is None
     assert network_failure("Could not fetch URL https://pypi.org/simple/x/: There was a problem") == \
         "could not reach pypi.org: Could not fetch URL https://pypi.org/simple/x/: There was a problem"
+    # Rust's reqwest (selenium-manager fetching a browser, uv): TB's run-pdp11-code
+    reqwest = "{'code': 65, 'message': 'error sending request for url (https://googlechromelabs.github.io/x.json)'}"
+    assert network_failure(reqwest).startswith("could not reach googlechromelabs.github.io: ")
 
 
 def test_with_the_network_the_tests_fetch_what_agentrig_lacks_and_keep_its_tool_chain(tmp_path):

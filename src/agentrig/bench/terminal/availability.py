@@ -64,14 +64,31 @@ def task_support(task: Any, kind: str, network: bool | None = None) -> Any:
 
 async def build_check(tasks: list[Any], settings: SandboxSettings) -> dict[str, str]:
     """Build (or find cached) each task's bwrap layer; task id → why its own build fails."""
-    from .sandbox import TaskBuildError, build_plan
+    from .sandbox import TaskBuildError, _base_root, build_plan
     from .sandbox.build import ensure_layer
 
     broken: dict[str, str] = {}
     for task in tasks:
+        plan = build_plan(task)
+        recipe = None
         try:
-            await ensure_layer(task, build_plan(task), settings)
+            recipe, base_root = await _base_root(plan, settings)  # root = "image": the trials' root, not the host's
+            await ensure_layer(task, plan, settings, recipe, base_root)
         except TaskBuildError as exc:
-            tag = exc.exclusion or "broken_task"
-            broken[task.id] = f"{tag}: {str(exc)[-600:]}"
+            broken[task.id] = build_failure(exc, recipe)
     return broken
+
+
+def build_failure(exc: Any, recipe: Any = None) -> str:
+    """An exclusion reason for a failed build: its tag, the failing step's line and the output's tail.
+    On a base that stands in for the task's image (``recipe.substituted``) a build that fails for
+    no reason of its own kind is ``base_substituted``, naming the substitution, never the task's fault."""
+    text = str(exc)
+    first, _, rest = text.partition("\n")
+    tail = rest[-600:] if len(rest) <= 600 else "…" + rest[-600:]
+    body = f"{first}\n{tail}" if rest else first
+    if exc.exclusion:
+        return f"{exc.exclusion}: {body}"
+    if recipe is not None and recipe.substituted:
+        return f"base_substituted: the build fails on the stand-in base ({recipe.substituted}): {body}"
+    return f"broken_task: {body}"

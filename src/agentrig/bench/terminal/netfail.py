@@ -31,9 +31,11 @@ _FAILURES = re.compile(
     r"|Connection refused"
     r"|Could not connect to|couldn.t connect to"
     r"|Failed to fetch https?://"
-    r"|getaddrinfo ENOTFOUND|ECONNREFUSED|ETIMEDOUT",
+    r"|getaddrinfo ENOTFOUND|ECONNREFUSED|ETIMEDOUT"
+    r"|error sending request for url",  # Rust's reqwest: selenium-manager, uv, cargo
     re.IGNORECASE,
 )
+FETCH_FAILURE = _FAILURES  # for OutputCap: lines of an omitted middle that show a fetch failing are kept
 _URL_HOST = re.compile(r"(?:https?|git|ftp)://(?:[^@/\s'\"]+@)?([A-Za-z0-9.-]+\.[A-Za-z]{2,})")
 _BARE_HOST = re.compile(r"(?:host(?: address)?|resolve host:?|Resolving)\s*[‘'\"]?([A-Za-z0-9.-]+\.[A-Za-z]{2,})", re.IGNORECASE)
 

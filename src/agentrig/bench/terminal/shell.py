@@ -15,7 +15,11 @@ Every sandbox kind turns a command into an argv (``bash -lc COMMAND`` behind its
   shell (and what it started); the next command gets a fresh shell in the working directory and
   the result says so.
 - ``OutputCap`` keeps at most ``limit`` characters while streaming: the first half and the last
-  half, with the number of characters left out, so a 10 MB output is never held whole.
+  half, with the number of characters left out, so a 10 MB output is never held whole. Up to
+  three lines of the part left out that show a fetch failing (``netfail``'s words: "Could not
+  resolve host", "unable to resolve host address" …) are kept after the marker: an
+  `apt-get install` whose long output buries a `wget` that could not reach its host still says so
+  to the agent, and to the audit that names the host.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from .netfail import FETCH_FAILURE
 from .sandbox.base import CommandResult
 
 KillFn = Callable[[Any], Awaitable[None]]
 _CHUNK = 65536
+_NOTED, _NOTED_CHARS = 3, 400  # lines of an omitted middle that show a fetch failing: how many, how long
 
 
 class OutputCap:
@@ -51,15 +57,32 @@ class OutputCap:
         self._tail_keep = limit - limit // 2
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.frozen = False
+        self._partial = ""  # the line still being written (bounded), for the fetch-failure watch
+        self._noted: dict[int, str] = {}  # stream offset of a line that shows a fetch failing -> the line
 
     def feed_bytes(self, data: bytes) -> None:
         if not self.frozen:
             self.feed(self._decoder.decode(data))
 
+    def _watch(self, text: str, final: bool = False) -> None:
+        """Note (up to three) whole lines that show a fetch failing; cheap when none does."""
+        window = self._partial + text
+        start = self.total - len(window)
+        if len(self._noted) < _NOTED and FETCH_FAILURE.search(window):
+            for found in FETCH_FAILURE.finditer(window):
+                begin = window.rfind("\n", 0, found.start()) + 1
+                end = window.find("\n", found.end())
+                if end < 0 and not final:
+                    break  # the line is not complete yet: the next chunk sees it again
+                if len(self._noted) < _NOTED and start + begin not in self._noted:
+                    self._noted[start + begin] = window[begin:end if end >= 0 else None][:_NOTED_CHARS]
+        self._partial = window[window.rfind("\n") + 1:][-_NOTED_CHARS:]
+
     def feed(self, text: str) -> None:
         if self.frozen or not text:
             return
         self.total += len(text)
+        self._watch(text)
         if self._head_len < self.limit:
             take = text[: self.limit - self._head_len]
             self._head.append(take)
@@ -77,13 +100,16 @@ class OutputCap:
         """(text, omitted characters)."""
         if not self.frozen:
             self.feed(self._decoder.decode(b"", final=True))
+            self._watch("", final=True)
         head = "".join(self._head)
         if self.total <= self.limit:
             return head, 0
         keep_head = self.limit // 2
         tail = "".join(self._tail)[-self._tail_keep :]
         omitted = self.total - keep_head - len(tail)
-        return f"{head[:keep_head]}\n[... {omitted} characters omitted ...]\n{tail}", omitted
+        kept = "".join(f"[kept from the part left out: {line}]\n" for at, line in sorted(self._noted.items())
+                       if keep_head <= at < self.total - len(tail))
+        return f"{head[:keep_head]}\n[... {omitted} characters omitted ...]\n{kept}{tail}", omitted
 
 
 class _PipeReader:

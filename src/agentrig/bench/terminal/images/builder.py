@@ -55,11 +55,43 @@ def _sources(suite: str) -> list[str]:
     return lines
 
 
+# Debian marks its Python EXTERNALLY-MANAGED (pip refuses to install into it); the official images'
+# pip installs. The marker is diverted (dpkg-divert), so an apt-get that upgrades the interpreter in
+# a task's build writes it aside too, where a plain delete would see it come back and pip refuse.
+DIVERT_MARKER = ('for m in "$1"/usr/lib/python3*/EXTERNALLY-MANAGED; do [ -e "$m" ] || continue; '
+                 'chroot "$1" dpkg-divert --local --rename --divert "${m#"$1"}.agentrig" --add "${m#"$1"}"; done')
+
+
+def _python_layout(root: Path) -> None:
+    """The official python images' layout over Debian's Python: the interpreter and pip in
+    /usr/local/bin, /usr/local/lib/python3.X/site-packages the directory `pip install` fills
+    (Debian's pip puts a root install in /usr/local/lib/python3.X/dist-packages: one is a link
+    to the other)."""
+    binaries = sorted(p.name for p in (root / "usr/bin").glob("python3.*") if p.name[len("python3."):].isdigit())
+    if not binaries:
+        return
+    version = binaries[-1][len("python"):]
+    local_bin = root / "usr/local/bin"
+    local_bin.mkdir(parents=True, exist_ok=True)
+    links = {f"python{version}": f"/usr/bin/python{version}", "python3": f"python{version}", "python": "python3"}
+    if (root / "usr/bin/pip3").exists():
+        links.update({f"pip{version}": "/usr/bin/pip3", "pip3": f"pip{version}", "pip": "pip3"})
+    for name, target in links.items():
+        if not os.path.lexists(local_bin / name):
+            os.symlink(target, local_bin / name)
+    lib = root / f"usr/local/lib/python{version}"
+    (lib / "dist-packages").mkdir(parents=True, exist_ok=True)
+    if not os.path.lexists(lib / "site-packages"):
+        os.symlink("dist-packages", lib / "site-packages")
+
+
 def _finish(root: Path, recipe: BaseRecipe) -> None:
-    """What the real image has beyond the packages: a pip that installs, the WORKDIR."""
+    """What the real image has beyond the packages: a pip that installs, its layout, the WORKDIR."""
     if recipe.python:
         for marker in glob.glob(str(root / "usr/lib/python3*/EXTERNALLY-MANAGED")):
             os.unlink(marker)  # the official python images' pip installs into the system; so does ours
+    if recipe.python_layout:
+        _python_layout(root)
     if recipe.workdir != "/":
         (root / recipe.workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
     for name in ("tmp", "var/tmp"):
@@ -105,6 +137,8 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
             argv.append("--include=" + ",".join(recipe.packages))
         for opt in host_apt_options() if host_settings else []:
             argv.append(f"--aptopt={opt}")
+        if recipe.python_layout:
+            argv.append(f"--customize-hook={DIVERT_MARKER}")
         argv += [recipe.suite, str(staging / "root"), *_sources(recipe.suite)]
         started = time.monotonic()
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)

@@ -8,6 +8,16 @@ taken from their public Dockerfiles: TB's images are ``python:3.13-slim-bookworm
 ``python``/``pip`` on PATH, ``LANG=C.UTF-8`` and ``CMD ["python3"]``, the non-slim ones the
 buildpack-deps tools (git, curl, a C compiler). Where we substitute (Debian for Ubuntu, the
 suite's Python for another version) the recipe says so in ``substituted``.
+
+A python image gets the Debian suite whose Python is the image's own version when one has it
+(``python:3.13-slim-bookworm`` and TB's ``python-3-13`` are built on trixie, Python 3.13 exactly:
+a newer Debian under the image's Python, said in ``substituted``), else the suite whose Python is
+nearest (3.8 → bullseye's 3.9; a tie keeps the image's own suite: 3.10-bookworm → 3.11), since a
+task on a python image depends on its interpreter (wheels that exist for it, language changes)
+far more than on the Debian release under it. The official images' layout is laid over Debian's
+(``python_layout``): ``python``/``pip`` in ``/usr/local/bin``, ``/usr/local/lib/python3.X/site-packages``
+where ``pip install`` puts packages, and a pip that installs into the system even after an
+``apt-get`` upgrades the interpreter (Debian's ``EXTERNALLY-MANAGED`` marker diverted away).
 """
 
 from __future__ import annotations
@@ -19,6 +29,9 @@ import re
 from pydantic import BaseModel, Field
 
 RECIPE_FORMAT = "1"
+# fields added after format 1: in the key only when set, so roots built before them keep their keys
+LATER_FIELDS = ("python_layout",)
+PYTHON_LAYOUT = "official-1"  # what builder._python_layout lays over Debian's Python; bump when it changes
 SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
 DEFAULT_SUITE = "bookworm"  # the suite this machine's Debian mirror serves; ubuntu and bare python tags map to it
 UBUNTU_NAMES = {"20.04": "focal", "22.04": "jammy", "24.04": "noble", "24.10": "oracular", "25.04": "plucky"}
@@ -37,6 +50,7 @@ class BaseRecipe(BaseModel):
     suite: str  # the Debian suite mmdebstrap builds
     packages: list[str] = Field(default_factory=list)
     python: bool = False  # python/pip on PATH and pip installs (no EXTERNALLY-MANAGED refusal)
+    python_layout: str | None = None  # the official images' /usr/local layout over Debian's Python (PYTHON_LAYOUT)
     workdir: str = "/"  # the image's WORKDIR
     env: dict[str, str] = Field(default_factory=dict)
     cmd: list[str] = Field(default_factory=lambda: ["bash"])
@@ -51,22 +65,42 @@ class BaseRecipe(BaseModel):
     def key(self) -> str:
         """The cache key: everything that changes the built tree (not the ref: two refs may share a root)."""
         body = self.model_dump(exclude={"ref", "substituted"})
+        for name in LATER_FIELDS:
+            if body.get(name) is None:
+                body.pop(name, None)
         return hashlib.sha256(json.dumps([RECIPE_FORMAT, body], sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseRecipe:
-    suite = suite or DEFAULT_SUITE
+def python_suite(version: str, suite: str | None) -> str | None:
+    """The Debian suite to build a ``python:<version>`` image on: the one whose Python is `version`,
+    else the nearest (a tie keeps `suite`, the image's own, default bookworm); None: no such suite."""
+    wanted = suite or DEFAULT_SUITE
+    if wanted not in SUITE_PYTHON:
+        return None
+
+    def distance(name: str) -> tuple[int, bool]:
+        return abs(int(SUITE_PYTHON[name].split(".")[1]) - int(version.split(".")[1])), name != wanted
+
+    return min(SUITE_PYTHON, key=distance)
+
+
+def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseRecipe | None:
+    chosen = python_suite(version, suite)
+    if chosen is None:
+        return None
+    python = SUITE_PYTHON[chosen]
     notes = []
-    if suite not in SUITE_PYTHON:
-        return None  # type: ignore[return-value]
-    if SUITE_PYTHON[suite] != version:
-        notes.append(f"Python {SUITE_PYTHON[suite]} (Debian {suite}'s) stands in for Python {version}")
+    if python != version:
+        notes.append(f"Python {python} (Debian {chosen}'s) stands in for Python {version}")
+    if suite is not None and chosen != suite:  # a tag without a suite names none (the image's default moves)
+        notes.append(f"Debian {chosen} stands in for Debian {suite}"
+                     + (f" (its Python {python} is the image's)" if python == version else ""))
     packages = list(PYTHON_PACKAGES)
     if variant != "slim":
         packages += BUILDPACK_PACKAGES
-    env = {"PATH": PATH, "LANG": "C.UTF-8", "PYTHON_VERSION": SUITE_PYTHON[suite]}
-    return BaseRecipe(ref=ref, suite=suite, packages=packages, python=True, env=env, cmd=["python3"],
-                      substituted="; ".join(notes) or None)
+    env = {"PATH": PATH, "LANG": "C.UTF-8", "PYTHON_VERSION": python}
+    return BaseRecipe(ref=ref, suite=chosen, packages=packages, python=True, python_layout=PYTHON_LAYOUT, env=env,
+                      cmd=["python3"], substituted="; ".join(notes) or None)
 
 
 def resolve_base(image_ref: str) -> BaseRecipe | None:
@@ -79,8 +113,8 @@ def resolve_base(image_ref: str) -> BaseRecipe | None:
     if name.startswith(TB_PREFIX):
         kind = name[len(TB_PREFIX):].split(":", 1)[0]
         match = re.fullmatch(r"python-3-(\d+)", kind)
-        if match:
-            recipe = _python(f"3.{match.group(1)}", "slim", "bookworm", ref)
+        recipe = _python(f"3.{match.group(1)}", "slim", "bookworm", ref) if match else None  # python:3.X-slim-bookworm
+        if recipe is not None:
             recipe.packages += TB_PACKAGES
             recipe.workdir = "/app"
             return recipe
