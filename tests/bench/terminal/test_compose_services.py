@@ -17,6 +17,7 @@ import asyncio
 import os
 import textwrap
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -76,8 +77,11 @@ TEST = "from pathlib import Path\n\ndef test_out():\n    assert Path('/app/out.t
 def services_task(root: Path, task_id: str = "scraper", *, compose: str | None = None, site: str = SITE,
                   base: str = "python:3.11-slim"):
     """A task shaped like Terminal-Bench's simple-web-scraper: a client and a server it builds."""
-    d = write_task(root, task_id, solution=SOLUTION, test=TEST,
-                   files={"docker-compose.yaml": compose or (CLIENT + SERVER + "    environment:\n      GREETING: hello\n")})
+    # the server's command carries a token of this task: its processes are told from those of other
+    # runs of these tests on the same machine
+    default = (CLIENT + SERVER + "    environment:\n      GREETING: hello\n").replace(
+        '"./site.py" ]', f'"./site.py", "{uuid.uuid4().hex[:12]}" ]')
+    d = write_task(root, task_id, solution=SOLUTION, test=TEST, files={"docker-compose.yaml": compose or default})
     (d / "Dockerfile").unlink()
     (d / "client").mkdir()
     (d / "client" / "Dockerfile").write_text(f"FROM {base}\nWORKDIR /app\n")
@@ -101,6 +105,11 @@ def _alive_in_pid_namespace(inode: int) -> list[int]:
     return found
 
 
+def _server_processes(task) -> list[int]:
+    """The processes of this task's server (its command's token in their command line)."""
+    return _processes_with(read_compose(task.compose).services["server"].command[-1])
+
+
 def _processes_with(marker: str) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -120,14 +129,14 @@ def test_the_compose_file_is_read_as_docker_reads_it(tmp_path):
     compose = read_compose(task.compose)
     assert compose.agent == "client" and [s.name for s in compose.others] == ["server"]
     server = compose.services["server"]
-    assert server.ports == [8000] and server.command == ["python3", "./site.py"]
+    assert server.ports == [8000] and server.command[:2] == ["python3", "./site.py"]
     assert server.environment == {"GREETING": "hello"}
     assert server.healthcheck is not None and server.healthcheck.interval_s == 10 and server.healthcheck.retries == 1
     assert server.healthcheck.command()[:2] == ["python3", "-c"]
     assert server.dockerfile == (task.path / "server" / "Dockerfile").resolve()
     assert compose.hostnames() == ["server"]  # the container_name with ${…} is not a name anyone resolves
     # Docker's rules for what a service runs
-    assert service_argv(server, ["/entry.sh"], ["python3", "x.py"]) == ["/entry.sh", "python3", "./site.py"]
+    assert service_argv(server, ["/entry.sh"], ["python3", "x.py"]) == ["/entry.sh", *server.command]
     bare = server.model_copy(update={"command": None})
     assert service_argv(bare, None, ["python3", "x.py"]) == ["python3", "x.py"]
     assert service_argv(bare.model_copy(update={"entrypoint": ["/e"]}), ["/old"], ["python3", "x.py"]) == ["/e"]
@@ -258,7 +267,7 @@ def test_a_service_runs_beside_the_agent_in_the_trials_own_network(tmp_path, net
     assert len(pid_namespaces) == 1
     # torn down with the trial: no process of the service's sandbox, no server, no slirp4netns
     assert not _alive_in_pid_namespace(pid_namespaces[0])
-    assert not _processes_with("./site.py")
+    assert not _server_processes(task)
     assert not [pid for pid in slirps if os.path.exists(f"/proc/{pid}") and "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()]
     assert not list((tmp_path / "cache" / "trials").iterdir())
 
@@ -276,7 +285,7 @@ def test_a_service_that_dies_is_the_tasks_fault_and_leaves_nothing(tmp_path):
     assert "service 'server' exited 3 before it was ready" in str(caught.value)
     assert "cannot open the bookstore database" in str(caught.value)
     assert caught.value.exclusion is None  # a broken task
-    assert not _processes_with("./site.py")
+    assert not _server_processes(task)
     assert not list((tmp_path / "cache" / "trials").iterdir())
 
 
@@ -287,4 +296,4 @@ def test_the_audit_plays_a_task_with_a_service(tmp_path):
     task = services_task(tmp_path)
     row = asyncio.run(audit_task(task, settings(tmp_path)))
     assert row.status == "ok", (row.reason, row.oracle)
-    assert not _processes_with("./site.py")
+    assert not _server_processes(task)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import tempfile
 
 from ..shell import end_process
 from .base import SandboxError
@@ -39,15 +40,16 @@ class Slirp:
         ready_r, ready_w = os.pipe()
         exit_r, self._exit_w = os.pipe()
         os.set_inheritable(self._exit_w, False)
+        log = tempfile.TemporaryFile()  # what it says (never a pipe nobody reads while it runs)
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 binary, "--configure", "--mtu=65520", "--disable-host-loopback",
                 f"--ready-fd={ready_w}", f"--exit-fd={exit_r}", str(self.pid), "tap0",
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-                pass_fds=(ready_w, exit_r),
+                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(ready_w, exit_r),
             )
         except OSError as exc:
             os.close(ready_r)
+            log.close()
             raise SandboxError(f"cannot start slirp4netns: {exc.strerror or exc}") from None
         finally:
             os.close(ready_w)
@@ -59,14 +61,12 @@ class Slirp:
             ready = b""
         finally:
             os.close(ready_r)
-        if ready != b"1":
-            err = b""
-            if self._proc.stderr is not None:
-                with contextlib.suppress(Exception):
-                    self._proc.kill()
-                    err = await asyncio.wait_for(self._proc.stderr.read(), 5)
-            await self.close()
-            raise SandboxError(f"slirp4netns did not configure the trial's network: {err.decode(errors='replace').strip() or 'no answer'}")
+        with log:
+            if ready != b"1":
+                await self.close()
+                log.seek(0)
+                said = log.read()[-500:].decode(errors="replace").strip()
+                raise SandboxError(f"slirp4netns did not configure the trial's network: {said or 'no answer'}")
 
     async def close(self) -> None:
         if self._exit_w is not None:
