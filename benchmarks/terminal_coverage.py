@@ -91,7 +91,7 @@ def absent_files(tasks_dir: Path) -> dict[str, list[str]]:
 
 
 async def measure(args: argparse.Namespace) -> dict:
-    from agentrig.bench.terminal.audit import TaskAudit, audit_one
+    from agentrig.bench.terminal.audit import TaskAudit, audit_one, empty_solution
     from agentrig.bench.terminal.availability import task_support
     from agentrig.bench.terminal.sandbox.base import SandboxSettings
     from agentrig.bench.terminal.taskfile import load_tasks
@@ -152,7 +152,9 @@ async def measure(args: argparse.Namespace) -> dict:
         if audit.status == "excluded":
             verdict = audit.reason.split(":", 1)[0].strip() or "excluded"
         elif audit.status == "broken" and audit.oracle is not None and audit.oracle.unreached:
-            verdict = "needs_network"  # the solution's own fetches could not reach their hosts
+            verdict = "needs_network"  # the build's, solution's or tests' fetches could not reach their hosts
+        elif audit.status == "broken" and empty_solution(task):
+            verdict = "no_solution"  # no reference solution to play: an oracle that cannot pass anywhere
         report({"task_id": audit.task_id, "verdict": verdict, "stage": "audit", "status": audit.status,
                 "reason": audit.reason, "oracle": outcome(audit.oracle), "noop": outcome(audit.noop),
                 "duration_s": audit.duration_s,
@@ -224,15 +226,20 @@ def main() -> None:
     print(f"\n{doc['tasks']} tasks: {runs} run (oracle 1, no-op 0) of {doc['played']} played; "
           + ", ".join(f"{n} {k}" for k, n in sorted(v.items()) if k != "runs")
           + f" · {doc['wall_s']:.0f} s wall, load {doc['load_at_end']}")
-    print(f"{len(beyond)} need more than the package registries or lack files ({', '.join(beyond)}); "
+    print(f"{len(beyond)} need more than the package registries, lack files or have no solution ({', '.join(beyond)}); "
           f"of the other {eligible}: {runs} run = {100 * runs / max(eligible, 1):.0f}%")
 
 
 def beyond_registries(row: dict) -> bool:
-    """A task whose files are incomplete, or whose build or solution needs a host or an image
-    beyond the package registries (the acceptance's denominator leaves these out), by its reason."""
+    """A task the acceptance's denominator leaves out, by its verdict and reason: its files are
+    incomplete; its build, solution or tests need a host or an image beyond the package registries
+    (also a solution pinning package versions of the real base's archive, e.g. Ubuntu's, which only
+    Debian's registry stands in for here); or it has no reference solution (its solution script
+    holds no command), so no engine's oracle can pass it."""
     reason, verdict = row.get("reason") or "", row["verdict"]
-    if verdict in ("missing_files", "invalid"):
+    if verdict in ("missing_files", "invalid", "no_solution"):
+        return True
+    if verdict == "base_substituted" and "pins package versions" in reason:
         return True
     if verdict == "needs_network" and "could not reach" in reason:
         return True

@@ -96,6 +96,22 @@ def test_a_failed_build_on_a_stand_in_base_is_base_substituted_with_its_line():
     assert build_failure(offline, resolve_base("python:3.8")).startswith("needs_network: Dockerfile line 3")
 
 
+@pytest.mark.slow
+def test_tbs_ubuntu_root_has_what_its_apt_get_install_pulls_in_with_recommends():
+    # TB's ubuntu-24-04 is `apt-get install -y tmux asciinema` on ubuntu:24.04: with Recommends
+    # (python3's bring ca-certificates, hence openssl — a solution decrypts its files with it);
+    # mmdebstrap installs none unless told, and the option is not left in the root's apt settings
+    _need_mmdebstrap()
+    recipe = resolve_base("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624")
+    assert recipe is not None and recipe.recommends
+    assert not resolve_base(TB_PYTHON).recommends
+    assert recipe.model_copy(update={"recommends": False}).key() != recipe.key()  # another tree, another root
+    root = ensure_base_root(recipe)  # cached across sessions in images_dir()
+    assert (root / "usr/bin/openssl").is_file() and (root / "etc/ssl/certs/ca-certificates.crt").is_file()
+    assert (root / "usr/bin/tmux").is_file() and (root / "app").is_dir()
+    assert not (root / "etc/apt/apt.conf.d/99mmdebstrap").exists()
+
+
 def test_images_build_rejects_an_unknown_base_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTRIG_IMAGES_DIR", str(tmp_path))
     result = CliRunner().invoke(app, ["images", "build", "alpine:3.19"])

@@ -181,3 +181,53 @@ def test_a_broken_oracle_whose_solution_script_has_no_command_says_so(tmp_path):
     write_task(tmp_path, "empty", solution="#!/bin/bash\n# the solution was lost in this copy\n\n")
     row = asyncio.run(audit_task(load_task(tmp_path / "empty"), SandboxSettings(cache_dir=tmp_path / "cache")))
     assert row.status == "broken" and "its solution.sh has no command (the solution does nothing)" in row.reason
+
+
+def test_an_oracle_pinning_versions_the_stand_ins_archive_lacks_is_the_stand_ins_fault(tmp_path):
+    # TB's parallel-particle-simulator: `apt-get install g++=4:13.2.0-7ubuntu1 …` on Ubuntu 24.04;
+    # Debian's archive (the stand-in) has no such version: base_substituted, naming the pins
+    solution = "#!/bin/bash\napt-get install -y make=4.3-4.1build2 gzip=1.12-1ubuntu3\necho ok > /app/out.txt\n"
+    write_task(tmp_path, "pinned", solution=solution, test="def test_x():\n    assert False\n")
+    row = asyncio.run(audit_task(load_task(tmp_path / "pinned"), SandboxSettings(cache_dir=tmp_path / "cache")))
+    assert row.status == "base_substituted", row.reason
+    assert "pins package versions" in row.reason and "make=4.3-4.1build2" in row.reason
+    assert "gzip=1.12-1ubuntu3" in row.reason and "stands in for Ubuntu 24.04" in row.reason
+
+
+def test_a_broken_oracle_whose_tests_could_not_reach_a_remote_host_says_so(tmp_path):
+    # TB's cron-broken-network: its test curls example.com (beyond the package registries); a test
+    # whose server on localhost is not there is the task's failure, not the network's
+    remote = ("import subprocess\n\ndef test_fetch():\n"
+              "    assert subprocess.run(['curl', '-sS', 'http://agentrig-unreachable.invalid/']).returncode == 0\n")
+    local = ("import subprocess\n\ndef test_fetch():\n"
+             "    assert subprocess.run(['curl', '-sS', 'http://localhost:9/']).returncode == 0\n")
+    write_task(tmp_path, "remote", test=remote)
+    write_task(tmp_path, "local", test=local)
+    settings = SandboxSettings(cache_dir=tmp_path / "cache")
+    far = asyncio.run(audit_task(load_task(tmp_path / "remote"), settings))
+    near = asyncio.run(audit_task(load_task(tmp_path / "local"), settings))
+    assert far.status == "broken" and "its tests could not reach agentrig-unreachable.invalid" in far.reason, far.reason
+    assert far.oracle is not None and far.oracle.unreached.startswith("tests could not reach")
+    assert near.status == "broken" and "could not reach" not in near.reason and near.oracle.unreached is None
+    from agentrig.bench.terminal.netfail import network_failure
+
+    meter = "  0     0    0     0    0     0      0      0 --:--:-- --:--:-- --:--:--     0curl: (6) Could not resolve host: example.com"
+    assert network_failure(meter, remote_only=True) == "could not reach example.com: curl: (6) Could not resolve host: example.com"
+    assert network_failure("curl: (7) Failed to connect to localhost port 9: Connection refused", remote_only=True) is None
+    assert network_failure("Failed to connect to 127.0.0.1 port 80 via http://127.0.0.1/x", remote_only=True) is None
+
+
+def test_the_coverage_leaves_out_tasks_without_a_solution_or_needing_the_real_bases_archive():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "terminal_coverage.py"
+    spec = importlib.util.spec_from_file_location("terminal_coverage", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.beyond_registries
+    assert out({"verdict": "no_solution", "reason": "its solution.sh has no command"})
+    assert out({"verdict": "base_substituted", "reason": "the oracle's solution pins package versions the …"})
+    assert out({"verdict": "needs_network", "reason": "…; its tests could not reach example.com: curl: (6) …"})
+    assert not out({"verdict": "base_substituted", "reason": "the build fails on the stand-in base (…)"})
+    assert not out({"verdict": "broken", "reason": "the oracle does not pass (wrong_output)"})

@@ -13,8 +13,13 @@ Per task, one trial of the ``oracle`` and one of the ``noop`` agent, played exac
   cancelled (their sandboxes closed) and the reason says which phase was running;
 - ``base_substituted`` — the build breaks on a base that stands in for the task's image (Debian
   for Ubuntu, another Python): the stand-in's fault until shown otherwise, never ``broken_task``
-  (``images/describe.py``). An oracle that fails on such a base is ``broken``, its reason naming
-  the substitution.
+  (``images/describe.py``); so is an oracle whose solution pins package versions (``apt-get install
+  g++=4:13.2.0-7ubuntu1``) that the stand-in's archive does not have. Another oracle that fails on
+  such a base is ``broken``, its reason naming the substitution.
+
+A broken oracle's reason also names what it could not reach — its build's, its solution's or its
+tests' fetches of hosts off this machine (``netfail.py``) — and a solution script that holds no
+command.
 
 A trial spoiled by the sandbox (invalid) is played again, up to ``REPLAYS`` times.
 ``audit_tasks`` hands each task's result to ``on_result`` as soon as it is known (the CLI prints
@@ -24,6 +29,7 @@ one line per task as it goes), in the order they finish.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -51,6 +57,7 @@ class AgentOutcome(BaseModel):
     detail: str | None = None
     duration_s: float = 0.0
     unreached: str | None = None  # a command of the agent's, the build ('build …') or the tests ('tests …') could not reach a host
+    missing_versions: list[str] = []  # pinned packages its apt-get could not find ('g++=4:13.2.0-7ubuntu1')
 
 
 class TaskAudit(BaseModel):
@@ -87,14 +94,20 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
         unreached = f"build {built}"
     tested = next((e.data for e in record.trajectory.events if e.plugin == "verifier" and e.kind == "result"), None)
     if tested and not unreached and float(tested.get("reward") or 0) < 1.0:  # the tests' own fetches (curl example.com)
-        why = network_failure(str(tested.get("output") or ""))
+        why = network_failure(str(tested.get("output") or ""), remote_only=True)  # not a server on localhost
         unreached = f"tests {why}" if why else None
+    outputs = "\n".join(m.content for m in record.trajectory.messages if m.role == "tool" and isinstance(m.content, str))
+    missing = list(dict.fromkeys(f"{pkg}={ver}" for ver, pkg in _MISSING_VERSION.findall(outputs)))
     return AgentOutcome(reward=v.reward if v.valid else None, valid=v.valid, termination=v.termination,
                         failure_mode=notes.get("failure_mode"), detail=v.invalid_cause or notes.get("detail"),
-                        duration_s=record.duration_s, unreached=unreached)
+                        duration_s=record.duration_s, unreached=unreached, missing_versions=missing)
 
 
-def _empty_solution(task: Any) -> bool:
+# apt-get's words for a pinned version its archive does not have
+_MISSING_VERSION = re.compile(r"^E: Version '([^']+)' for '([^']+)' was not found", re.MULTILINE)
+
+
+def empty_solution(task: Any) -> bool:
     """The task's solution script holds no command (only comments and blank lines)."""
     script = getattr(task, "solution_script", None)
     if script is None:
@@ -136,10 +149,15 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
     if not oracle.valid or not noop.valid:
         cause = oracle.detail if not oracle.valid else noop.detail
         return TaskAudit(**base, status="error", reason=f"the sandbox failed: {cause}", oracle=oracle, noop=noop)
+    if (oracle.reward or 0.0) < 1.0 and substituted and oracle.missing_versions:
+        shown = ", ".join(oracle.missing_versions[:4]) + (" …" if len(oracle.missing_versions) > 4 else "")
+        return TaskAudit(**base, status="base_substituted", oracle=oracle, noop=noop,
+                         reason=f"the oracle's solution pins package versions the stand-in base's archive does not "
+                                f"have ({shown}; {substituted})")
     if (oracle.reward or 0.0) < 1.0:
         unreached = (f"; its {oracle.unreached}" if oracle.unreached.startswith(("build ", "tests ")) else
                      f"; its solution {oracle.unreached}") if oracle.unreached else ""
-        if _empty_solution(task):
+        if empty_solution(task):
             unreached += f"; its {task.solution_script.name} has no command (the solution does nothing)"
         return TaskAudit(**base, status="broken", reason=f"the oracle does not pass ({oracle.failure_mode}"
                          f"{': ' + oracle.detail.splitlines()[0] if oracle.detail else ''})"

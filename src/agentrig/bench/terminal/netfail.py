@@ -56,14 +56,23 @@ _QUIET_EXITS = {"wget": {4: "wget exited 4 (network failure)"},
                          28: "curl exited 28 (timed out)", 35: "curl exited 35 (TLS handshake failed)"}}
 
 
-def network_failure(output: str, command: str = "", exit_code: int | None = None) -> str | None:
+_METER = re.compile(r"^[\d\s:%.-]+(?=[A-Za-z])")  # curl's progress meter in front of its error, on one line
+_LOCAL = re.compile(r"^(localhost|ip6-localhost|sandbox|0\.0\.0\.0|127\.[\d.]+|::1|\[::1\])(\.localdomain)?$", re.IGNORECASE)
+
+
+def network_failure(output: str, command: str = "", exit_code: int | None = None, *,
+                    remote_only: bool = False) -> str | None:
     """'could not reach HOST[, HOST]: <the tool's line>' when the output shows a fetch that failed
     to reach its host (or, for a silent wget/curl command, its exit status says so), else None.
-    The hosts come from the failing line, else from the command."""
+    The hosts come from the failing line, else from the command. ``remote_only``: only a line
+    naming a host off this machine counts (a test's "Connection refused" from a server on
+    localhost that the solution did not start is the task's failure, not the network's)."""
     for line in output.splitlines():
         if _FAILURES.search(line):
-            quoted = line.strip()[:200]
+            quoted = _METER.sub("", line.strip())[:200]
             hosts = hosts_in(line) or hosts_in(command)
+            if remote_only and not [h for h in hosts if not _LOCAL.match(h)]:
+                continue
             where = ", ".join(hosts[:3]) if hosts else "its host"
             return f"could not reach {where}: {quoted}"
     if exit_code is not None:

@@ -92,6 +92,8 @@ def _finish(root: Path, recipe: BaseRecipe) -> None:
             os.unlink(marker)  # the official python images' pip installs into the system; so does ours
     if recipe.python_layout:
         _python_layout(root)
+    with contextlib.suppress(FileNotFoundError):  # the build's --aptopt lines (apt proxy, Recommends): never kept
+        os.unlink(root / "etc/apt/apt.conf.d/99mmdebstrap")
     if recipe.workdir != "/":
         (root / recipe.workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
     for name in ("tmp", "var/tmp"):
@@ -135,6 +137,8 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
         argv = [binary, "--variant=apt", "--mode=root" if os.geteuid() == 0 else "--mode=unshare", "--quiet"]
         if recipe.packages:
             argv.append("--include=" + ",".join(recipe.packages))
+        if recipe.recommends:
+            argv.append('--aptopt=APT::Install-Recommends "true"')
         for opt in host_apt_options() if host_settings else []:
             argv.append(f"--aptopt={opt}")
         if recipe.python_layout:

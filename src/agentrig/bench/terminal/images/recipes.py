@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 RECIPE_FORMAT = "1"
 # fields added after format 1: in the key only when set, so roots built before them keep their keys
-LATER_FIELDS = ("python_layout",)
+LATER_FIELDS = ("python_layout", "recommends")
 PYTHON_LAYOUT = "official-1"  # what builder._python_layout lays over Debian's Python; bump when it changes
 SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
 DEFAULT_SUITE = "bookworm"  # the suite this machine's Debian mirror serves; ubuntu and bare python tags map to it
@@ -49,6 +49,7 @@ class BaseRecipe(BaseModel):
     ref: str  # the image reference it stands for, as written in the FROM line
     suite: str  # the Debian suite mmdebstrap builds
     packages: list[str] = Field(default_factory=list)
+    recommends: bool = False  # install the packages' Recommends too, as the image's own `apt-get install -y` does
     python: bool = False  # python/pip on PATH and pip installs (no EXTERNALLY-MANAGED refusal)
     python_layout: str | None = None  # the official images' /usr/local layout over Debian's Python (PYTHON_LAYOUT)
     workdir: str = "/"  # the image's WORKDIR
@@ -66,7 +67,7 @@ class BaseRecipe(BaseModel):
         """The cache key: everything that changes the built tree (not the ref: two refs may share a root)."""
         body = self.model_dump(exclude={"ref", "substituted"})
         for name in LATER_FIELDS:
-            if body.get(name) is None:
+            if body.get(name) in (None, False):  # unset: the keys built before it stay
                 body.pop(name, None)
         return hashlib.sha256(json.dumps([RECIPE_FORMAT, body], sort_keys=True).encode()).hexdigest()[:16]
 
@@ -121,7 +122,9 @@ def resolve_base(image_ref: str) -> BaseRecipe | None:
         match = re.fullmatch(r"ubuntu-(\d\d)-(\d\d)", kind)
         if match:
             version = f"{match.group(1)}.{match.group(2)}"
-            return BaseRecipe(ref=ref, suite=DEFAULT_SUITE, packages=TB_PACKAGES, workdir="/app",
+            # TB's Dockerfile: FROM ubuntu:<version>, `apt-get install -y tmux asciinema` (with their
+            # Recommends: python3's pull in ca-certificates and openssl), WORKDIR /app
+            return BaseRecipe(ref=ref, suite=DEFAULT_SUITE, packages=TB_PACKAGES, recommends=True, workdir="/app",
                               env={"PATH": PATH}, substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {version}")
         return None
     repo, _, tag = name.partition(":")
