@@ -155,3 +155,20 @@ def test_an_unused_earlier_stage_is_skipped_and_heredocs_are_read(tmp_path):
     script = runs[0].argv[-1].replace("/app/", f"{root}/app/")
     subprocess.run(["/bin/sh", "-c", script], check=True)
     assert (root / "app/logs/auth.log").read_text() == "Apr 10 08:12:33 server sshd[1234]: Accepted\n  indented $HOME\n"
+
+
+def test_the_entrypoint_is_kept_to_start_with_the_sandbox_and_builds_nothing(tmp_path):
+    # a container of the image runs its ENTRYPOINT with the compose command (`sleep infinity`) as
+    # arguments; the layer does not depend on it
+    base = "FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624\nRUN echo built > /built\n"
+    plain = parse_dockerfile(_write(tmp_path, base), tmp_path)
+    assert plain.entrypoint is None and plain.start_argv() is None
+    exec_form = parse_dockerfile(_write(tmp_path, base + 'ENTRYPOINT ["/usr/local/bin/init.sh"]\nCMD ["bash"]\n'), tmp_path)
+    assert exec_form.start_argv() == ["/usr/local/bin/init.sh", "sleep", "infinity"]
+    assert exec_form.content_hash(tmp_path) == plain.content_hash(tmp_path)
+    shell_form = parse_dockerfile(_write(tmp_path, base + 'SHELL ["/bin/bash", "-c"]\nENTRYPOINT service cron start && exec "$@"\n'), tmp_path)
+    assert shell_form.entrypoint == ["/bin/bash", "-c", 'service cron start && exec "$@"']
+    cleared = parse_dockerfile(_write(tmp_path, base + 'ENTRYPOINT ["/init"]\nENTRYPOINT []\n'), tmp_path)
+    assert not cleared.entrypoint and cleared.start_argv() is None
+    staged = parse_dockerfile(_write(tmp_path, 'FROM ubuntu:24.04 AS first\nENTRYPOINT ["/first"]\n' + base), tmp_path)
+    assert staged.supported and staged.start_argv() is None  # a new stage starts without the earlier one's

@@ -43,7 +43,6 @@ def test_the_runtime_files_shadow_the_images_and_a_build_drops_them(tmp_path):
 @needs_root_bwrap()
 @pytest.mark.slow
 async def test_localhost_resolves_in_builds_and_trials_on_a_built_root(tmp_path, ubuntu_root):
-    assert not (ubuntu_root / "etc" / "hosts").exists()  # none in this root: the engine's file is what resolves
     dockerfile = (f"FROM {TB_UBUNTU}\n"
                   "RUN getent hosts localhost > /app/resolved-in-build\n"
                   "RUN echo '10.9.9.9 planted-by-a-step' >> /etc/hosts\n")
@@ -86,3 +85,22 @@ async def test_a_trials_edit_of_etc_hosts_is_its_own(tmp_path, ubuntu_root):
         await first.close()
     assert "absent" in seen.output and "localhost" in seen.output
     assert os.path.exists("/etc/hosts") and "first-trial" not in Path("/etc/hosts").read_text()
+
+
+@needs_root_bwrap()
+async def test_the_images_entrypoint_starts_with_the_sandbox_as_a_containers_first_process(tmp_path):
+    # TB's cron-broken-network starts cron and loops that break curl from its ENTRYPOINT, which
+    # docker/podman run with the compose command (`sleep infinity`) as arguments before the agent
+    init = ("#!/bin/sh\necho \"started in $(pwd) with $*\" > /tmp/entrypoint.log\n"
+            "(while true; do date > /tmp/heartbeat; sleep 0.2; done) &\nexec \"$@\"\n")
+    dockerfile = ("FROM ubuntu:24.04\nWORKDIR /app\nCOPY init.sh /usr/local/bin/init.sh\n"
+                  "RUN chmod +x /usr/local/bin/init.sh\nENTRYPOINT [\"/usr/local/bin/init.sh\"]\nCMD [\"bash\"]\n")
+    task = make_task(tmp_path, dockerfile, files={"init.sh": init}, task_id=f"entry-{uuid.uuid4().hex[:6]}")
+    sandbox = await opened(task, tmp_path)
+    try:
+        result = await sandbox.run("for i in $(seq 50); do [ -s /tmp/heartbeat ] && break; sleep 0.1; done; "
+                                   "cat /tmp/entrypoint.log; ps -eo args | grep -x 'sleep infinity'", 60)
+    finally:
+        await sandbox.close()
+    assert "started in /app with sleep infinity" in result.output, result.output
+    assert "\nsleep infinity\n" in result.output  # the script's exec "$@": the container's command runs on

@@ -9,7 +9,7 @@ subset, documented in docs/terminal.md:
 - ``COPY``/``ADD`` of files from the build context (``--chown``/``--chmod`` honoured; ``ADD``
   unpacks local tar archives); not ``--from``, not URLs;
 - ``CMD``, ``ENTRYPOINT``, ``EXPOSE`` are recorded (what a service beside the agent's runs and
-  listens on); ``LABEL``, ``VOLUME``, ``STOPSIGNAL``, ``HEALTHCHECK``, ``MAINTAINER``, ``ONBUILD``
+  listens on; the agent's sandbox starts its image's ENTRYPOINT, ``BuildPlan.start_argv``); ``LABEL``, ``VOLUME``, ``STOPSIGNAL``, ``HEALTHCHECK``, ``MAINTAINER``, ``ONBUILD``
   are accepted and have no effect (the sandbox is a shell).
 
 Anything else gives ``BuildPlan(supported=False, reason="needs_container: ...")`` — the task is
@@ -69,6 +69,12 @@ class BuildPlan(BaseModel):
     cmd: list[str] | None = None  # the image's CMD (shell form: [*SHELL, line]); not part of the layer
     entrypoint: list[str] | None = None  # the image's ENTRYPOINT
     expose: list[int] = Field(default_factory=list)  # EXPOSE ports
+
+    def start_argv(self) -> list[str] | None:
+        """What a container of the image runs as its first process when the agent's machine is
+        started with ``sleep infinity`` (Terminal-Bench's compose command): the ENTRYPOINT with
+        that as its arguments (a script ending in ``exec "$@"`` goes on sleeping), or None."""
+        return [*self.entrypoint, "sleep", "infinity"] if self.entrypoint else None
 
     def content_hash(self, context_dir: Path) -> str:
         """Hash of the plan and of every file COPY/ADD reads: equal hashes build equal layers."""

@@ -108,6 +108,8 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
         if services:
             await _with_services(sandbox, compose, settings, network, label or str(getattr(task, "id", "trial")),
                                  (memory_mb, pids, cpus))
+        if (argv := plan.start_argv()) is not None:
+            await start_entrypoint(sandbox, argv)
     elif settings.kind in ("docker", "podman") and services:
         from .container_services import start_container_services
 
@@ -118,6 +120,15 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
                 await sandbox.close()
             raise
     return sandbox
+
+
+async def start_entrypoint(sandbox: Any, argv: list[str]) -> None:
+    """Start the image's ENTRYPOINT (``argv``: it with ``sleep infinity``) in the background, from
+    the workdir with the image's environment, as a container engine starts a container's first
+    process: services it starts (cron, a daemon, a loop) run before the agent's first command, as
+    in Docker and podman. Its output goes to the trial directory's ``entrypoint.log`` (kept with
+    ``keep = true``), as a detached container's goes to its log."""
+    await sandbox.launch(argv, sandbox.trial_dir / "entrypoint.log")
 
 
 def _compose_of(task: Any) -> Any:
