@@ -207,6 +207,26 @@ async def test_parse_error_without_summary(tmp_path, cache_dir):
     assert "1 passed" in result.output
 
 
+async def test_under_uv_run_a_tests_python_is_the_tests_interpreter(tmp_path, cache_dir):
+    # Terminal-Bench runs the tests with `uv run pytest`: the uv environment's `python` comes first on
+    # PATH, so a test's `python x.py` sees the packages the tests were given (TB's
+    # chem-property-targeting: `python solution.py --help` imports rdkit). agentrig's offline
+    # verifier puts its own interpreter there the same way — only `python`/`python3`, not its pip
+    test_py = ("import subprocess, sys\n\ndef test_python_on_path():\n"
+               "    out = subprocess.check_output(['python', '-c', 'import sys; print(sys.prefix)'], text=True)\n"
+               "    assert out.strip() == sys.prefix\n"
+               "    assert subprocess.run(['sh', '-c', 'command -v pip || true'], capture_output=True, text=True)"
+               ".stdout.find(sys.prefix) < 0\n")
+    template = ("#!/bin/bash\ncurl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nsource $HOME/.local/bin/env\n"
+                "uv init\nuv add pytest==8.4.1\nuv run pytest $TEST_DIR/test_outputs.py -rA\n")
+    for name, run_tests in (("uv-run", template), ("no-script", None)):  # TB's default run-tests.sh is that template
+        result = await _play(_tb1_task(tmp_path, name, run_tests=run_tests, test_py=test_py), cache_dir, solve=False)
+        assert result.resolved, (name, result.output[-2000:])
+    plain = "#!/bin/bash\npython3 -m pytest $TEST_DIR/test_outputs.py -rA\n"  # not a uv environment: PATH as it is
+    result = await _play(_tb1_task(tmp_path, "plain", run_tests=plain, test_py=test_py), cache_dir, solve=False)
+    assert not result.resolved and "test_python_on_path" in result.output  # another python, or none on PATH
+
+
 async def test_needs_network_is_excluded_not_failed(tmp_path, cache_dir):
     script = "#!/bin/bash\nuv add pytest==8.4.1 surely-not-a-real-package==0.0.1\nuv run pytest $TEST_DIR/test_outputs.py -rA\n"
     task = _tb1_task(tmp_path, "netty", run_tests=script)

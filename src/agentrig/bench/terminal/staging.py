@@ -62,6 +62,9 @@ class VerifierPlan(BaseModel):
     shlvl: int = 0  # SHLVL the cold command's pytest would see (1 under run-tests.sh)
     reward: RewardPlan | None = None  # Harbor: test.sh is one pytest run and the reward file from its status
     fetch: dict[str, list[str]] = Field(default_factory=dict)  # host directory -> requirements the tests need fetched
+    # the tests ran in a uv-managed environment (`uv run pytest`, Terminal-Bench's default run-tests.sh),
+    # whose `python` comes first on PATH: a test's `python x.py` gets the verifier's interpreter too
+    venv_path: bool = False
 
 
 # ---- agentrig's own Python for the verifier -------------------------------------------------
@@ -339,6 +342,7 @@ def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
                         needs_network=None if (offline or network) else needs, notes=notes,
                         fetch={d: r for rw in rewrites.values() for d, r in rw.fetch.items()} if offline else {})
     if plan.offline:
+        plan.venv_path = any(r.in_venv for r in rewrites.values()) or (task.format == "tb1" and task.run_tests is None)
         plugins = [n for r in rewrites.values() for n in r.provided if _is_pytest_plugin(n)]
         if plugins:
             plan.notes.append(f"pytest plugin autoload stays on: the script installs {', '.join(plugins)}")
@@ -375,6 +379,31 @@ def needs_network(task: Any) -> str | None:
         return stage_tests(task, Path(tmp) / "tests", python, network=False).needs_network
 
 
+
+
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def venv_commands(python: str) -> Path:
+    """A directory holding ``python`` and ``python3`` that run the verifier's interpreter: first on
+    the tests' PATH where Terminal-Bench's tests run in a uv environment (``uv run`` puts its
+    ``python`` there), so a test's ``python x.py`` finds the packages the tests were given, as there.
+    Only those two names: the environment's other commands (pip …) stay the image's. One directory
+    per interpreter in the user cache (every trial sees the same PATH, warm or cold)."""
+    import hashlib
+
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    bin_dir = Path(root, "agentrig", "verifier-bin", hashlib.sha256(python.encode()).hexdigest()[:12]).resolve()
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    body = f"#!/bin/sh\nexec {testscripts.shlex.quote(python)} \"$@\"\n"
+    for name in ("python", "python3"):
+        script = bin_dir / name
+        if not script.is_file() or script.read_text() != body:
+            fresh = bin_dir / f".{name}.{os.getpid()}"
+            fresh.write_text(body)
+            fresh.chmod(0o755)
+            os.replace(fresh, script)
+    return bin_dir
 
 
 def fetch_test_packages(target: str, reqs: list[str], timeout_s: float = 1800) -> str | None:

@@ -50,6 +50,7 @@ class ScriptRewrite(BaseModel):
     notes: list[str] = Field(default_factory=list)
     provided: list[str] = Field(default_factory=list)  # packages installed by the script, taken from ours
     fetch: dict[str, list[str]] = Field(default_factory=dict)  # with the network: host directory -> requirements to fetch
+    in_venv: bool = False  # a rewritten call ran in a uv-managed environment (`uv run`, `uvx`): its `python` is first on PATH
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -232,8 +233,12 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, f
     whose tool-chain download (uv from astral.sh) may be out of reach."""
     py = shlex.quote(python)
 
+    in_venv = False
+
     def _pytest(m: re.Match) -> str:
+        nonlocal in_venv
         call = m.group("call")
+        in_venv = in_venv or call.startswith(("uv ", "uvx"))
         as_module = re.match(r"(?:\S*/)?python3?\s+-m\s+pytest$", call) or re.search(r"python3?\s+-m\s+pytest$", call)
         return f"{m.group('pre')}{pytest_m_cmd if as_module else pytest_cmd}"
     out: list[str] = []
@@ -281,7 +286,9 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, f
             out.append(line)
             continue
         new = _PYTEST_CALL.sub(_pytest, line)
-        new = _PYTHON_CALL.sub(lambda m: f"{m.group('pre')}{py} -s", new)
+        if _PYTHON_CALL.search(new):
+            in_venv = True
+            new = _PYTHON_CALL.sub(lambda m: f"{m.group('pre')}{py} -s", new)
         if new != line:
             new = _drop_plugin_flags(new, notes)
             changed = True
@@ -292,7 +299,7 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, f
                 needs = f"needs the network: {stripped[:160]}"
         out.append(new)
     return ScriptRewrite(text="\n".join(out) + "\n", changed=changed, needs_network=needs, bootstrap=bootstrap,
-                         notes=notes, provided=provided, fetch=fetches)
+                         notes=notes, provided=provided, fetch=fetches, in_venv=in_venv)
 
 
 def _uses_network(line: str) -> bool:

@@ -49,12 +49,14 @@ from pydantic import BaseModel, Field
 
 from . import parsers, testscripts
 from .staging import (
+    BASE_PATH,
     TESTS_DIR,
     VERIFIER_DIR,
     VerifierPlan,
     fetch_test_packages,
     needs_network,
     stage_tests,
+    venv_commands,
     verifier_python,
 )
 from .taskmodel import TerminalTask
@@ -191,6 +193,10 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
             binds = {**binds, target: target}
         same_shell = bool(shell_state and task.run_tests_in_same_shell)
         env = {**(shell_state.env if same_shell else {}), "TEST_DIR": tests, **plan.env, **task.verifier_env}
+        if plan.venv_path and python is not None:
+            venv_bin = venv_commands(python)
+            binds = {**binds, str(venv_bin): str(venv_bin)}
+            env["PATH"] = f"{venv_bin}:{env.get('PATH') or getattr(sandbox, 'env', {}).get('PATH') or BASE_PATH}"
         command = plan.command
         if same_shell and shell_state.cwd:
             command = f"cd {testscripts.shlex.quote(shell_state.cwd)} 2>/dev/null; " + command.split("; ", 1)[1]
