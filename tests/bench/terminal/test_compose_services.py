@@ -14,6 +14,7 @@ Small tasks made here (tmp_path); never a time asserted.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import textwrap
 import threading
@@ -31,7 +32,7 @@ from agentrig.bench.terminal.sandbox.runtime_files import hosts_text, resolv_tex
 from agentrig.bench.terminal.sandbox.slirp import slirp_binary
 from agentrig.bench.terminal.taskfile import load_task
 
-from .run_support import write_task
+from .run_support import agentrig, write_task
 from .sandbox_support import needs_root_bwrap, settings
 from .test_dockerfile import TEMPLATE_COMPOSE
 
@@ -170,6 +171,15 @@ def test_which_sandboxes_run_services_and_why_not(tmp_path):
     path = tmp_path / "hosts.yaml"
     path.write_text(CLIENT + "    dns: [192.0.2.1]\n    extra_hosts: ['example.com:131.25.18.2']\n")
     assert check_compose(path, "bwrap") is None
+
+
+def test_tasks_show_names_the_services_beside_the_agents(tmp_path):
+    services_task(tmp_path)
+    shown = agentrig("tasks", "show", "scraper", "--bench", "terminal", "--tasks", tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "service beside the agent's: server (builds server · port 8000 · ready by its healthcheck)" in shown.stdout
+    doc = json.loads(agentrig("tasks", "show", "scraper", "--bench", "terminal", "--tasks", tmp_path, "--json").stdout)
+    assert doc["services"] == [{"name": "server", "runs": "builds server", "ports": [8000], "ready_by": "healthcheck"}]
 
 
 def test_etc_files_are_written_as_docker_writes_them():

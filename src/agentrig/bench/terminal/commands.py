@@ -118,7 +118,9 @@ def tasks_show(
     from .images.describe import task_image
 
     image = task_image(task)
-    doc = {**task.model_dump(mode="json", exclude={"extra"}), "sandboxes": row["sandboxes"], "image": image}
+    services = _services_of(task)
+    doc = {**task.model_dump(mode="json", exclude={"extra"}), "sandboxes": row["sandboxes"], "image": image,
+           "services": services}
     if json_out:
         print(json.dumps(doc, ensure_ascii=False, default=str))
         return
@@ -135,12 +137,28 @@ def tasks_show(
     out.print(Text(f"solution: {solution}"))
     out.print(Text(f"image: {image['base'] or '-'} → {image['image']}"
                    + (f" · substituted: {image['substituted']}" if image["substituted"] else "")))
+    for service in services:
+        ports = ", ".join(str(p) for p in service["ports"])
+        out.print(Text(f"service beside the agent's: {service['name']} ({service['runs']}"
+                       + (f" · port {ports}" if ports else "") + f" · ready by its {service['ready_by']})"))
     tests = sorted(str(p.relative_to(task.path)) for p in (task.tests_dir.rglob("*") if task.tests_dir else [])
                    if p.is_file() and "__pycache__" not in p.parts)
     out.print(Text(f"tests: {', '.join(tests) or 'none'}" + (f" (run by {task.run_tests.name})" if task.run_tests else "")))
     for kind, s in row["sandboxes"].items():
         out.print(Text(f"{kind}: " + ("can run it" if s["ok"] else f"cannot: {s['reason']}"),
                        style="green" if s["ok"] else "yellow"))
+
+
+def _services_of(task) -> list[dict]:
+    """The services its compose file runs beside the agent's ([] without one, or when unreadable)."""
+    if task.compose is None:
+        return []
+    from .compose import ComposeError, read_compose
+
+    try:
+        return read_compose(task.compose).described()
+    except ComposeError:
+        return []
 
 
 def audit_command(

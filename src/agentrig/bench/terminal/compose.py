@@ -118,6 +118,11 @@ class Compose(BaseModel):
             visit(name, ())
         return done
 
+    def described(self) -> list[dict[str, Any]]:
+        """The services beside the agent's, for ``tasks show``: name, what it runs, ports, readiness."""
+        return [{"name": s.name, "runs": s.what(), "ports": s.ports,
+                 "ready_by": "healthcheck" if s.healthcheck else ("ports" if s.ports else "start")} for s in self.others]
+
     def hostnames(self) -> list[str]:
         """The names the agent and the services reach one another by (each service's name and its
         literal ``container_name``/``hostname``): all at 127.0.0.1 in the trial's one network."""
