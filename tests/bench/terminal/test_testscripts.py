@@ -157,3 +157,33 @@ def test_with_the_network_missing_packages_are_fetched_and_the_tool_chain_stays_
     assert lines[-1].startswith(PYT)
     editable = rewrite_script("#!/bin/bash\npip install -e .\npytest /tests/t.py\n", PYT, PYM, PY, fetch=True)
     assert editable.needs_network and "editable project ." in editable.needs_network  # then: the script as written
+
+
+def test_uv_add_in_a_packaged_project_makes_the_project_importable(tmp_path):
+    # TB's cross-entropy-method: /app holds a pyproject.toml with a [build-system]; the template's
+    # `uv add pytest` installs that project into uv's environment, so the tests import it. The
+    # rewritten script, run for real by bash from such a directory, gives the tests the project
+    # (flat or src layout); from a directory without one, or without the flag, it adds nothing
+    from agentrig.bench.terminal.staging import packaged_project
+
+    script = "#!/bin/bash\nuv init\nuv add pytest==8.4.1\necho \"path=$PYTHONPATH\"\n"
+    r = rewrite_script(script, PYT, PYM, PY, packaged_project=True)
+    assert r.needs_network is None and any("packaged project" in n for n in r.notes)
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "pyproject.toml").write_text("[build-system]\nrequires = ['setuptools']\n\n[project]\nname = 'p'\n")
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "pyproject.toml").write_text("[project]\nname = 'app'\n")  # what `uv init` writes: not installed
+    env = {"PATH": os.environ["PATH"]}
+    ran = subprocess.run(["bash", "-c", r.text], cwd=tmp_path / "proj", capture_output=True, text=True, env=env)
+    assert f"path={tmp_path / 'proj'}/src:{tmp_path / 'proj'}\n" in ran.stdout
+    ran = subprocess.run(["bash", "-c", r.text], cwd=tmp_path / "bare", capture_output=True, text=True, env=env)
+    assert "path=\n" in ran.stdout
+    assert "export PYTHONPATH" not in rewrite_script(script, PYT, PYM, PY).text
+
+    class Task:
+        path = tmp_path / "proj"
+        build_context = None
+
+    assert packaged_project(Task())
+    Task.path = tmp_path / "bare"
+    assert not packaged_project(Task())

@@ -227,6 +227,23 @@ async def test_under_uv_run_a_tests_python_is_the_tests_interpreter(tmp_path, ca
     assert not result.resolved and "test_python_on_path" in result.output  # another python, or none on PATH
 
 
+async def test_the_packaged_project_uv_add_installs_is_importable_by_the_tests(tmp_path, cache_dir):
+    # TB's cross-entropy-method: the workdir holds a packaged project; the template's `uv add pytest`
+    # installs it into uv's environment, so `uv run pytest` imports it from /tests
+    template = ("#!/bin/bash\ncurl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nsource $HOME/.local/bin/env\n"
+                "uv init\nuv add pytest==8.4.1\nuv run pytest $TEST_DIR/test_outputs.py -rA\n")
+    task = _tb1_task(tmp_path, "packaged", run_tests=template,
+                     test_py="from mypkg.core import answer\n\ndef test_answer():\n    assert answer() == 42\n")
+    (task.path / "pyproject.toml").write_text("[build-system]\nrequires = ['setuptools']\n\n[project]\nname = 'mypkg'\n")
+    (task.path / "mypkg").mkdir()
+    (task.path / "mypkg" / "__init__.py").write_text("")
+    (task.path / "mypkg" / "core.py").write_text("def answer():\n    return 42\n")
+    (task.path / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\nCOPY pyproject.toml /app/\nCOPY mypkg /app/mypkg\n")
+    result = await _play(load_task(task.path), cache_dir, solve=False)
+    assert result.resolved, result.output[-2000:]
+    assert any("packaged project" in n for n in result.notes)
+
+
 async def test_needs_network_is_excluded_not_failed(tmp_path, cache_dir):
     script = "#!/bin/bash\nuv add pytest==8.4.1 surely-not-a-real-package==0.0.1\nuv run pytest $TEST_DIR/test_outputs.py -rA\n"
     task = _tb1_task(tmp_path, "netty", run_tests=script)

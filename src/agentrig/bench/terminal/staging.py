@@ -284,6 +284,19 @@ def image_tool_chain(staging: Path) -> bool:
     return any(_PIP_PYTEST.search(p.read_text(errors="replace")) for p in _test_scripts(staging))
 
 
+def packaged_project(task: Any) -> bool:
+    """The task's build context (what its Dockerfile copies from) holds a pyproject.toml declaring
+    a build system: a project that ``uv add``/``uv sync`` in the workdir would install."""
+    context = getattr(task, "build_context", None) or getattr(task, "path", None)
+    if context is None:
+        return False
+    try:
+        text = (Path(context) / "pyproject.toml").read_text(errors="replace")
+    except OSError:
+        return False
+    return re.search(r"(?m)^\[build-system\]", text) is not None
+
+
 def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
                 tests: str = TESTS_DIR, logs: str = VERIFIER_DIR, workdir: str | None = None,
                 image_python: bool = False) -> VerifierPlan:
@@ -307,8 +320,9 @@ def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
     else:
         image_note = None
     pytest_cmd, pytest_m_cmd = _pytest_cmds(python or "python3", staging, tests)
+    packaged = packaged_project(task)
     rewrites = {p: testscripts.rewrite_script(p.read_text(errors="replace"), pytest_cmd, pytest_m_cmd, python or "python3",
-                                              fetch=network and python is not None)
+                                              fetch=network and python is not None, packaged_project=packaged)
                 for p in _test_scripts(staging)}
     if python is None:  # nothing is rewritten: the bootstrap itself needs the network
         for r in rewrites.values():

@@ -221,7 +221,15 @@ def json_dumps(value: object) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, fetch: bool = False) -> ScriptRewrite:
+# `uv add`/`uv sync` in a directory holding a packaged project (a pyproject.toml with a [build-system])
+# install that project into uv's environment: its packages import from anywhere, as from site-packages
+_PROJECT_SYNC = re.compile(r"uv\s+(add|sync)(\s|$)")
+_PROJECT_PATH = ("if [ -f pyproject.toml ] && grep -qs '^\\[build-system\\]' pyproject.toml; then "
+                 "export PYTHONPATH=\"$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}\"; fi")
+
+
+def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, fetch: bool = False,
+                   packaged_project: bool = False) -> ScriptRewrite:
     """Rewrite one test script for the offline verifier (see the module docstring).
 
     `pytest_cmd` replaces ``pytest``/``uv run pytest``/``uvx … pytest`` (no current directory on
@@ -230,7 +238,10 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, f
     network): the tool chain is still agentrig's, but an install of packages agentrig lacks
     has them fetched once into a directory put on PYTHONPATH (``_fetch_line``) and other network steps (``apt-get install`` of a test tool,
     ``curl`` of data) stay as written and run — instead of the whole script running as written,
-    whose tool-chain download (uv from astral.sh) may be out of reach."""
+    whose tool-chain download (uv from astral.sh) may be out of reach. `packaged_project` (the
+    task's files hold a pyproject.toml with a [build-system]): a ``uv add``/``uv sync`` also makes
+    the project in the directory it runs from importable (``$PWD/src`` and ``$PWD`` on
+    PYTHONPATH, when that directory still holds it), as uv installs it into its environment."""
     py = shlex.quote(python)
 
     in_venv = False
@@ -271,6 +282,10 @@ def rewrite_script(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, f
         if boot is True:
             bootstrap.append(stripped)
             out.append(f"{indent}: # agentrig offline verifier: {stripped}")
+            if packaged_project and _PROJECT_SYNC.match(_strip_redirects(stripped)):
+                out.append(f"{indent}{_PROJECT_PATH}  # agentrig: uv installs the packaged project here")
+                notes.append(f"the packaged project of the directory `{stripped[:60]}` runs from is importable, "
+                             "as uv installs it")
             changed = True
             continue
         if isinstance(boot, str):
