@@ -307,3 +307,17 @@ def test_the_audit_plays_a_task_with_a_service(tmp_path):
     row = asyncio.run(audit_task(task, settings(tmp_path)))
     assert row.status == "ok", (row.reason, row.oracle)
     assert not _server_processes(task)
+
+
+@needs_root_bwrap()
+def test_a_services_own_build_failing_is_found_before_the_run(tmp_path):
+    # agentrig run builds the selected tasks' layers before it plays anything: the services' too
+    from agentrig.bench.terminal.availability import build_check
+
+    task = services_task(tmp_path)
+    dockerfile = task.path / "server" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace("EXPOSE 8000", "RUN echo the mirror is down && exit 2\nEXPOSE 8000"))
+    broken = asyncio.run(build_check([task], settings(tmp_path)))
+    assert broken[task.id].startswith("broken_task: service 'server': Dockerfile line 4: RUN exited 2")
+    assert "the mirror is down" in broken[task.id]
+    assert asyncio.run(build_check([services_task(tmp_path, "fine")], settings(tmp_path))) == {}

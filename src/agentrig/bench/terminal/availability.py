@@ -74,9 +74,25 @@ async def build_check(tasks: list[Any], settings: SandboxSettings) -> dict[str, 
         try:
             recipe, base_root = await _base_root(plan, settings)  # root = "image": the trials' root, not the host's
             await ensure_layer(task, plan, settings, recipe, base_root)
+            await _service_layers(task, settings)
         except TaskBuildError as exc:
-            broken[task.id] = build_failure(exc, recipe)
+            broken[task.id] = build_failure(exc, getattr(exc, "recipe", recipe))
     return broken
+
+
+async def _service_layers(task: Any, settings: SandboxSettings) -> None:
+    """The layers of the services its compose file runs beside the agent's (bwrap starts them)."""
+    if getattr(task, "compose", None) is None:
+        return
+    from .compose import ComposeError, read_compose
+    from .sandbox.services import service_layer
+
+    try:
+        compose = read_compose(task.compose)
+    except ComposeError:
+        return  # task_support has excluded it
+    for service in compose.start_order():
+        await service_layer(service, settings)
 
 
 def build_failure(exc: Any, recipe: Any = None) -> str:

@@ -76,24 +76,35 @@ def _alive(pid: int) -> bool:
         return False
 
 
-async def _service_sandbox(service: Service, compose: Compose, settings: SandboxSettings, agent: Any,
-                           label: str, limits: tuple[int | None, int | None, float | None]) -> RunningService:
+async def service_layer(service: Service, settings: SandboxSettings) -> tuple[Any, Any, Any, Any]:
+    """(plan, recipe, base root, layer) of a service: its Dockerfile replayed on its base (cached like
+    the agent's; ``availability.build_check`` builds it before a run). Raises TaskBuildError naming the
+    service (with ``recipe`` set on it: a failure on a stand-in base is said so)."""
     from . import _base_root
     from .build import ensure_layer
-    from .bwrap import BwrapSandbox, new_trial_dir
 
     assert service.dockerfile is not None
     plan = parse_dockerfile(service.dockerfile, service.build_context)
     if not plan.supported:
         raise TaskBuildError(f"service '{service.name}': {plan.reason}", exclusion="needs_services")
     workdir = plan.workdir if plan.has_workdir else "/"
-    as_task = SimpleNamespace(id=f"{label}-{service.name}", path=service.build_context,
-                              build_context=service.build_context, workdir=workdir)
+    as_task = SimpleNamespace(id=service.name, path=service.build_context, build_context=service.build_context,
+                              workdir=workdir)
     recipe, base_root = await _base_root(plan, settings)
     try:
         layer = await ensure_layer(as_task, plan, settings, recipe, base_root)
     except TaskBuildError as exc:
-        raise TaskBuildError(f"service '{service.name}': {exc}", exclusion=exc.exclusion) from None
+        failed = TaskBuildError(f"service '{service.name}': {exc}", exclusion=exc.exclusion)
+        failed.recipe = recipe  # type: ignore[attr-defined]
+        raise failed from None
+    return plan, recipe, base_root, layer
+
+
+async def _service_sandbox(service: Service, compose: Compose, settings: SandboxSettings, agent: Any,
+                           label: str, limits: tuple[int | None, int | None, float | None]) -> RunningService:
+    from .bwrap import BwrapSandbox, new_trial_dir
+
+    plan, recipe, base_root, layer = await service_layer(service, settings)
     entrypoint, cmd = plan.entrypoint, plan.cmd
     if entrypoint is None and cmd is None and recipe is not None:
         cmd = list(getattr(recipe, "cmd", None) or []) or None  # the base image's CMD
