@@ -33,14 +33,20 @@ async def _call(argv: list[str], timeout: float = 30) -> tuple[int, str]:
 
 
 # podman reads this instead of the host's containers.conf (the host's /etc is left alone): the
-# default ulimits are left to the host (runc cannot raise them here) and runc is the runtime
-# (crun refuses hybrid cgroup hierarchies).
-_PODMAN_CONF = '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n'
+# default ulimits are left to the host (runc cannot raise them here), a container's /etc/hosts
+# starts from none of the host's entries (podman's default copies the host's /etc/hosts in; Docker
+# writes only its own records, localhost, and the compose file's extra_hosts) and runc is the
+# runtime (crun refuses hybrid cgroup hierarchies).
+_PODMAN_CONF = '[containers]\ndefault_ulimits = []\nbase_hosts_file = "none"\n[engine]\nruntime = "runc"\n'
 
 
 def podman_conf() -> Path:
-    """agentrig's containers.conf for podman (written once per user, idempotently)."""
-    path = Path(tempfile.gettempdir()) / f"agentrig-containers-{os.getuid()}.conf"
+    """agentrig's containers.conf for podman (written once per user and content, idempotently: two
+    agentrig versions on one machine each read their own)."""
+    import hashlib
+
+    digest = hashlib.sha256(_PODMAN_CONF.encode()).hexdigest()[:8]
+    path = Path(tempfile.gettempdir()) / f"agentrig-containers-{os.getuid()}-{digest}.conf"
     if not path.exists() or path.read_text() != _PODMAN_CONF:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(_PODMAN_CONF)
