@@ -106,6 +106,38 @@ async def test_a_base_image_that_cannot_be_pulled_is_imported_from_its_root(tmp_
         podman("rmi", ref)
 
 
+async def test_a_from_pinned_by_digest_builds_on_the_root_imported_under_its_name(tmp_path, base_image, capsys):
+    """FROM name:tag@sha256:… (TB's parallel-particle-simulator) that cannot be pulled: an engine tags
+    no image by digest, so the root is imported under name:tag and the build's FROM names that
+    (the task's own Dockerfile untouched); a second build finds the import and pulls nothing."""
+    from agentrig.bench.terminal.sandbox.container_images import _renamed_froms, qualified
+
+    tag = f"{BASE}:agentrig-digest-{os.getpid()}"
+    ref = f"{tag}@sha256:{'ab' * 32}"
+    assert qualified(ref) == tag and qualified("ubuntu:24.04@sha256:00") == "docker.io/library/ubuntu:24.04"
+    assert _renamed_froms(f"FROM --platform=linux/amd64 {ref} AS a\nRUN x\n", {ref: tag}) == \
+        f"FROM --platform=linux/amd64 {tag} AS a\nRUN x\n"
+    podman("rmi", tag)
+    dockerfile = f"FROM {ref}\nRUN echo pinned > /marker\n"
+    task = make_task(tmp_path, dockerfile, task_id="digest-probe")
+    try:
+        for _ in range(2):
+            sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
+            try:
+                result = await sandbox.run("cat /marker; pwd", 60)
+            finally:
+                await sandbox.close()
+            assert result.output.splitlines()[:2] == ["pinned", "/app"], result.output
+            remove_task_images()
+        assert capsys.readouterr().err.count("importing base image") == 1  # once, then found under its name
+        label = podman("image", "inspect", "--format", '{{index .Labels "agentrig.base"}}', tag)
+        assert label.stdout.strip() == resolve_base(ref).key()
+        assert (tmp_path / "digest-probe" / "Dockerfile").read_text() == dockerfile
+    finally:
+        remove_task_images()
+        podman("rmi", tag)
+
+
 async def test_host_package_settings_reach_a_podman_build_and_stay_out_of_the_image(tmp_path, base_image, monkeypatch):
     """build_network = "host-settings": `RUN pip install` of a small pure-Python package builds
     (the host's pip configuration and CA bundle reach the build), and nothing of them is in the

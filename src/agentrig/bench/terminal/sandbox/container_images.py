@@ -73,7 +73,10 @@ def _label_of(cli: list[str], ref: str) -> str | None:
 
 def qualified(ref: str) -> str:
     """The reference as a registry names it: ``ubuntu:24.04`` -> ``docker.io/library/ubuntu:24.04``
-    (an image imported under that name is what both ``FROM ubuntu:24.04`` and the full name find)."""
+    (an image imported under that name is what both ``FROM ubuntu:24.04`` and the full name find).
+    A digest is dropped (``name:tag@sha256:…`` -> ``name:tag``): an engine tags no image by digest,
+    and a root built from packages has not the pinned image's digest anyway."""
+    ref = ref.split("@", 1)[0]
     first, _, rest = ref.partition("/")
     if rest and ("." in first or ":" in first or first == "localhost"):
         return ref
@@ -149,17 +152,24 @@ def remove_imported(engine: str, key: str) -> list[str]:
             if k == key and subprocess.run([*cli, "rmi", name], capture_output=True, timeout=120).returncode == 0]
 
 
-async def ensure_bases(engine: str, dockerfile_text: str, *, host_settings: bool = False) -> None:
+async def ensure_bases(engine: str, dockerfile_text: str, *, host_settings: bool = False) -> dict[str, str]:
     """Every FROM image present in the engine: found, pulled, or imported from a root built from
-    packages. Raises TaskBuildError (needs_network) when one can be neither pulled nor built."""
+    packages. Returns the FROM references to write otherwise ({``name:tag@sha256:…``: the name it
+    was imported under}: a digest names only the pinned image itself). Raises TaskBuildError
+    (needs_network) when one can be neither pulled nor built."""
     from ..images import resolve_base
 
     cli = engine_cli(engine)
+    renamed: dict[str, str] = {}
     for ref in from_refs(dockerfile_text):
         recipe = resolve_base(ref)
         label = await asyncio.to_thread(_label_of, cli, ref)
         if label is not None and (not label or recipe is None or label == recipe.key()):
             continue  # present: pulled, the user's own, or imported from the current recipe
+        if "@" in ref and recipe is not None and label is None and \
+                await asyncio.to_thread(_label_of, cli, qualified(ref)) == recipe.key():
+            renamed[ref] = qualified(ref)  # imported before (its pull failed then): not pulled again
+            continue
         if label is None:
             code, out = await _call([*cli, "pull", "-q", ref], 600)
             if code == 0:
@@ -172,7 +182,19 @@ async def ensure_bases(engine: str, dockerfile_text: str, *, host_settings: bool
         def progress(message: str) -> None:
             print(f"agentrig: {message}", file=sys.stderr, flush=True)
 
-        await asyncio.to_thread(import_base, ref, engine, progress, host_settings=host_settings)
+        imported = await asyncio.to_thread(import_base, ref, engine, progress, host_settings=host_settings)
+        if "@" in ref:
+            renamed[ref] = imported
+    return renamed
+
+
+def _renamed_froms(text: str, renamed: dict[str, str]) -> str:
+    """The Dockerfile with each FROM reference of `renamed` replaced by its new name."""
+    def one(m: re.Match[str]) -> str:
+        new = renamed.get(m.group(2))
+        return m.group(0) if new is None else m.group(0)[:m.start(2) - m.start(0)] + new + m.group(0)[m.end(2) - m.start(0):]
+
+    return _FROM.sub(one, text) if renamed else text
 
 
 def _with_build_args(text: str, names: list[str]) -> str:
@@ -203,8 +225,9 @@ async def task_image(engine: str, task: Any, *, build_network: bool | str, timeo
 async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: Path, build_network: bool | str,
                  timeout_s: float) -> str:
     cli = engine_cli(engine)
-    text = dockerfile.read_text(errors="replace")
-    await ensure_bases(engine, text, host_settings=build_network == "host-settings")
+    original = dockerfile.read_text(errors="replace")
+    renamed = await ensure_bases(engine, original, host_settings=build_network == "host-settings")
+    text = _renamed_froms(original, renamed)
     digest = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
     task_id = re.sub(r"[^a-z0-9_.-]", "-", str(getattr(task, "id", "task")).lower())[:80] or "task"
     tag = f"localhost/agentrig-task-{task_id}:{digest}-{os.getpid()}"
@@ -226,9 +249,9 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
         elif build_network == "host-settings":
             print(f"agentrig: warning: {engine} builds cannot mount the host's package-index settings; "
                   "building without them", file=sys.stderr, flush=True)
-        if built_text != text:
+        if built_text != original:
             (Path(tmp) / "Dockerfile").write_text(built_text)
-        argv += ["-f", str(Path(tmp) / "Dockerfile") if built_text != text else str(dockerfile)]
+        argv += ["-f", str(Path(tmp) / "Dockerfile") if built_text != original else str(dockerfile)]
         code, out = await _call([*argv, str(context)], timeout_s)
     if code != 0:
         await _call([*cli, "rmi", tag], 60)
