@@ -60,6 +60,11 @@ def _sources(suite: str) -> list[str]:
 # a task's build writes it aside too, where a plain delete would see it come back and pip refuse.
 DIVERT_MARKER = ('for m in "$1"/usr/lib/python3*/EXTERNALLY-MANAGED; do [ -e "$m" ] || continue; '
                  'chroot "$1" dpkg-divert --local --rename --divert "${m#"$1"}.agentrig" --add "${m#"$1"}"; done')
+# pip as the official images have it: installed by pip itself (from the wheel Debian ships with
+# python3-venv, no network) into /usr/local, with its RECORD, so `pip install --upgrade pip` works
+INSTALL_PIP = ('for w in "$1"/usr/share/python-wheels/pip-*.whl; do [ -e "$w" ] || continue; '
+               'chroot "$1" python3 "${w#"$1"}/pip" install --no-index --no-cache-dir --disable-pip-version-check '
+               '"${w#"$1"}" || exit 1; done')
 
 
 def _python_layout(root: Path) -> None:
@@ -142,7 +147,7 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
         for opt in host_apt_options() if host_settings else []:
             argv.append(f"--aptopt={opt}")
         if recipe.python_layout:
-            argv.append(f"--customize-hook={DIVERT_MARKER}")
+            argv += [f"--customize-hook={DIVERT_MARKER}", f"--customize-hook={INSTALL_PIP}"]
         argv += [recipe.suite, str(staging / "root"), *_sources(recipe.suite)]
         started = time.monotonic()
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)

@@ -31,15 +31,24 @@ from pydantic import BaseModel, Field
 RECIPE_FORMAT = "1"
 # fields added after format 1: in the key only when set, so roots built before them keep their keys
 LATER_FIELDS = ("python_layout", "recommends")
-PYTHON_LAYOUT = "official-1"  # what builder._python_layout lays over Debian's Python; bump when it changes
+PYTHON_LAYOUT = "official-2"  # what builder lays over Debian's Python (the hook, _python_layout); bump when it changes
 SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
 DEFAULT_SUITE = "bookworm"  # the suite this machine's Debian mirror serves; ubuntu and bare python tags map to it
 UBUNTU_NAMES = {"20.04": "focal", "22.04": "jammy", "24.04": "noble", "24.10": "oracular", "25.04": "plucky"}
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # the official python images ship the interpreter's headers (Python.h): tests build C extensions with them
-PYTHON_PACKAGES = ["python3", "python3-pip", "python3-venv", "python3-dev", "python-is-python3", "ca-certificates", "netbase"]
+# no python3-pip: its Debian-packaged dependencies (trixie: packaging, typing_extensions …) are ones
+# pip cannot uninstall ("installed by debian") when a task's pip install upgrades them; pip is
+# installed the official images' way instead, from the wheel python3-venv ships (builder.INSTALL_PIP)
+PYTHON_PACKAGES = ["python3", "python3-venv", "python3-dev", "python-is-python3", "ca-certificates", "netbase"]
 BUILDPACK_PACKAGES = ["git", "curl", "wget", "build-essential", "procps", "openssh-client", "xz-utils", "unzip"]
 TB_PACKAGES = ["tmux", "asciinema"]
+# TB's python images get tmux only: Debian's asciinema is a Python program whose Debian-packaged
+# dependencies (trixie: pkg_resources, jaraco.*, typing_extensions, packaging …) would be the
+# image's own interpreter's packages here — pip cannot upgrade those ("installed by debian"), as
+# TB's mlflow-register's `pip install mlflow` must; in the real image they belong to Debian's
+# separate Python. asciinema records Terminal-Bench's sessions; no task's commands or tests use it.
+TB_PYTHON_PACKAGES = ["tmux"]
 TB_PREFIX = "ghcr.io/laude-institute/t-bench/"
 
 
@@ -116,7 +125,7 @@ def resolve_base(image_ref: str) -> BaseRecipe | None:
         match = re.fullmatch(r"python-3-(\d+)", kind)
         recipe = _python(f"3.{match.group(1)}", "slim", "bookworm", ref) if match else None  # python:3.X-slim-bookworm
         if recipe is not None:
-            recipe.packages += TB_PACKAGES
+            recipe.packages += TB_PYTHON_PACKAGES
             recipe.workdir = "/app"
             return recipe
         match = re.fullmatch(r"ubuntu-(\d\d)-(\d\d)", kind)
