@@ -22,10 +22,10 @@ TB_PYTHON = "ghcr.io/laude-institute/t-bench/python-3-13"
 
 def test_recipes_for_the_bases_tasks_use_say_what_they_substitute():
     tb = resolve_base(TB_PYTHON)
-    assert tb is not None and tb.workdir == "/app" and tb.python and "tmux" in tb.packages and "asciinema" not in tb.packages
-    # TB's python-3-13 is python:3.13-slim-bookworm: Debian trixie has Python 3.13 itself
-    assert tb.suite == "trixie" and tb.env["PYTHON_VERSION"] == "3.13"
-    assert tb.substituted == "Debian trixie stands in for Debian bookworm (its Python 3.13 is the image's)"
+    assert tb is not None and tb.workdir == "/app" and tb.python and "tmux" in tb.packages
+    # TB's python-3-13 is python:3.13-slim-bookworm: bookworm's tools, its Python 3.11 standing in
+    assert tb.suite == "bookworm" and tb.env["PYTHON_VERSION"] == "3.11" and "asciinema" in tb.packages
+    assert tb.substituted == "Python 3.11 (Debian bookworm's) stands in for Python 3.13"
     assert "WORKDIR /app" in tb.image_changes() and 'ENV LANG="C.UTF-8"' in tb.image_changes()
     ubuntu = resolve_base("ubuntu:24.04")
     assert ubuntu is not None and "Ubuntu" in (ubuntu.substituted or "")
@@ -35,21 +35,24 @@ def test_recipes_for_the_bases_tasks_use_say_what_they_substitute():
     assert resolve_base("alpine:3.19") is None and resolve_base("nvidia/cuda:12") is None
 
 
-def test_a_python_image_gets_the_suite_with_its_python_else_the_nearest_and_says_so():
+def test_a_python_image_keeps_its_suite_unless_its_python_is_newer_than_the_images():
     from agentrig.bench.terminal.images.recipes import python_suite
 
-    assert python_suite("3.13", "bookworm") == "trixie" and python_suite("3.9", "bookworm") == "bullseye"
-    assert python_suite("3.11", None) == "bookworm" and python_suite("3.13", "trixie") == "trixie"
-    assert python_suite("3.8", "bookworm") == "bullseye"  # 3.9 is nearer than 3.11
-    assert python_suite("3.10", "bookworm") == "bookworm" and python_suite("3.10", "bullseye") == "bullseye"  # a tie keeps the image's suite
-    assert python_suite("3.12", None) == "bookworm" and python_suite("3.13", "buster") is None
+    # the image's suite keeps its tools (openssl's output …); an older Python than the image's stands in
+    assert python_suite("3.13", "bookworm") == "bookworm" and python_suite("3.12", None) == "bookworm"
+    assert python_suite("3.13", "trixie") == "trixie" and python_suite("3.11", None) == "bookworm"
+    # a newer Python than the image's: the nearest suite (old pins have no wheels for a newer Python)
+    assert python_suite("3.9", "bookworm") == "bullseye" and python_suite("3.8", "bookworm") == "bullseye"
+    assert python_suite("3.10", "bookworm") == "bookworm" and python_suite("3.10", "trixie") == "bookworm"  # a tie keeps the suite
+    assert python_suite("3.13", "buster") is None
     old = resolve_base("python:3.8-slim-bookworm")
     assert old.suite == "bullseye" and old.substituted == ("Python 3.9 (Debian bullseye's) stands in for Python 3.8; "
-                                                           "Debian bullseye stands in for Debian bookworm")
+                                                           "Debian bullseye stands in for Debian bookworm (its Python is nearer)")
+    assert resolve_base("python:3.9-slim-bookworm").substituted == \
+        "Debian bullseye stands in for Debian bookworm (its Python 3.9 is the image's)"
     assert resolve_base("python:3.10-slim").substituted == "Python 3.11 (Debian bookworm's) stands in for Python 3.10"
-    assert resolve_base("python:3.13-slim").suite == "trixie" and resolve_base("python:3.13-slim").substituted is None
-    assert resolve_base("python:3.13-slim-trixie").substituted is None
-    assert resolve_base("python:3.13-slim").key() == resolve_base("python:3.13-slim-trixie").key()
+    assert resolve_base("python:3.13-slim-trixie").substituted is None and resolve_base("python:3.13-slim-trixie").suite == "trixie"
+    assert resolve_base("python:3.13-slim").key() == resolve_base("python:3.13-slim-bookworm").key()
 
 
 def test_the_python_layout_enters_only_python_recipes_keys():
@@ -64,21 +67,18 @@ def test_the_python_layout_enters_only_python_recipes_keys():
     assert python.python_layout and python.key() != python.model_copy(update={"python_layout": None}).key()
 
 
-def test_the_official_python_layout_is_laid_over_debians_python(tmp_path):
+def test_the_python_environment_at_usr_local_gets_the_official_names(tmp_path):
     from agentrig.bench.terminal.images.builder import _python_layout
 
-    (tmp_path / "usr/bin").mkdir(parents=True)
-    for name in ("python3.13", "python3.13-config", "pip3"):
-        (tmp_path / "usr/bin" / name).write_text("")
-    _python_layout(tmp_path)
     local = tmp_path / "usr/local/bin"
-    assert os.readlink(local / "python3.13") == "/usr/bin/python3.13"
-    assert os.readlink(local / "python") == "python3" and os.readlink(local / "python3") == "python3.13"
-    assert os.readlink(local / "pip") == "pip3" and os.readlink(local / "pip3.13") == "/usr/bin/pip3"
-    site = tmp_path / "usr/local/lib/python3.13/site-packages"
-    assert os.readlink(site) == "dist-packages" and site.resolve().is_dir()
+    local.mkdir(parents=True)
+    (local / "python3").write_text("")
+    for name in ("activate", "activate.fish", "Activate.ps1", "pip"):
+        (local / name).write_text("")
+    _python_layout(tmp_path)
     _python_layout(tmp_path)  # twice: nothing changes, nothing fails
-    assert sorted(p.name for p in local.iterdir()) == ["pip", "pip3", "pip3.13", "python", "python3", "python3.13"]
+    assert os.readlink(local / "python") == "python3"
+    assert sorted(p.name for p in local.iterdir()) == ["pip", "python", "python3"]
 
 
 def test_a_failed_build_on_a_stand_in_base_is_base_substituted_with_its_line():
@@ -159,12 +159,12 @@ async def test_a_trial_sees_the_built_root_not_the_hosts(tmp_path, tb_root, plan
 @needs_root_bwrap()
 @pytest.mark.slow
 async def test_a_task_build_on_the_root_copies_into_app_pip_installs_and_ignores_the_hosts_dpkg_lock(tmp_path, tb_root):
-    # an apt-get that reinstalls the interpreter's stdlib (as an upgrade does) leaves pip installing:
-    # Debian's EXTERNALLY-MANAGED marker is diverted, not deleted
+    # an apt-get that reinstalls the interpreter's stdlib (as an upgrade does) leaves pip installing;
+    # pip upgrades what it installed (its own RECORD), as in the official image
     dockerfile = (f"FROM {TB_PYTHON}\nCOPY data.txt .\n"
                   "RUN apt-get update && apt-get install -y --no-install-recommends jq\n"
-                  "RUN apt-get install -y --reinstall libpython3.13-stdlib\n"
-                  "RUN pip install --no-cache-dir six\n")
+                  "RUN apt-get install -y --reinstall \"$(dpkg -S /usr/lib/python3.*/os.py | cut -d: -f1)\"\n"
+                  "RUN pip install --no-cache-dir --upgrade pip six\n")
     task = make_task(tmp_path, dockerfile, files={"data.txt": "payload\n"}, task_id=f"img-{uuid.uuid4().hex[:6]}")
     locks = []
     try:
@@ -177,14 +177,16 @@ async def test_a_task_build_on_the_root_copies_into_app_pip_installs_and_ignores
         for fd in locks:
             os.close(fd)
     try:
-        result = await sandbox.run("cat /app/data.txt; python -c 'import six; print(six.__name__)'; jq --version;"
+        result = await sandbox.run("cat /app/data.txt; python -c 'import six; print(six.__file__)'; jq --version;"
                                    " ls /.agentrig-host-settings 2>&1; which python pip;"
-                                   " ls /usr/local/lib/python3.13/site-packages/", 60)
+                                   " python -c 'import sys; print(\"prefix\", sys.prefix)'; asciinema --version", 60)
     finally:
         await sandbox.close()
-    assert "payload" in result.output and "six" in result.output and "jq-" in result.output
+    assert "payload" in result.output and "jq-" in result.output
     # the official image's layout: python and pip in /usr/local/bin, pip installs into its site-packages
-    assert "/usr/local/bin/python\n/usr/local/bin/pip\n" in result.output and "six.py" in result.output
+    assert "/usr/local/bin/python\n/usr/local/bin/pip\n" in result.output and "prefix /usr/local\n" in result.output
+    assert "/usr/local/lib/python3." in result.output and "/site-packages/six.py" in result.output
+    assert "asciinema " in result.output  # Debian's Python program keeps its own libraries
     assert "No such file" in result.output  # the host's pip settings were not kept in the layer
 
 
@@ -194,7 +196,7 @@ def test_tasks_show_names_the_image_and_what_stands_in_for_it(tmp_path):
     write_task(tmp_path / "tasks", "tb-python", dockerfile=f"FROM {TB_PYTHON}\nCOPY x.txt .\n", files={"x.txt": "x"})
     proc = agentrig("tasks", "show", "--bench", "terminal", "--tasks", tmp_path / "tasks", "tb-python")
     assert proc.returncode == 0, proc.stderr
-    assert f"image: {TB_PYTHON}" in proc.stdout and "Debian trixie stands in for Debian bookworm" in proc.stdout
+    assert f"image: {TB_PYTHON}" in proc.stdout and "Python 3.11 (Debian bookworm's) stands in for Python 3.13" in proc.stdout
     builtin = agentrig("tasks", "show", "--bench", "terminal", "shell-session-state")
     assert builtin.returncode == 0 and "Debian bookworm stands in for Ubuntu 24.04" in builtin.stdout
 
@@ -275,9 +277,9 @@ async def test_the_runs_build_check_builds_on_the_image_root_not_the_hosts(tmp_p
     from .run_support import write_task
 
     ok = load_task(write_task(tmp_path / "tasks", "sees-image", dockerfile=(
-        f"FROM {TB_PYTHON}\nRUN test ! -e {planted} && test -d /usr/local/lib/python3.13/site-packages\n")))
+        f"FROM {TB_PYTHON}\nRUN test ! -e {planted} && test -f /usr/local/pyvenv.cfg\n")))
     failing = load_task(write_task(tmp_path / "tasks", "fails", dockerfile=f"FROM {TB_PYTHON}\nRUN echo boom; exit 3\n"))
     found = await build_check([ok, failing], settings(tmp_path, root="image"))
     assert list(found) == ["fails"]
-    assert found["fails"].startswith("base_substituted: the build fails on the stand-in base (Debian trixie stands in "
-                                     "for Debian bookworm (its Python 3.13 is the image's)): Dockerfile line 2: RUN exited 3")
+    assert found["fails"].startswith("base_substituted: the build fails on the stand-in base (Python 3.11 (Debian "
+                                     "bookworm's) stands in for Python 3.13): Dockerfile line 2: RUN exited 3")

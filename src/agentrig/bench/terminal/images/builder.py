@@ -60,34 +60,25 @@ def _sources(suite: str) -> list[str]:
 # a task's build writes it aside too, where a plain delete would see it come back and pip refuse.
 DIVERT_MARKER = ('for m in "$1"/usr/lib/python3*/EXTERNALLY-MANAGED; do [ -e "$m" ] || continue; '
                  'chroot "$1" dpkg-divert --local --rename --divert "${m#"$1"}.agentrig" --add "${m#"$1"}"; done')
-# pip as the official images have it: installed by pip itself (from the wheel Debian ships with
-# python3-venv, no network) into /usr/local, with its RECORD, so `pip install --upgrade pip` works
-INSTALL_PIP = ('for w in "$1"/usr/share/python-wheels/pip-*.whl; do [ -e "$w" ] || continue; '
-               'chroot "$1" python3 "${w#"$1"}/pip" install --no-index --no-cache-dir --disable-pip-version-check '
-               '"${w#"$1"}" || exit 1; done')
+# The official images' Python lives in /usr/local (sys.prefix /usr/local, its own site-packages,
+# pip installed by pip) and sees none of Debian's Python libraries. Here: a virtual environment of
+# Debian's interpreter made at /usr/local, without Debian's dist-packages, and pip installed into it
+# from the wheel Debian ships with python3-venv (no network). apt's Python programs (asciinema) keep
+# /usr/bin/python3 and their libraries; a task's `pip install` never meets them.
+PYTHON_AT_LOCAL = ('chroot "$1" python3 -m venv --without-pip /usr/local || exit 1; '
+                   'for w in "$1"/usr/share/python-wheels/pip-*.whl; do [ -e "$w" ] || continue; '
+                   'chroot "$1" /usr/local/bin/python3 "${w#"$1"}/pip" install --no-index --no-cache-dir '
+                   '--disable-pip-version-check "${w#"$1"}" || exit 1; done')
 
 
 def _python_layout(root: Path) -> None:
-    """The official python images' layout over Debian's Python: the interpreter and pip in
-    /usr/local/bin, /usr/local/lib/python3.X/site-packages the directory `pip install` fills
-    (Debian's pip puts a root install in /usr/local/lib/python3.X/dist-packages: one is a link
-    to the other)."""
-    binaries = sorted(p.name for p in (root / "usr/bin").glob("python3.*") if p.name[len("python3."):].isdigit())
-    if not binaries:
-        return
-    version = binaries[-1][len("python"):]
+    """The environment at /usr/local as the official images' /usr/local: a ``python`` (venv makes
+    ``python3`` and ``python3.X``, and ``python`` on most versions), no activation scripts."""
     local_bin = root / "usr/local/bin"
-    local_bin.mkdir(parents=True, exist_ok=True)
-    links = {f"python{version}": f"/usr/bin/python{version}", "python3": f"python{version}", "python": "python3"}
-    if (root / "usr/bin/pip3").exists():
-        links.update({f"pip{version}": "/usr/bin/pip3", "pip3": f"pip{version}", "pip": "pip3"})
-    for name, target in links.items():
-        if not os.path.lexists(local_bin / name):
-            os.symlink(target, local_bin / name)
-    lib = root / f"usr/local/lib/python{version}"
-    (lib / "dist-packages").mkdir(parents=True, exist_ok=True)
-    if not os.path.lexists(lib / "site-packages"):
-        os.symlink("dist-packages", lib / "site-packages")
+    if (local_bin / "python3").exists() and not os.path.lexists(local_bin / "python"):
+        os.symlink("python3", local_bin / "python")
+    for script in local_bin.glob("[Aa]ctivate*"):  # venv's activation scripts: the official images have none
+        script.unlink()
 
 
 def _finish(root: Path, recipe: BaseRecipe) -> None:
@@ -147,7 +138,7 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
         for opt in host_apt_options() if host_settings else []:
             argv.append(f"--aptopt={opt}")
         if recipe.python_layout:
-            argv += [f"--customize-hook={DIVERT_MARKER}", f"--customize-hook={INSTALL_PIP}"]
+            argv += [f"--customize-hook={DIVERT_MARKER}", f"--customize-hook={PYTHON_AT_LOCAL}"]
         argv += [recipe.suite, str(staging / "root"), *_sources(recipe.suite)]
         started = time.monotonic()
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)

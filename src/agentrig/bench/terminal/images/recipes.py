@@ -9,15 +9,14 @@ taken from their public Dockerfiles: TB's images are ``python:3.13-slim-bookworm
 buildpack-deps tools (git, curl, a C compiler). Where we substitute (Debian for Ubuntu, the
 suite's Python for another version) the recipe says so in ``substituted``.
 
-A python image gets the Debian suite whose Python is the image's own version when one has it
-(``python:3.13-slim-bookworm`` and TB's ``python-3-13`` are built on trixie, Python 3.13 exactly:
-a newer Debian under the image's Python, said in ``substituted``), else the suite whose Python is
-nearest (3.8 → bullseye's 3.9; a tie keeps the image's own suite: 3.10-bookworm → 3.11), since a
-task on a python image depends on its interpreter (wheels that exist for it, language changes)
-far more than on the Debian release under it. The official images' layout is laid over Debian's
-(``python_layout``): ``python``/``pip`` in ``/usr/local/bin``, ``/usr/local/lib/python3.X/site-packages``
-where ``pip install`` puts packages, and a pip that installs into the system even after an
-``apt-get`` upgrades the interpreter (Debian's ``EXTERNALLY-MANAGED`` marker diverted away).
+A python image keeps its own Debian suite (the tag's; bookworm by default) and that suite's
+Python stands in for another version, said in ``substituted`` — unless the suite's Python is newer
+than the image's: then the suite with the nearest Python (``python_suite``: 3.8 → bullseye's 3.9).
+The image's Python is laid out as the official images have it (``python_layout``): a Python
+environment at ``/usr/local`` (``python``/``pip`` in ``/usr/local/bin``, packages in
+``/usr/local/lib/python3.X/site-packages``, pip installed by pip itself), which sees none of the
+Python libraries Debian's own packages install (asciinema's) — in the real image those belong to
+Debian's separate Python.
 """
 
 from __future__ import annotations
@@ -31,24 +30,17 @@ from pydantic import BaseModel, Field
 RECIPE_FORMAT = "1"
 # fields added after format 1: in the key only when set, so roots built before them keep their keys
 LATER_FIELDS = ("python_layout", "recommends")
-PYTHON_LAYOUT = "official-2"  # what builder lays over Debian's Python (the hook, _python_layout); bump when it changes
+PYTHON_LAYOUT = "official-3"  # what builder lays over Debian's Python (the hook, _python_layout); bump when it changes
 SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
 DEFAULT_SUITE = "bookworm"  # the suite this machine's Debian mirror serves; ubuntu and bare python tags map to it
 UBUNTU_NAMES = {"20.04": "focal", "22.04": "jammy", "24.04": "noble", "24.10": "oracular", "25.04": "plucky"}
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # the official python images ship the interpreter's headers (Python.h): tests build C extensions with them
-# no python3-pip: its Debian-packaged dependencies (trixie: packaging, typing_extensions …) are ones
-# pip cannot uninstall ("installed by debian") when a task's pip install upgrades them; pip is
-# installed the official images' way instead, from the wheel python3-venv ships (builder.INSTALL_PIP)
+# no python3-pip: the image's Python is a virtual environment at /usr/local (builder.PYTHON_AT_LOCAL)
+# with pip installed from the wheel python3-venv ships, as the official images have theirs
 PYTHON_PACKAGES = ["python3", "python3-venv", "python3-dev", "python-is-python3", "ca-certificates", "netbase"]
 BUILDPACK_PACKAGES = ["git", "curl", "wget", "build-essential", "procps", "openssh-client", "xz-utils", "unzip"]
 TB_PACKAGES = ["tmux", "asciinema"]
-# TB's python images get tmux only: Debian's asciinema is a Python program whose Debian-packaged
-# dependencies (trixie: pkg_resources, jaraco.*, typing_extensions, packaging …) would be the
-# image's own interpreter's packages here — pip cannot upgrade those ("installed by debian"), as
-# TB's mlflow-register's `pip install mlflow` must; in the real image they belong to Debian's
-# separate Python. asciinema records Terminal-Bench's sessions; no task's commands or tests use it.
-TB_PYTHON_PACKAGES = ["tmux"]
 TB_PREFIX = "ghcr.io/laude-institute/t-bench/"
 
 
@@ -82,16 +74,26 @@ class BaseRecipe(BaseModel):
 
 
 def python_suite(version: str, suite: str | None) -> str | None:
-    """The Debian suite to build a ``python:<version>`` image on: the one whose Python is `version`,
-    else the nearest (a tie keeps `suite`, the image's own, default bookworm); None: no such suite."""
+    """The Debian suite to build a ``python:<version>`` image on. The image's own suite (the tag's,
+    default bookworm) keeps its tools (openssl, apt's packages) — unless its Python is newer than
+    the image's: then the suite whose Python is nearest (a tie keeps the image's suite), since the
+    pinned packages of an older Python have no wheels for a much newer one (TB's fix-pandas-version:
+    pandas 1.3 for Python 3.8 builds on bullseye's 3.9, not on bookworm's 3.11). An older Python
+    than the image's stays: a newer suite would change the tools' behaviour (TB's
+    openssl-selfsigned-cert reads OpenSSL 3.0's output; trixie has 3.5) for a version few tasks
+    need. None: no such suite."""
     wanted = suite or DEFAULT_SUITE
     if wanted not in SUITE_PYTHON:
         return None
 
-    def distance(name: str) -> tuple[int, bool]:
-        return abs(int(SUITE_PYTHON[name].split(".")[1]) - int(version.split(".")[1])), name != wanted
+    def minor(name: str) -> int:
+        return int(SUITE_PYTHON[name].split(".")[1])
 
-    return min(SUITE_PYTHON, key=distance)
+    target = int(version.split(".")[1])
+    if minor(wanted) <= target:
+        return wanted
+    # a tie keeps the image's suite, else the newer of the two (nearer the image's own)
+    return min(SUITE_PYTHON, key=lambda name: (abs(minor(name) - target), name != wanted, -minor(name)))
 
 
 def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseRecipe | None:
@@ -104,7 +106,7 @@ def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseReci
         notes.append(f"Python {python} (Debian {chosen}'s) stands in for Python {version}")
     if suite is not None and chosen != suite:  # a tag without a suite names none (the image's default moves)
         notes.append(f"Debian {chosen} stands in for Debian {suite}"
-                     + (f" (its Python {python} is the image's)" if python == version else ""))
+                     + (f" (its Python {python} is the image's)" if python == version else f" (its Python is nearer)"))
     packages = list(PYTHON_PACKAGES)
     if variant != "slim":
         packages += BUILDPACK_PACKAGES
@@ -125,7 +127,7 @@ def resolve_base(image_ref: str) -> BaseRecipe | None:
         match = re.fullmatch(r"python-3-(\d+)", kind)
         recipe = _python(f"3.{match.group(1)}", "slim", "bookworm", ref) if match else None  # python:3.X-slim-bookworm
         if recipe is not None:
-            recipe.packages += TB_PYTHON_PACKAGES
+            recipe.packages += TB_PACKAGES
             recipe.workdir = "/app"
             return recipe
         match = re.fullmatch(r"ubuntu-(\d\d)-(\d\d)", kind)
