@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from agentrig.bench.terminal.audit import audit_task
-from agentrig.bench.terminal.sandbox import engine, open_sandbox
+from agentrig.bench.terminal.sandbox import TaskBuildError, engine, open_sandbox
 from agentrig.bench.terminal.taskfile import load_task
 
 from .podman_support import base_image, killed_runner, owned_containers, podman  # noqa: F401 - base_image: a fixture
@@ -74,3 +76,14 @@ async def test_a_killed_runners_trial_and_service_containers_are_reaped(tmp_path
     engine._REAPED.clear()  # as a new runner's first start
     reaped = await engine.reap_orphans(engine.engine_cli("podman"))
     assert set(left) <= set(reaped) and owned_containers(pid) == []
+
+
+async def test_a_service_that_cannot_start_is_the_tasks_fault_and_leaves_nothing(tmp_path, base_image):
+    task = services_task(tmp_path, base=base_image)
+    compose = task.compose.read_text()
+    task.compose.write_text(compose.replace('command: [ "python3", "./site.py"', 'command: [ "/no/such/server"'))
+    with pytest.raises(TaskBuildError) as caught:
+        await open_sandbox(task, settings(tmp_path, kind="podman"))
+    assert "service 'server' cannot start its command" in str(caught.value) and "/no/such/server" in str(caught.value)
+    assert caught.value.exclusion is None  # a broken task, not an invalid trial
+    assert owned_containers(os.getpid()) == []

@@ -86,6 +86,8 @@ async def start_container_services(box: Any, compose: Compose) -> None:
         started = ContainerService(service, box.cli, name, service.ports or expose, keep=box.keep)
         box.attach(started)
         code, out = await _call(run_argv(box.cli, service, name, box.name, tag, box.limits), 120)
+        if code in (126, 127):  # its command cannot be run (not found, not executable): the task's fault
+            raise TaskBuildError(f"service '{service.name}' cannot start its command: {out.strip()[-500:]}")
         if code != 0:
             raise SandboxError(f"{box.engine} run of service '{service.name}' failed: {out.strip()[-500:]}")
         await wait_ready(started)

@@ -48,7 +48,7 @@ class RunningService:
         return self.proc.returncode if self.proc is not None else None
 
     async def run_inside(self, argv: list[str], timeout_s: float) -> tuple[int | None, str]:
-        result = await self.sandbox.exec(argv, timeout_s, cwd="/")
+        result = await self.sandbox.exec(argv, timeout_s)  # from its working directory, as Docker's healthcheck
         return result.exit_code, result.output
 
     async def output_tail(self, limit: int = 1500) -> str:
