@@ -97,7 +97,11 @@ class ContainerSandbox:
         argv += ["--pids-limit", str(pids)] if pids else []
         argv += ["--cpus", str(cpus)] if cpus else []
         argv += [tag, "sleep", "infinity"]
-        code, out = await _call(argv, 120)
+        try:
+            code, out = await _call(argv, 120)
+        except BaseException:  # cancelled: the trial's copy of the host's settings goes with it
+            self._remove_settings()
+            raise
         if code != 0:
             await _call([*self.cli, "rm", "-f", "-v", *_no_grace(self.cli), self.name], 60)
             self._remove_settings()
