@@ -250,12 +250,29 @@ class BwrapSandbox:
         """Start a long-running process inside (a service's main command), its output appended to the
         host file `log`; it is not waited for (``SpawnedProc.wait`` tells when it ends)."""
         self._alive()
-        name = self.cgroups.new_command()[0].name if self.cgroups is not None else None
+        command_dir = self.cgroups.new_command()[0] if self.cgroups is not None else None
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            return await self.spawner.spawn(argv, {**self.env, **(env or {})}, cwd or self.workdir, out_fd=fd, cgroup=name)
+            proc = await self.spawner.spawn(argv, {**self.env, **(env or {})}, cwd or self.workdir, out_fd=fd,
+                                            cgroup=command_dir.name if command_dir is not None else None)
         finally:
             os.close(fd)
+        proc.command_dir = command_dir  # type: ignore[attr-defined] - what ``stop`` kills
+        return proc
+
+    async def stop(self, proc, timeout_s: float = 5.0) -> None:
+        """Kill a process ``launch`` started, and all it started, and wait until it has ended (its
+        spawner reaps it at once; left to the sandbox's end, its pid namespace's teardown waits on
+        the host's init to reap what it kills)."""
+        command_dir = getattr(proc, "command_dir", None)
+        if self.cgroups is not None and command_dir is not None:
+            await self.cgroups.kill(command_dir)
+        else:
+            from ..shell import kill_process_group
+
+            await kill_process_group(proc)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), timeout_s)
 
     # -- commands ---------------------------------------------------------------------------
     def _alive(self) -> None:

@@ -61,6 +61,9 @@ class RunningService:
         """Close the service's sandbox and wait until its pid namespace's init has ended (its
         processes are killed with it): nothing of the service outlives the trial's close."""
         init = self.sandbox.init_pid
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(Exception):
+                await self.sandbox.stop(self.proc)  # first, while its spawner can reap it
         await self.sandbox.close()
         deadline = time.monotonic() + GONE_WAIT_S
         while init is not None and _alive(init) and time.monotonic() < deadline:
