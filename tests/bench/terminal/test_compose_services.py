@@ -171,6 +171,10 @@ def test_which_sandboxes_run_services_and_why_not(tmp_path):
     path = tmp_path / "hosts.yaml"
     path.write_text(CLIENT + "    dns: [192.0.2.1]\n    extra_hosts: ['example.com:131.25.18.2']\n")
     assert check_compose(path, "bwrap") is None
+    hosts = write_task(tmp_path, "hosts", files={"docker-compose.yaml": TEMPLATE_COMPOSE + "    dns: [192.0.2.1]\n"})
+    local = task_support(load_task(hosts), "local")  # it would use this machine's files: said, not ignored
+    assert local.exclusion == "needs_container" and "sets dns, which the local sandbox cannot give" in local.reason
+    assert task_support(load_task(hosts), "bwrap").ok and task_support(load_task(hosts), "podman").ok
 
 
 def test_tasks_show_names_the_services_beside_the_agents(tmp_path):

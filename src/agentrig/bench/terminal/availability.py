@@ -48,11 +48,18 @@ def task_support(task: Any, kind: str, network: bool | None = None) -> Any:
 
     found = support(task, kind, network)
     if found.ok and kind == "local" and getattr(task, "compose", None) is not None:
-        from .compose import compose_tmpfs
+        from .compose import compose_services, compose_tmpfs
+        from .compose import agent_service as agent_of
 
         if compose_tmpfs(task.compose):
             return TaskSupport(kind=kind, ok=False, reason="needs_container: the compose file mounts a tmpfs, "
                                "which the local sandbox cannot give the task")
+        services = compose_services(task.compose)
+        asks = sorted(k for k in ("dns", "extra_hosts") if services and (services.get(agent_of(services)) or {}).get(k))
+        if asks:
+            return TaskSupport(kind=kind, ok=False, reason=f"needs_container: the compose file sets {' and '.join(asks)}, "
+                               "which the local sandbox cannot give the task (it uses this machine's /etc/hosts "
+                               "and /etc/resolv.conf)")
     if found.ok and kind == "local":
         plan = build_plan(task, kind)
         workdir = plan.workdir if plan.has_workdir else getattr(task, "workdir", "/app")
