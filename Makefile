@@ -57,7 +57,9 @@ test: setup chromium appworld mmdebstrap
 test-fast: setup appworld
 	$(BIN)/python -m pytest -q $(XDIST) -m 'not slow'
 
-demo: setup
+# mmdebstrap: the terminal section's tasks run on their images, roots built from packages once
+# (then cached); without it the host's root stands in for them, and the demo says so
+demo: setup mmdebstrap
 	$(BIN)/agentrig demo
 
 bench: setup

@@ -42,6 +42,7 @@ kind = "terminal"
 
 [sandbox]
 kind = "{{sandbox}}"
+root = "{{root}}"
 
 [run]
 trials = {TRIALS}
@@ -72,6 +73,7 @@ kind = "terminal"
 
 [sandbox]
 kind = "{{sandbox}}"
+root = "{{root}}"
 
 [run]
 trials = {LLM_TRIALS}
@@ -114,6 +116,17 @@ def choose_sandbox() -> tuple[str | None, str]:
     return None, why
 
 
+def choose_root() -> tuple[str, str]:
+    """("image" | "host", note): the tasks' own images (roots built from packages, once, then
+    cached) when mmdebstrap can build them; else the host's root stands in, and the demo says so."""
+    import shutil
+
+    if shutil.which("mmdebstrap"):
+        return "image", ""
+    return "host", ("mmdebstrap is not installed, so the host's root stands in for the tasks' images "
+                    "(apt-get install mmdebstrap, or `make demo`, for the real ones)")
+
+
 def _probe() -> tuple[str | None, str]:
     kind, why = choose_sandbox()
     if kind == "bwrap":
@@ -153,8 +166,11 @@ def run_terminal_section(console: Console, base: Path, fresh: Callable[[Path], N
     if kind == "local":
         console.print(f"   [yellow]bwrap does not work here ({why}); using the local sandbox, which isolates "
                       "nothing.[/]", highlight=False)
+    root, note = choose_root() if kind == "bwrap" else ("host", "")
+    if note:
+        console.print(f"   [yellow]{note}.[/]", highlight=False)
     ref_file = base / "demo-terminal.toml"
-    ref_file.write_text(REFERENCE_EXPERIMENT.format(sandbox=kind), encoding="utf-8")
+    ref_file.write_text(REFERENCE_EXPERIMENT.format(sandbox=kind, root=root), encoding="utf-8")
     ref_dir = base / "demo-terminal"
     fresh(ref_dir)
     code = run_command(ref_file, run_dir=ref_dir, out=console)
@@ -170,7 +186,7 @@ def run_terminal_section(console: Console, base: Path, fresh: Callable[[Path], N
     endpoint = SolutionEndpoint(api_key=key, fault_rate=0.2, fault_kinds=("server_error", "malformed"), seed=2026)
     with ThreadedFakeEndpoint(endpoint=endpoint) as served:
         llm_file = base / "demo-terminal-llm.toml"
-        llm_file.write_text(LLM_EXPERIMENT.format(sandbox=kind, base_url=served.base_url, key_env=key_env),
+        llm_file.write_text(LLM_EXPERIMENT.format(sandbox=kind, root=root, base_url=served.base_url, key_env=key_env),
                             encoding="utf-8")
         llm_dir = base / "demo-terminal-llm"
         fresh(llm_dir)

@@ -218,7 +218,8 @@ def test_block_false_entries_are_typed_ahead_into_one_shell_as_terminal_bench_pl
         def test_server_still_running():
             assert eventually(lambda: b'order.txt' in urllib.request.urlopen('http://127.0.0.1:8765/', timeout=5).read())
         """)
-    write_task(tasks, "typed-ahead", solution=None, solution_yaml=steps, test=test)
+    write_task(tasks, "typed-ahead", solution=None, solution_yaml=steps, test=test,  # a server needs the python image
+               dockerfile="FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n")
     path = experiment(tmp_path, "ahead", ORACLE, cache=cache, tasks=tasks, sandbox='shell = "stateless"')
     doc = run_json(path)
     [rec] = records(doc["run_dir"])

@@ -82,21 +82,25 @@ def test_a_fetch_that_cannot_reach_its_host_is_needs_network_naming_it(tmp_path)
     # needs_network naming the host and curl's own line, not a broken task nor the base's fault
     from agentrig.bench.terminal.netfail import network_failure
 
-    write_task(tmp_path, "fetch", dockerfile="FROM ubuntu:24.04\nWORKDIR /app\n"
-               "RUN curl -fsS https://files.unreachable.invalid/data.tar -o /app/data.tar\n")
-    write_task(tmp_path, "solution-fetch", solution="#!/bin/bash\n"
-               "curl -fsS https://solution.unreachable.invalid/answer -o /app/out.txt\n")
+    # on TB's python image (Ubuntu's has no curl, as the real one has none): Python's own fetch
+    def fetch(url: str, out: str) -> str:
+        return f"python3 -c \"import urllib.request as u; u.urlretrieve('{url}', '{out}')\""
+
+    python = "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n"
+    write_task(tmp_path, "fetch", dockerfile=python + "RUN " + fetch("https://files.unreachable.invalid/data.tar", "/app/data.tar") + "\n")
+    write_task(tmp_path, "solution-fetch", dockerfile=python, solution="#!/bin/bash\n"
+               + fetch("https://solution.unreachable.invalid/answer", "/app/out.txt") + "\n")
     settings = SandboxSettings(cache_dir=tmp_path / "cache")
     row = asyncio.run(audit_task(load_task(tmp_path / "fetch"), settings))
-    assert row.status == "excluded" and row.reason.startswith("needs_network: Dockerfile line 3: RUN exited")
-    assert "could not reach files.unreachable.invalid: curl: (6) Could not resolve host" in row.reason
+    assert row.status == "excluded" and row.reason.startswith("needs_network: Dockerfile line 3: RUN exited"), row.reason
+    assert "it could not reach files.unreachable.invalid: socket.gaierror: [Errno -2]" in row.reason
     row = asyncio.run(audit_task(load_task(tmp_path / "solution-fetch"), settings))
-    assert row.status == "broken" and "its solution could not reach solution.unreachable.invalid" in row.reason
+    # Python's traceback does not name the host (curl's message would): the cause is said all the same
+    assert row.status == "broken" and "its solution could not reach its host: socket.gaierror" in row.reason
     # a build script that goes on after its fetch failed (TB's sanitize-git-repo: `git clone` in a
     # setup.sh without `set -e`): the layer lacks the data, and the broken oracle's reason says why
-    write_task(tmp_path, "silent", dockerfile="FROM ubuntu:24.04\nWORKDIR /app\n"
-               "RUN curl -fsS https://data.unreachable.invalid/repo.tar -o /app/repo.tar; echo carrying on\n",
-               solution="#!/bin/bash\ntar -xf /app/repo.tar && echo ok > /app/out.txt\n")
+    write_task(tmp_path, "silent", dockerfile=python + "RUN " + fetch("https://data.unreachable.invalid/repo.tar", "/app/repo.tar")
+               + "; echo carrying on\n", solution="#!/bin/bash\ntar -xf /app/repo.tar && echo ok > /app/out.txt\n")
     row = asyncio.run(audit_task(load_task(tmp_path / "silent"), settings))
     assert row.status == "broken"
     assert "its build Dockerfile line 3: could not reach data.unreachable.invalid" in row.reason

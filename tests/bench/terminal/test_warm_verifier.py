@@ -35,7 +35,7 @@ SETUP = ("#!/bin/bash\napt-get update\napt-get install -y curl\ncurl -LsSf https
 SPLIT_RUN = "#!/bin/bash\n\nsource $TEST_DIR/setup-uv-pytest.sh\n\nbash $TEST_DIR/run-uv-pytest.sh\n"
 
 FACTS_TEST = r'''
-import json, os, random, socket, sys
+import json, locale, os, random, socket, sys
 
 def test_facts():
     status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
@@ -46,7 +46,8 @@ def test_facts():
         "caps": {k: status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs")},
         "cgroup": sorted(l.split(":", 1)[1] for l in open("/proc/self/cgroup").read().split()),
         "env": dict(os.environ), "path": sys.path, "executable": sys.executable,
-        "flags": [sys.flags.no_user_site, sys.flags.safe_path, sys.flags.ignore_environment, sys.flags.isolated],
+        "flags": [sys.flags.no_user_site, sys.flags.safe_path, sys.flags.ignore_environment, sys.flags.isolated,
+                  sys.flags.utf8_mode, locale.setlocale(locale.LC_CTYPE)],
         "mounts": sorted(m for m in mounts if m.split()[0] in ("/tests", sys.prefix, sys.base_prefix)),
         "tests_writable": os.access("/tests", os.W_OK), "random": random.random(),
     }
@@ -129,11 +130,14 @@ def test_a_provided_pytest_plugin_keeps_autoload(tmp_path):
 
 
 @needs_root_bwrap()
-@pytest.mark.parametrize("layout", ["plain", "split-template"])
-async def test_warm_and_cold_tests_see_the_same_process_state(tmp_path, layout):
+@pytest.mark.parametrize("layout,base", [("plain", "ubuntu:24.04"), ("split-template", "ubuntu:24.04"),
+                                         ("plain", "ghcr.io/laude-institute/t-bench/python-3-13:20250620")])
+async def test_warm_and_cold_tests_see_the_same_process_state(tmp_path, layout, base):
+    """On a built root: Ubuntu's image and the python images (whose PYTHON_VERSION the interpreter
+    never reads); the image's own bash is the one the warm verifier checks for."""
     kw = {} if layout == "plain" else {"run_tests": SPLIT_RUN, "scripts": {
         "setup-uv-pytest.sh": SETUP, "run-uv-pytest.sh": "#!/bin/bash\n\nuv run pytest $TEST_DIR/test_outputs.py -rA\n"}}
-    task = _task(tmp_path, "facts", FACTS_TEST, dockerfile="FROM ubuntu:24.04\nWORKDIR /app\nENV TZ=UTC APP_MODE=probe\n", **kw)
+    task = _task(tmp_path, "facts", FACTS_TEST, dockerfile=f"FROM {base}\nWORKDIR /app\nENV TZ=UTC APP_MODE=probe\n", **kw)
     cache = tmp_path / "cache"
     warm = [await _verify(task, cache, warm=True) for _ in range(2)]
     cold = await _verify(task, cache, warm=False)
@@ -150,7 +154,8 @@ async def test_warm_and_cold_tests_see_the_same_process_state(tmp_path, layout):
     assert c["caps"]["CapEff"] == c["caps"]["CapBnd"] != "000001ffffffffff" and c["caps"]["NoNewPrivs"] == "1"
     assert c["env"]["APP_MODE"] == "probe" and c["env"]["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
     assert c["env"]["SHLVL"] == ("0" if layout == "plain" else "2")
-    assert c["tests_writable"] and c["flags"] == [1, True, 0, 0]
+    assert c["tests_writable"] and c["flags"][:4] == [1, True, 0, 0]
+    assert c["flags"][4:] == [0, "C.UTF-8"] and c["env"]["LANG"] == "C.UTF-8"  # UTF-8 mode off: LANG is set
     for result in (*warm, cold):
         assert "PytestDeprecationWarning" not in result.output and "asyncio" not in result.output
 
@@ -211,7 +216,8 @@ async def test_a_warm_run_is_killed_at_the_test_timeout(tmp_path):
     box = await open_sandbox(task, SandboxSettings(cache_dir=tmp_path / "cache"))
     try:
         result = await verify(box, task, network=False)
-        left = await box.run("ps -eo args | grep -c '^sleep 300$' || true", timeout_s=30)
+        left = await box.run("for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -c '^sleep 300 $' || true",
+                             timeout_s=30)  # the image has no ps
     finally:
         await box.close()
     assert result.warm and result.timed_out and result.failure_mode == "test_timeout"

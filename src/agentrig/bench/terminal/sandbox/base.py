@@ -68,7 +68,7 @@ class SandboxSettings(Strict):
     keep: bool = False  # keep the trial's writable layer after close (debugging)
     network: bool | None = None  # None: the task decides (allow_internet)
     build_network: bool | Literal["host-settings"] = True  # RUN steps may fetch; "host-settings": with the host's pip config and CA bundle (not kept)
-    root: Literal["image", "host"] = "host"  # bwrap: "image": a root built from packages for the task's FROM (images/); "host": the host's root stands in
+    root: Literal["image", "host"] = "image"  # bwrap: "image": a root built from packages for the task's FROM (images/); "host": the host's root stands in (opt-in)
     memory_mb: int | None = Field(None, ge=16)
     pids: int | None = Field(None, ge=8)
     cpus: float | None = Field(None, gt=0)

@@ -27,7 +27,7 @@ FILE`` would (this process, which the tests' code never ran in, with the script'
 and exit with the script's status. The child's pid is answered at once, its exit status when
 it ends. A child that cannot do 1–2, that finds the sandbox's ``bash`` (the cold command's
 first program) or another program the script runs (``mkdir``, ``rm``) missing or not the file
-the host has (the agent deleted or replaced it: the cold command then runs it as Terminal-Bench
+the image has (the agent deleted or replaced it: the cold command then runs it as Terminal-Bench
 would), whose directory check fails (``strict_cwd``: the task's script would have stopped at
 its ``$PWD`` check) or whose script's ``cd`` fails, exits ``COLD`` without output: the host then
 runs the cold command. Any module the tests import that is not
@@ -213,8 +213,10 @@ def _child(request: dict, out_fd: int) -> None:
         nsutil.prepare(str(request["target"]), request["spec"])
         reward = request.get("reward")
         path = request["spec"]["env"].get("PATH")
+        expected = request.get("programs") or HOST_PROGRAMS  # the image's, as the host found them
         for name in ("bash", *(reward or {}).get("programs", [])):
-            if HOST_PROGRAMS.get(name) is None or _program_id(name, path) != HOST_PROGRAMS[name]:
+            want = expected.get(name)
+            if want is None or list(_program_id(name, path) or ()) != list(want):
                 os._exit(COLD)
         child = os.fork()
         if child == 0:

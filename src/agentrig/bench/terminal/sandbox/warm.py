@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from .base import SandboxError
+from .imagefiles import image_program_ids
 
 SERVER = Path(__file__).with_name("pytest_server.py")
 COLD = 201  # pytest_server.COLD: the child ran nothing
@@ -29,6 +30,9 @@ COLD = 201  # pytest_server.COLD: the child ran nothing
 # of the runner's (keys included). The sandbox's environment is set per request. The server runs
 # with the cold command's interpreter flags (-s -P: no user site, no script directory on the path).
 SERVER_ENV = {"PATH": os.defpath, "LANG": "C.UTF-8", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+# PYTHON* variables the interpreter never reads: the official python images' build metadata
+INERT_PYTHON_VARS = frozenset({"PYTHON_VERSION", "PYTHON_SHA256", "PYTHON_PIP_VERSION", "PYTHON_SETUPTOOLS_VERSION",
+                               "PYTHON_GET_PIP_URL", "PYTHON_GET_PIP_SHA256"})
 ANSWER_TIMEOUT_S = 120.0  # the first request waits for the server's warm-up
 
 
@@ -144,8 +148,9 @@ async def spawn(request: dict, out_fd: int) -> WarmProc | None:
 
 def starts_alike(env: dict[str, str]) -> bool:
     """Whether a cold interpreter started with `env` would start as the server did: plugin
-    autoload off, no PYTHON* variable (read at start-up only), the server's locale."""
-    return (env.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") == "1" and not any(k.startswith("PYTHON") for k in env)
+    autoload off, no PYTHON* variable the interpreter reads (at start-up only), the server's locale."""
+    return (env.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") == "1"
+            and not any(k.startswith("PYTHON") and k not in INERT_PYTHON_VARS for k in env)
             and env.get("LANG") == SERVER_ENV["LANG"] and not env.get("LC_ALL") and not env.get("LC_CTYPE"))
 
 
@@ -160,8 +165,10 @@ async def run_pytest(box, args: list[str], timeout_s: float, env: dict[str, str]
     if not starts_alike({**box.env, **env}):
         return None
     command_dir, spec = box._verifier_spec(env, extra_ro_binds, rw_binds, remove)
+    names = ["bash", *(reward or {}).get("programs", [])]
+    programs = image_program_ids(names, spec["env"].get("PATH", ""), box.layer_dir, box.base_root)
     request = {"target": box.init_pid, "spec": spec, "args": args, "strict_cwd": strict_cwd, "shlvl": shlvl,
-               "python": sys.executable, "reward": reward}
+               "python": sys.executable, "reward": reward, "programs": programs}
     refused: list[bool] = []
 
     async def start(out_fd: int, in_fd: int | None):
