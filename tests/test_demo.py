@@ -21,10 +21,15 @@ def test_examples_demo_is_the_packaged_demo():
 
 
 def test_demo_runs_offline_and_stores_both_runs(tmp_path):
+    from agentrig.bench.terminal.images import images_dir
+
     agentrig = Path(sys.executable).with_name("agentrig")
+    # a fresh home (caches, layers), the machine's base roots: on a bare machine the first demo
+    # builds them (a minute or two each with mmdebstrap), as a user's first `make demo` does
+    env = ENV | {"HOME": str(tmp_path), "AGENTRIG_IMAGES_DIR": str(images_dir())}
     for _ in range(2):  # a second demo starts over instead of refusing or resuming
         done = subprocess.run([str(agentrig), "demo", "--dir", str(tmp_path)], capture_output=True, text=True,
-                              timeout=120, env=ENV | {"HOME": str(tmp_path)})
+                              timeout=900, env=env)
         assert done.returncode == 0, done.stderr + done.stdout
     out, _, terminal = done.stdout.partition("3. Terminal tasks")
     rows = {m.group(1): m.group(0).split() for m in re.finditer(r"^(gold|flaky-gold|noop|llm) .*$", out, re.M)}
