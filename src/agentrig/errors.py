@@ -10,6 +10,8 @@ against the code: a new exception class must be drawn here, under its real base.
     │   │   │                                                 (names the file, the task id, the field)
     │   │   ├── EnvFunctionError    bench/tau/environment     a τ² task names an environment function its domain lacks
     │   │   ├── TaskFileError       bench/terminal/taskfile   a malformed terminal task (file, field, problem, fix)
+    │   │   ├── ComposeError (ValueError) bench/terminal/compose  a terminal task's compose file that cannot be
+    │   │   │                                                 read (names the file and why)
     │   │   └── TaskBuildError      bench/terminal/sandbox/base  a terminal task's own build fails deterministically:
     │   │                                                     its trials are valid and score 0 (``broken_task``), or
     │   │                                                     it is excluded (``needs_network`` / ``needs_container``)

@@ -26,6 +26,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
+from ...errors import DataError
+
 # Keys of the agent's service honoured by every sandbox (the template's, and what has no effect on a shell).
 AGENT_KEYS = {
     "build", "image", "container_name", "command", "environment", "volumes", "network_mode",
@@ -41,7 +43,7 @@ SERVICE_KEYS = {
 SERVICE_KINDS = ("bwrap", "podman")  # the sandbox kinds that run services beside the agent
 
 
-class ComposeError(ValueError):
+class ComposeError(DataError, ValueError):
     """The compose file cannot be read (the message names the file and why)."""
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from ..compose import check_compose, compose_tmpfs
 from ..dockerfile import BuildPlan, parse_dockerfile
+from .base_roots import base_root as _base_root
 from .base import (
     BASE_ENV,
     SANDBOX_KINDS,
@@ -170,25 +171,6 @@ async def _with_services(sandbox: Any, compose: Any, settings: SandboxSettings, 
         with contextlib.suppress(Exception):
             await sandbox.close()
         raise
-
-
-async def _base_root(plan: BuildPlan, settings: SandboxSettings) -> tuple[Any, Path | None]:
-    """(recipe, built root) for the plan's FROM when ``[sandbox] root = "image"``; (None, None):
-    the host's root stands in (root = "host", or a task without a Dockerfile)."""
-    if settings.root != "image" or not plan.base:
-        return None, None
-    from ..images import ensure_base_root, resolve_base
-
-    recipe = resolve_base(plan.base)
-    if recipe is None:
-        raise TaskBuildError(f"no recipe builds the base image {plan.base} from packages", exclusion="needs_container")
-    import sys
-
-    def progress(message: str) -> None:
-        print(f"agentrig: {message}", file=sys.stderr, flush=True)
-
-    root = await asyncio.to_thread(ensure_base_root, recipe, progress, host_settings=settings.build_network == "host-settings")
-    return recipe, root
 
 
 class Finding(BaseModel):

@@ -83,7 +83,7 @@ async def service_layer(service: Service, settings: SandboxSettings) -> tuple[An
     """(plan, recipe, base root, layer) of a service: its Dockerfile replayed on its base (cached like
     the agent's; ``availability.build_check`` builds it before a run). Raises TaskBuildError naming the
     service (with ``recipe`` set on it: a failure on a stand-in base is said so)."""
-    from . import _base_root
+    from .base_roots import base_root as _base_root
     from .build import ensure_layer
 
     assert service.dockerfile is not None

@@ -1,0 +1,29 @@
+"""The built root a task's ``FROM`` stands for under ``[sandbox] root = "image"`` (built on demand)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..dockerfile import BuildPlan
+from .base import SandboxSettings, TaskBuildError
+
+
+async def base_root(plan: BuildPlan, settings: SandboxSettings) -> tuple[Any, Path | None]:
+    """(recipe, built root) for the plan's FROM when ``[sandbox] root = "image"``; (None, None):
+    the host's root stands in (root = "host", or a task without a Dockerfile)."""
+    if settings.root != "image" or not plan.base:
+        return None, None
+    from ..images import ensure_base_root, resolve_base
+
+    recipe = resolve_base(plan.base)
+    if recipe is None:
+        raise TaskBuildError(f"no recipe builds the base image {plan.base} from packages", exclusion="needs_container")
+
+    def progress(message: str) -> None:
+        print(f"agentrig: {message}", file=sys.stderr, flush=True)
+
+    root = await asyncio.to_thread(ensure_base_root, recipe, progress, host_settings=settings.build_network == "host-settings")
+    return recipe, root
