@@ -99,8 +99,8 @@ async def test_the_images_entrypoint_starts_with_the_sandbox_as_a_containers_fir
     sandbox = await opened(task, tmp_path)
     try:
         result = await sandbox.run("for i in $(seq 50); do [ -s /tmp/heartbeat ] && break; sleep 0.1; done; "
-                                   "cat /tmp/entrypoint.log; ps -eo args | grep -x 'sleep infinity'", 60)
+                                   "cat /tmp/entrypoint.log; for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -x 'sleep infinity '", 60)
     finally:
         await sandbox.close()
     assert "started in /app with sleep infinity" in result.output, result.output
-    assert "\nsleep infinity\n" in result.output  # the script's exec "$@": the container's command runs on
+    assert "\nsleep infinity \n" in result.output  # the script's exec "$@": the container's command runs on

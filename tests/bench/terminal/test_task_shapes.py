@@ -205,8 +205,11 @@ def test_a_broken_oracle_whose_tests_could_not_reach_a_remote_host_says_so(tmp_p
               "    assert subprocess.run(['curl', '-sS', 'http://agentrig-unreachable.invalid/']).returncode == 0\n")
     local = ("import subprocess\n\ndef test_fetch():\n"
              "    assert subprocess.run(['curl', '-sS', 'http://localhost:9/']).returncode == 0\n")
-    write_task(tmp_path, "remote", test=remote)
-    write_task(tmp_path, "local", test=local)
+    # Debian's image has no curl (nor has Ubuntu's): the task installs it, as TB's tasks do
+    curl = ("FROM debian:bookworm-slim\nWORKDIR /app\n"
+            "RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends curl >/dev/null\n")
+    write_task(tmp_path, "remote", test=remote, dockerfile=curl)
+    write_task(tmp_path, "local", test=local, dockerfile=curl)
     settings = SandboxSettings(cache_dir=tmp_path / "cache")
     far = asyncio.run(audit_task(load_task(tmp_path / "remote"), settings))
     near = asyncio.run(audit_task(load_task(tmp_path / "local"), settings))
