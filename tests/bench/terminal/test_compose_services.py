@@ -325,3 +325,52 @@ def test_a_services_own_build_failing_is_found_before_the_run(tmp_path):
     assert broken[task.id].startswith("broken_task: service 'server': Dockerfile line 4: RUN exited 2")
     assert "the mirror is down" in broken[task.id]
     assert asyncio.run(build_check([services_task(tmp_path, "fine")], settings(tmp_path))) == {}
+
+
+@needs_root_bwrap()
+def test_a_killed_runner_leaves_no_service_running(tmp_path):
+    # the services' bwrap die with the runner (--die-with-parent), slirp4netns with it (--exit-fd)
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    if slirp_binary() is None:
+        pytest.skip("slirp4netns is not installed")
+    task = services_task(tmp_path)
+    script = tmp_path / "runner.py"
+    script.write_text(textwrap.dedent(f"""
+        import asyncio, os, time
+        from pathlib import Path
+        from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
+        from agentrig.bench.terminal.taskfile import load_task
+
+        async def main():
+            box = await open_sandbox(load_task(Path({str(task.path)!r})),
+                                     SandboxSettings(cache_dir=Path({str(tmp_path / 'cache')!r}), network=True))
+            slirp = [c for c in box.attached if type(c).__name__ == "Slirp"][0]
+            print(slirp._proc.pid, flush=True)
+            time.sleep(600)
+
+        asyncio.run(main())
+    """))
+    runner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        slirp_pid = int(runner.stdout.readline())
+        assert _server_processes(task)  # the server runs
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+
+    def running() -> list[int]:
+        alive = _server_processes(task)
+        if os.path.exists(f"/proc/{slirp_pid}") and "State:\tZ" not in Path(f"/proc/{slirp_pid}/status").read_text():
+            alive.append(slirp_pid)
+        return alive
+
+    for _ in range(200):  # the kernel ends them once their parent is gone: wait for it, bounded
+        if not running():
+            break
+        time.sleep(0.05)
+    assert running() == []
