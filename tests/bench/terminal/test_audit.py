@@ -47,6 +47,8 @@ def test_audit_tells_broken_lenient_and_excluded_tasks_apart(tmp_path):
         "stand-in-build": "base_substituted"}
     assert "Debian bookworm stands in for Ubuntu 24.04" in rows["stand-in-build"]["reason"]
     assert "Ubuntu 24.04" in rows["wrong-solution"]["reason"]
+    assert rows["lenient"]["reason"] == ("an agent that does nothing passes the tests on a stand-in base: "
+                                         "Debian bookworm stands in for Ubuntu 24.04")
     assert "wrong_output" in rows["wrong-solution"]["reason"]
     assert rows["needs-image"]["reason"].startswith("needs_container")
     table = agentrig("audit", "--bench", "terminal", "--tasks", tasks, "--task-ids", "good,lenient",

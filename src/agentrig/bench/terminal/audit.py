@@ -164,8 +164,10 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
                          + (f" on a stand-in base: {substituted}" if substituted else "") + unreached,
                          oracle=oracle, noop=noop)
     if (noop.reward or 0.0) >= 1.0:
-        return TaskAudit(**base, status="lenient", reason="an agent that does nothing passes the tests",
-                         oracle=oracle, noop=noop)
+        # on a stand-in the build may have missed what it meant to break (a path of the real
+        # image's Python version): the substitution is named, as for a broken oracle
+        return TaskAudit(**base, status="lenient", reason="an agent that does nothing passes the tests"
+                         + (f" on a stand-in base: {substituted}" if substituted else ""), oracle=oracle, noop=noop)
     return TaskAudit(**base, status="ok", reason="the oracle passes, doing nothing fails", oracle=oracle, noop=noop)
 
 
