@@ -245,6 +245,15 @@ async def test_build_runs_once_per_task_and_is_reused(tmp_path):
     assert third.built and third.path != first.path
 
 
+async def test_a_build_step_failing_on_a_full_disk_is_the_hosts_fault(tmp_path):
+    # a real ENOSPC (writing /dev/full), as a RUN step gets it when this machine's disk is full:
+    # the sandbox's fault (the trial invalid, replayed), never the task's broken_task
+    full = make_task(tmp_path, "FROM ubuntu:24.04\nRUN head -c 4096 /dev/zero > /dev/full\n", task_id="full")
+    with pytest.raises(SandboxError, match="disk is full") as info:
+        await open_sandbox(full, settings(tmp_path))
+    assert not isinstance(info.value, TaskBuildError) and "line 2: RUN exited 1" in str(info.value)
+
+
 async def test_a_failing_build_step_is_the_tasks_fault(tmp_path):
     broken = make_task(tmp_path, "FROM ubuntu:24.04\nRUN echo about to fail && exit 3\n", task_id="broken")
     with pytest.raises(TaskBuildError, match="line 2: RUN exited 3") as info:

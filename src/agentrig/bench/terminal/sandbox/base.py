@@ -27,6 +27,10 @@ SANDBOX_KINDS: tuple[str, ...] = ("bwrap", "docker", "podman", "local")
 # The environment every sandboxed command starts from (Docker's defaults for a root container);
 # the Dockerfile's ENV and the caller's env are laid over it. Nothing is inherited from the host:
 # keys in the host environment never reach a sandbox.
+# ENOSPC's message, as every tool prints it: a build step that fails with it failed on this
+# machine's disk (the layers live there) — the host's fault, never the task's
+DISK_FULL = "No space left on device"
+
 BASE_ENV: dict[str, str] = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME": "/root",

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from ..dockerfile import BuildPlan
 from ..netfail import network_failure
-from .base import SandboxError, SandboxSettings, TaskBuildError
+from .base import DISK_FULL, SandboxError, SandboxSettings, TaskBuildError
 from .bwrap import HOST_DIRS, SPECIAL, BwrapSandbox, remove_tree
 from .hostsettings import MOUNT, host_settings_binds
 from .runtime_files import drop_runtime_files
@@ -147,6 +147,9 @@ async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, sett
             continue
         if result.timed_out or result.exit_code != 0:
             what = "timed out" if result.timed_out else f"exited {result.exit_code}"
+            if DISK_FULL in result.output:  # the layer lives on this machine's disk: the host's fault, never the task's
+                raise SandboxError(f"Dockerfile line {step.line}: {step.op} {what}: this machine's disk is full "
+                                   f"(No space left on device) under {sandbox.trial_dir.parent}; free space and run again")
             exclusion = "needs_network" if (not network and step.uses_network()) else None
             text = result.output[-2000:]
             unreached = network_failure(result.output, " ".join(step.argv), result.exit_code) if step.op == "RUN" else None

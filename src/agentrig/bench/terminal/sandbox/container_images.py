@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..netfail import network_failure
-from .base import SandboxError, TaskBuildError
+from .base import DISK_FULL, SandboxError, TaskBuildError
 from .containerfile import HEREDOC_CONTEXT, without_heredocs
 from .engine import OWNER_LABEL, _call, _owner, engine_cli
 from .hostsettings import container_settings
@@ -256,6 +256,9 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
     if code != 0:
         await _call([*cli, "rmi", tag], 60)
         step = out.rsplit("STEP ", 1)[-1]  # the failing step: its header line, then its output
+        if DISK_FULL in step:  # the image's layers live on this machine's disk: the host's fault
+            raise SandboxError(f"{engine} build failed: this machine's disk is full (No space left on device); "
+                               f"free space (`{engine} system prune`) and run again\n{out[-1000:]}")
         unreached = network_failure(step, step.split("\n", 1)[0])
         if unreached:  # a fetch that could not reach its host (or a build without network)
             raise TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
