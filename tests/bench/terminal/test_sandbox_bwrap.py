@@ -322,3 +322,27 @@ async def test_concurrent_first_trials_build_once(tmp_path):
     finally:
         for sandbox in sandboxes:
             await sandbox.close()
+
+
+async def test_a_build_step_that_cannot_reach_a_package_registry_is_the_hosts_fault(tmp_path):
+    # apt's words when this machine's Debian mirror is down (printed here: an outage cannot be made
+    # on demand): with the network, the plumbing's fault (invalid, replayed); a host beyond the
+    # registries stays the task's need (needs_network); without the network, needs_network too
+    from agentrig.bench.terminal.netfail import registry_outage
+
+    outage = ("RUN echo \"W: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  "
+              "Temporary failure resolving 'deb.debian.org'\" && exit 100\n")
+    down = make_task(tmp_path, "FROM ubuntu:24.04\n" + outage, task_id="mirror-down")
+    with pytest.raises(SandboxError, match="the package registry deb.debian.org could not be reached") as info:
+        await open_sandbox(down, settings(tmp_path))
+    assert not isinstance(info.value, TaskBuildError)
+    beyond = make_task(tmp_path, "FROM ubuntu:24.04\nRUN echo \"fatal: unable to access 'https://github.com/x/y.git/': "
+                       "Could not resolve host: github.com\" && exit 128\n", task_id="beyond")
+    with pytest.raises(TaskBuildError) as info:
+        await open_sandbox(beyond, settings(tmp_path))
+    assert info.value.exclusion == "needs_network" and "github.com" in str(info.value)
+    with pytest.raises(TaskBuildError):  # the task's (a SandboxError would not be caught here)
+        await open_sandbox(make_task(tmp_path, "FROM ubuntu:24.04\n" + outage, task_id="offline-down"),
+                           settings(tmp_path, build_network=False))
+    assert registry_outage("could not reach pypi.org, github.com: x") == "pypi.org"
+    assert registry_outage("could not reach github.com: x") is None and registry_outage(None) is None

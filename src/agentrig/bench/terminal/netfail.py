@@ -81,3 +81,35 @@ def network_failure(output: str, command: str = "", exit_code: int | None = None
                 hosts = hosts_in(command)
                 return f"could not reach {', '.join(hosts[:3]) if hosts else 'its host'}: {codes[exit_code]}"
     return None
+
+
+# The package registries this machine is expected to reach (Debian's mirror as the base roots are
+# built from it, PyPI, npm), and the hosts of the host's own pip index settings.
+REGISTRY_HOSTS = frozenset({"deb.debian.org", "security.debian.org", "pypi.org", "files.pythonhosted.org",
+                            "registry.npmjs.org"})
+
+
+def _pip_index_hosts() -> set[str]:
+    import configparser
+    import os
+
+    urls = [os.environ.get("PIP_INDEX_URL", ""), *os.environ.get("PIP_EXTRA_INDEX_URL", "").split()]
+    config = configparser.ConfigParser()
+    try:
+        config.read([os.environ.get("PIP_CONFIG_FILE") or "/etc/pip.conf", os.path.expanduser("~/.config/pip/pip.conf")])
+    except configparser.Error:
+        pass
+    for section in config.sections():
+        urls += [config.get(section, key, fallback="") for key in ("index-url", "extra-index-url")]
+    return {h for url in urls for h in hosts_in(url)}
+
+
+def registry_outage(unreached: str | None) -> str | None:
+    """The registry host a fetch failure names ('could not reach HOST: …', from ``network_failure``)
+    when it is one this machine is meant to reach: then it is an outage of this machine's plumbing
+    (an invalid trial, replayed), never the task's need of a host beyond the registries."""
+    if not unreached or not unreached.startswith("could not reach "):
+        return None
+    named = unreached[len("could not reach "):].split(":", 1)[0]
+    registries = REGISTRY_HOSTS | _pip_index_hosts()
+    return next((h for h in (p.strip() for p in named.split(",")) if h in registries), None)

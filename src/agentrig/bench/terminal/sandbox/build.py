@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..dockerfile import BuildPlan
-from ..netfail import network_failure
+from ..netfail import network_failure, registry_outage
 from .base import DISK_FULL, SandboxError, SandboxSettings, TaskBuildError
 from .bwrap import HOST_DIRS, SPECIAL, BwrapSandbox, remove_tree
 from .hostsettings import MOUNT, host_settings_binds
@@ -153,6 +153,9 @@ async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, sett
             exclusion = "needs_network" if (not network and step.uses_network()) else None
             text = result.output[-2000:]
             unreached = network_failure(result.output, " ".join(step.argv), result.exit_code) if step.op == "RUN" else None
+            if network and (registry := registry_outage(unreached)):  # the plumbing's, not the task's
+                raise SandboxError(f"Dockerfile line {step.line}: {step.op} {what}: the package registry {registry} "
+                                   f"could not be reached from this machine (an outage, or its proxy): run again\n{text}")
             if network and unreached:  # it had the network, and could not reach what it fetches
                 raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}: it {unreached}\n{text}",
                                      exclusion="needs_network")

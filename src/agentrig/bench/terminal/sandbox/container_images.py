@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from ..netfail import network_failure
+from ..netfail import network_failure, registry_outage
 from .base import DISK_FULL, SandboxError, TaskBuildError
 from .containerfile import HEREDOC_CONTEXT, without_heredocs
 from .engine import OWNER_LABEL, _call, _owner, engine_cli
@@ -260,6 +260,9 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
             raise SandboxError(f"{engine} build failed: this machine's disk is full (No space left on device); "
                                f"free space (`{engine} system prune`) and run again\n{out[-1000:]}")
         unreached = network_failure(step, step.split("\n", 1)[0])
+        if build_network is not False and (registry := registry_outage(unreached)):  # the plumbing's, not the task's
+            raise SandboxError(f"{engine} build failed: the package registry {registry} could not be reached "
+                               f"from this machine (an outage, or its proxy): run again\n{out[-1000:]}")
         if unreached:  # a fetch that could not reach its host (or a build without network)
             raise TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
         raise TaskBuildError(f"{engine} build failed:\n{out[-2000:]}")
