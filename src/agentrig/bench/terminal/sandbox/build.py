@@ -155,7 +155,7 @@ async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, sett
             unreached = network_failure(result.output, " ".join(step.argv), result.exit_code) if step.op == "RUN" else None
             if network and (registry := registry_outage(unreached)):  # the plumbing's, not the task's
                 raise SandboxError(f"Dockerfile line {step.line}: {step.op} {what}: the package registry {registry} "
-                                   f"could not be reached from this machine (an outage, or its proxy): run again\n{text}")
+                                   f"could not be reached from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"host-settings\"); run again\n{text}")
             if network and unreached:  # it had the network, and could not reach what it fetches
                 raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}: it {unreached}\n{text}",
                                      exclusion="needs_network")

@@ -262,7 +262,7 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
         unreached = network_failure(step, step.split("\n", 1)[0])
         if build_network is not False and (registry := registry_outage(unreached)):  # the plumbing's, not the task's
             raise SandboxError(f"{engine} build failed: the package registry {registry} could not be reached "
-                               f"from this machine (an outage, or its proxy): run again\n{out[-1000:]}")
+                               f"from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"host-settings\"); run again\n{out[-1000:]}")
         if unreached:  # a fetch that could not reach its host (or a build without network)
             raise TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
         raise TaskBuildError(f"{engine} build failed:\n{out[-2000:]}")
