@@ -233,13 +233,13 @@ def main() -> None:
 def beyond_registries(row: dict) -> bool:
     """A task the acceptance's denominator leaves out, by its verdict and reason: its files are
     incomplete; its build, solution or tests need a host or an image beyond the package registries
-    (also a solution pinning package versions of the real base's archive, e.g. Ubuntu's, which only
-    Debian's registry stands in for here); or it has no reference solution (its solution script
+    (also a solution asking for package versions or packages only the real base's archive has, e.g.
+    Ubuntu's, which only Debian's registry stands in for here); or it has no reference solution (its solution script
     holds no command), so no engine's oracle can pass it."""
     reason, verdict = row.get("reason") or "", row["verdict"]
     if verdict in ("missing_files", "invalid", "no_solution"):
         return True
-    if verdict == "base_substituted" and "pins package versions" in reason:
+    if verdict == "base_substituted" and "archive does not have" in reason:
         return True
     if verdict == "needs_network" and "could not reach" in reason:
         return True

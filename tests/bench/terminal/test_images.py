@@ -67,6 +67,29 @@ def test_the_python_layout_enters_only_python_recipes_keys():
     assert python.python_layout and python.key() != python.model_copy(update={"python_layout": None}).key()
 
 
+def test_a_stand_in_python_answers_to_the_real_images_version_paths(tmp_path):
+    # TB's broken-python removes pip from /usr/local/lib/python3.13/site-packages: on the 3.11
+    # stand-in that path leads to the environment's own, so the step breaks what it meant to break
+    from agentrig.bench.terminal.images.builder import _python_layout
+
+    tb = resolve_base(TB_PYTHON)
+    assert tb.python_alias == "3.13" and tb.archive is None  # bookworm is the real image's suite
+    exact = resolve_base("python:3.11-slim")
+    assert exact.python_alias is None and "python_alias" not in exact.model_dump(exclude_none=True)
+    assert resolve_base("python:3.8-slim-bookworm").archive == "Debian bookworm's"
+    assert resolve_base("ubuntu:22.04").archive == "Ubuntu 22.04's"
+    (tmp_path / "usr/local/lib/python3.11/site-packages/pip").mkdir(parents=True)
+    (tmp_path / "usr/local/bin").mkdir(parents=True)
+    for name in ("python3", "pip3"):
+        (tmp_path / "usr/local/bin" / name).write_text("")
+    _python_layout(tmp_path, "3.13")
+    _python_layout(tmp_path, "3.13")  # twice: nothing changes, nothing fails
+    assert os.readlink(tmp_path / "usr/local/lib/python3.13") == "python3.11"
+    assert (tmp_path / "usr/local/lib/python3.13/site-packages/pip").is_dir()
+    assert os.readlink(tmp_path / "usr/local/bin/python3.13") == "python3"
+    assert os.readlink(tmp_path / "usr/local/bin/pip3.13") == "pip3"
+
+
 def test_the_python_environment_at_usr_local_gets_the_official_names(tmp_path):
     from agentrig.bench.terminal.images.builder import _python_layout
 
@@ -145,15 +168,19 @@ def planted() -> Iterator[Path]:
 @needs_root_bwrap()
 @pytest.mark.slow
 async def test_a_trial_sees_the_built_root_not_the_hosts(tmp_path, tb_root, planted):
-    task = make_task(tmp_path, f"FROM {TB_PYTHON}\n")
+    # the real image's python3.13 paths lead to the stand-in's Python: a step removing pip there removes it
+    task = make_task(tmp_path, f"FROM {TB_PYTHON}\nRUN rm -rf /usr/local/lib/python3.13/site-packages/pip\n")
     sandbox = await opened(task, tmp_path, root="image")
     try:
-        seen = await sandbox.run(f"cat {planted}; ls /work 2>&1; python --version; pwd; which tmux asciinema", 60)
+        seen = await sandbox.run(f"cat {planted}; ls /work 2>&1; python --version; pwd; which tmux asciinema; "
+                                 "python3.13 -c 'import sys; print(\"prefix\", sys.prefix)'; "
+                                 "python -c 'import pip' 2>&1 | tail -1", 60)
     finally:
         await sandbox.close()
     assert "host secret" not in seen.output
     assert "No such file" in seen.output  # neither the planted file nor the host's /work
     assert "Python 3." in seen.output and "/app\n" in seen.output and "/usr/bin/tmux" in seen.output
+    assert "prefix /usr/local\n" in seen.output and "No module named 'pip'" in seen.output
 
 
 @needs_root_bwrap()

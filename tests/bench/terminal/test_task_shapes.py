@@ -198,6 +198,23 @@ def test_an_oracle_pinning_versions_the_stand_ins_archive_lacks_is_the_stand_ins
     assert "gzip=1.12-1ubuntu3" in row.reason and "stands in for Ubuntu 24.04" in row.reason
 
 
+def test_an_oracle_asking_for_packages_only_the_real_bases_archive_has_is_the_stand_ins_fault(tmp_path):
+    # TB's broken-networking: its solution fetches Ubuntu 22.04's apt .deb and installs it over the
+    # stand-in's; Debian's archive has no ubuntu-keyring to satisfy it: base_substituted, naming it
+    solution = "#!/bin/bash\napt-get install -y ubuntu-pro-client\necho ok > /app/out.txt\n"
+    write_task(tmp_path, "ubuntu-only", solution=solution, test="def test_x():\n    assert False\n")
+    row = asyncio.run(audit_task(load_task(tmp_path / "ubuntu-only"), SandboxSettings(cache_dir=tmp_path / "cache")))
+    assert row.status == "base_substituted", row.reason
+    assert "needs packages the stand-in base's archive does not have (ubuntu-pro-client: Ubuntu 24.04's archive" \
+        in row.reason and "stands in for Ubuntu 24.04" in row.reason
+    from agentrig.bench.terminal.audit import _MISSING_PACKAGE
+
+    apt = ("The following packages have unmet dependencies:\n apt : Depends: ubuntu-keyring but it is not installable\n"
+           " curl : Depends: libcurl4 (= 7.88.1-10+deb12u15) but it is not going to be installed\n"
+           "E: Package 'ubuntu-advantage-tools' has no installation candidate\n")
+    assert [n for found in _MISSING_PACKAGE.findall(apt) for n in found if n] == ["ubuntu-keyring", "ubuntu-advantage-tools"]
+
+
 def test_a_broken_oracle_whose_tests_could_not_reach_a_remote_host_says_so(tmp_path):
     # TB's cron-broken-network: its test curls example.com (beyond the package registries); a test
     # whose server on localhost is not there is the task's failure, not the network's
@@ -234,7 +251,10 @@ def test_the_coverage_leaves_out_tasks_without_a_solution_or_needing_the_real_ba
     spec.loader.exec_module(module)
     out = module.beyond_registries
     assert out({"verdict": "no_solution", "reason": "its solution.sh has no command"})
-    assert out({"verdict": "base_substituted", "reason": "the oracle's solution pins package versions the …"})
+    assert out({"verdict": "base_substituted", "reason": "the oracle's solution pins package versions the stand-in "
+                                                         "base's archive does not have (…)"})
+    assert out({"verdict": "base_substituted", "reason": "the oracle's solution needs packages the stand-in base's "
+                                                         "archive does not have (…)"})
     assert out({"verdict": "needs_network", "reason": "…; its tests could not reach example.com: curl: (6) …"})
     assert not out({"verdict": "base_substituted", "reason": "the build fails on the stand-in base (…)"})
     assert not out({"verdict": "broken", "reason": "the oracle does not pass (wrong_output)"})

@@ -14,8 +14,11 @@ Per task, one trial of the ``oracle`` and one of the ``noop`` agent, played exac
 - ``base_substituted`` — the build breaks on a base that stands in for the task's image (Debian
   for Ubuntu, another Python): the stand-in's fault until shown otherwise, never ``broken_task``
   (``images/describe.py``); so is an oracle whose solution pins package versions (``apt-get install
-  g++=4:13.2.0-7ubuntu1``) that the stand-in's archive does not have. Another oracle that fails on
-  such a base is ``broken``, its reason naming the substitution.
+  g++=4:13.2.0-7ubuntu1``) that the stand-in's archive does not have, and — where the stand-in's
+  package archive is not the real image's (Debian's for Ubuntu's) — one whose apt-get finds no
+  package of a name it asks for (``Unable to locate package``, ``Depends: ubuntu-keyring but it is
+  not installable`` for a .deb fetched from Ubuntu's archive). Another oracle that fails on such a
+  base is ``broken``, its reason naming the substitution.
 
 A broken oracle's reason also names what it could not reach — its build's, its solution's or its
 tests' fetches of hosts off this machine (``netfail.py``) — and a solution script that holds no
@@ -58,6 +61,7 @@ class AgentOutcome(BaseModel):
     duration_s: float = 0.0
     unreached: str | None = None  # a command of the agent's, the build ('build …') or the tests ('tests …') could not reach a host
     missing_versions: list[str] = []  # pinned packages its apt-get could not find ('g++=4:13.2.0-7ubuntu1')
+    missing_packages: list[str] = []  # packages its apt-get or dpkg found in no archive it has ('ubuntu-keyring')
 
 
 class TaskAudit(BaseModel):
@@ -98,13 +102,18 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
         unreached = f"tests {why}" if why else None
     outputs = "\n".join(m.content for m in record.trajectory.messages if m.role == "tool" and isinstance(m.content, str))
     missing = list(dict.fromkeys(f"{pkg}={ver}" for ver, pkg in _MISSING_VERSION.findall(outputs)))
+    absent = list(dict.fromkeys(name for found in _MISSING_PACKAGE.findall(outputs) for name in found if name))
     return AgentOutcome(reward=v.reward if v.valid else None, valid=v.valid, termination=v.termination,
                         failure_mode=notes.get("failure_mode"), detail=v.invalid_cause or notes.get("detail"),
-                        duration_s=record.duration_s, unreached=unreached, missing_versions=missing)
+                        duration_s=record.duration_s, unreached=unreached, missing_versions=missing,
+                        missing_packages=absent)
 
 
 # apt-get's words for a pinned version its archive does not have
 _MISSING_VERSION = re.compile(r"^E: Version '([^']+)' for '([^']+)' was not found", re.MULTILINE)
+# apt's words for a package no archive it knows has (by name, or a dependency of a .deb fetched elsewhere)
+_MISSING_PACKAGE = re.compile(r"^E: Unable to locate package (\S+)|^E: Package '([^']+)' has no installation candidate"
+                              r"|^ \S+ : Depends: ([^\s(]+)[^\n]* but it is not installable", re.MULTILINE)
 
 
 def empty_solution(task: Any) -> bool:
@@ -136,7 +145,8 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
     oracle = await _play(task, "oracle", settings, seed)
     from .images.describe import task_image
 
-    substituted = task_image(task)["substituted"]
+    image = task_image(task)
+    substituted, archive = image["substituted"], image["archive"]
     if substituted and oracle.termination == "broken_task":
         first = (oracle.detail or "").splitlines()[0] if oracle.detail else ""
         return TaskAudit(**base, status="base_substituted", oracle=oracle,
@@ -154,6 +164,11 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
         return TaskAudit(**base, status="base_substituted", oracle=oracle, noop=noop,
                          reason=f"the oracle's solution pins package versions the stand-in base's archive does not "
                                 f"have ({shown}; {substituted})")
+    if (oracle.reward or 0.0) < 1.0 and archive and oracle.missing_packages:
+        shown = ", ".join(oracle.missing_packages[:4]) + (" …" if len(oracle.missing_packages) > 4 else "")
+        return TaskAudit(**base, status="base_substituted", oracle=oracle, noop=noop,
+                         reason=f"the oracle's solution needs packages the stand-in base's archive does not have "
+                                f"({shown}: {archive} archive has them; {substituted})")
     if (oracle.reward or 0.0) < 1.0:
         unreached = (f"; its {oracle.unreached}" if oracle.unreached.startswith(("build ", "tests ")) else
                      f"; its solution {oracle.unreached}") if oracle.unreached else ""

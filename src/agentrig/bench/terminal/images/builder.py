@@ -71,14 +71,27 @@ PYTHON_AT_LOCAL = ('chroot "$1" python3 -m venv --without-pip /usr/local || exit
                    '--disable-pip-version-check "${w#"$1"}" || exit 1; done')
 
 
-def _python_layout(root: Path) -> None:
+def _python_layout(root: Path, alias: str | None = None) -> None:
     """The environment at /usr/local as the official images' /usr/local: a ``python`` (venv makes
-    ``python3`` and ``python3.X``, and ``python`` on most versions), no activation scripts."""
+    ``python3`` and ``python3.X``, and ``python`` on most versions), no activation scripts.
+
+    ``alias``: the real image's Python version when another stands in — its paths
+    (``/usr/local/lib/python3.13``, ``/usr/local/bin/python3.13``, ``pip3.13``) lead to the stand-in's,
+    so a Dockerfile step that names them (TB's broken-python removes pip from
+    ``/usr/local/lib/python3.13/site-packages``) acts on the image's Python, not on nothing."""
     local_bin = root / "usr/local/bin"
     if (local_bin / "python3").exists() and not os.path.lexists(local_bin / "python"):
         os.symlink("python3", local_bin / "python")
     for script in local_bin.glob("[Aa]ctivate*"):  # venv's activation scripts: the official images have none
         script.unlink()
+    if alias:
+        libs = sorted(p.name for p in (root / "usr/local/lib").glob("python3.*") if not p.is_symlink())
+        links = {root / "usr/local/bin" / f"python{alias}": "python3", root / "usr/local/bin" / f"pip{alias}": "pip3"}
+        if libs:
+            links[root / "usr/local/lib" / f"python{alias}"] = libs[0]
+        for link, target in links.items():
+            if (link.parent / target).exists() and not os.path.lexists(link):
+                os.symlink(target, link)
 
 
 def _finish(root: Path, recipe: BaseRecipe) -> None:
@@ -87,7 +100,7 @@ def _finish(root: Path, recipe: BaseRecipe) -> None:
         for marker in glob.glob(str(root / "usr/lib/python3*/EXTERNALLY-MANAGED")):
             os.unlink(marker)  # the official python images' pip installs into the system; so does ours
     if recipe.python_layout:
-        _python_layout(root)
+        _python_layout(root, recipe.python_alias)
     with contextlib.suppress(FileNotFoundError):  # the build's --aptopt lines (apt proxy, Recommends): never kept
         os.unlink(root / "etc/apt/apt.conf.d/99mmdebstrap")
     if recipe.workdir != "/":

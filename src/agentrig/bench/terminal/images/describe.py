@@ -8,14 +8,16 @@ from .recipes import resolve_base
 
 
 def task_image(task: Any) -> dict[str, str | None]:
-    """{"base": the FROM reference, "image": what stands for it, "substituted": what differs or None}."""
+    """{"base": the FROM reference, "image": what stands for it, "substituted": what differs or None,
+    "archive": the real image's package archive where the stand-in's differs, or None}."""
     from ..sandbox import build_plan  # noqa: PLC0415 - the sandbox package imports this one's neighbours
 
     plan = build_plan(task)
     if not plan.base:
-        return {"base": None, "image": "no Dockerfile: the host's root stands in (bwrap, local)", "substituted": None}
+        return {"base": None, "image": "no Dockerfile: the host's root stands in (bwrap, local)", "substituted": None, "archive": None}
     recipe = resolve_base(plan.base)
     if recipe is None:
-        return {"base": plan.base, "image": "no recipe builds it from packages: a container engine pulls it", "substituted": None}
+        return {"base": plan.base, "image": "no recipe builds it from packages: a container engine pulls it", "substituted": None,
+                "archive": None}
     return {"base": plan.base, "image": f"a Debian {recipe.suite} root built from packages (agentrig images)",
-            "substituted": recipe.substituted}
+            "substituted": recipe.substituted, "archive": recipe.archive}

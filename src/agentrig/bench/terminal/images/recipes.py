@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 RECIPE_FORMAT = "1"
 # fields added after format 1: in the key only when set, so roots built before them keep their keys
-LATER_FIELDS = ("python_layout", "recommends")
+LATER_FIELDS = ("python_layout", "recommends", "python_alias")
 PYTHON_LAYOUT = "official-3"  # what builder lays over Debian's Python (the hook, _python_layout); bump when it changes
 SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
 DEFAULT_SUITE = "bookworm"  # the suite this machine's Debian mirror serves; ubuntu and bare python tags map to it
@@ -53,11 +53,17 @@ class BaseRecipe(BaseModel):
     recommends: bool = False  # install the packages' Recommends too, as the image's own `apt-get install -y` does
     python: bool = False  # python/pip on PATH and pip installs (no EXTERNALLY-MANAGED refusal)
     python_layout: str | None = None  # the official images' /usr/local layout over Debian's Python (PYTHON_LAYOUT)
+    # the real image's Python version when another stands in: its paths (/usr/local/lib/python3.13,
+    # /usr/local/bin/python3.13) lead to the stand-in's, so a Dockerfile that names them acts on them
+    python_alias: str | None = None
     workdir: str = "/"  # the image's WORKDIR
     env: dict[str, str] = Field(default_factory=dict)
     cmd: list[str] = Field(default_factory=lambda: ["bash"])
     shell: list[str] = Field(default_factory=lambda: ["/bin/sh", "-c"])  # the Dockerfile SHELL for RUN
     substituted: str | None = None  # what differs from the real image (shown by `tasks show`, audit: base_substituted)
+    # the real image's package archive when the stand-in's differs (Ubuntu's, another Debian suite's):
+    # a solution's apt-get asking for what only that archive has fails for the substitution
+    archive: str | None = None
 
     def image_changes(self) -> list[str]:
         """The image's metadata as Dockerfile lines (``podman/docker import --change`` each)."""
@@ -66,7 +72,7 @@ class BaseRecipe(BaseModel):
 
     def key(self) -> str:
         """The cache key: everything that changes the built tree (not the ref: two refs may share a root)."""
-        body = self.model_dump(exclude={"ref", "substituted"})
+        body = self.model_dump(exclude={"ref", "substituted", "archive"})
         for name in LATER_FIELDS:
             if body.get(name) in (None, False):  # unset: the keys built before it stay
                 body.pop(name, None)
@@ -112,7 +118,9 @@ def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseReci
         packages += BUILDPACK_PACKAGES
     env = {"PATH": PATH, "LANG": "C.UTF-8", "PYTHON_VERSION": python}
     return BaseRecipe(ref=ref, suite=chosen, packages=packages, python=True, python_layout=PYTHON_LAYOUT, env=env,
-                      cmd=["python3"], substituted="; ".join(notes) or None)
+                      cmd=["python3"], substituted="; ".join(notes) or None,
+                      python_alias=version if python != version else None,
+                      archive=f"Debian {suite}'s" if suite is not None and chosen != suite else None)
 
 
 def resolve_base(image_ref: str) -> BaseRecipe | None:
@@ -136,7 +144,8 @@ def resolve_base(image_ref: str) -> BaseRecipe | None:
             # TB's Dockerfile: FROM ubuntu:<version>, `apt-get install -y tmux asciinema` (with their
             # Recommends: python3's pull in ca-certificates and openssl), WORKDIR /app
             return BaseRecipe(ref=ref, suite=DEFAULT_SUITE, packages=TB_PACKAGES, recommends=True, workdir="/app",
-                              env={"PATH": PATH}, substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {version}")
+                              env={"PATH": PATH}, substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {version}",
+                              archive=f"Ubuntu {version}'s")
         return None
     repo, _, tag = name.partition(":")
     tag = tag or "latest"
@@ -155,5 +164,5 @@ def resolve_base(image_ref: str) -> BaseRecipe | None:
         if tag not in UBUNTU_NAMES and tag not in UBUNTU_NAMES.values() and tag != "latest":
             return None
         return BaseRecipe(ref=ref, suite=DEFAULT_SUITE, env={"PATH": PATH},
-                          substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {tag}")
+                          substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {tag}", archive=f"Ubuntu {tag}'s")
     return None
