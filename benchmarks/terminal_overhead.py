@@ -36,7 +36,8 @@ import time
 from pathlib import Path
 
 from agentrig.bench.terminal.sandbox import BASE_ENV, SandboxSettings, open_sandbox
-from agentrig.bench.terminal.sandbox.bwrap import HOST_DIRS, bwrap_binary, host_symlinks
+from agentrig.bench.terminal.sandbox.bwrap import bwrap_binary
+from agentrig.bench.terminal.sandbox.mounts import HOST_DIRS, host_symlinks
 from agentrig.bench.terminal.taskmodel import TerminalTask
 
 

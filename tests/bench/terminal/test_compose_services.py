@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from agentrig.bench.terminal.availability import task_support
-from agentrig.bench.terminal.compose import check_compose, read_compose
+from agentrig.bench.terminal.compose import read_compose
+from agentrig.bench.terminal.compose_check import check_compose
 from agentrig.bench.terminal.sandbox import TaskBuildError, open_sandbox
 from agentrig.bench.terminal.sandbox.services import service_argv
 from agentrig.bench.terminal.sandbox.runtime_files import hosts_text, resolv_text

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from agentrig.bench.terminal.compose import check_compose
+from agentrig.bench.terminal.compose_check import check_compose
 from agentrig.bench.terminal.dockerfile import accepted_base, parse_dockerfile
 
 TEMPLATE_COMPOSE = """services:
@@ -116,7 +116,7 @@ def test_compose_with_more_services_needs_services_and_features_need_a_container
 def test_compose_building_from_a_subdirectory_and_for_this_platform_is_the_template(tmp_path):
     # Terminal-Bench tasks that keep their Dockerfile in client/ (context: client) or pin
     # platform: linux/amd64 are the one-service template on a machine of that platform
-    from agentrig.bench.terminal.compose import host_platform
+    from agentrig.bench.terminal.compose_check import host_platform
 
     (tmp_path / "client").mkdir()
     (tmp_path / "client" / "Dockerfile").write_text("FROM ubuntu:24.04\n")

@@ -93,10 +93,12 @@ def _pip_index_hosts() -> set[str]:
     import configparser
     import os
 
+    from .sandbox.hostsettings import host_pip_config  # noqa: PLC0415 - the sandbox package imports this module
+
     urls = [os.environ.get("PIP_INDEX_URL", ""), *os.environ.get("PIP_EXTRA_INDEX_URL", "").split()]
     config = configparser.ConfigParser()
     try:
-        config.read([os.environ.get("PIP_CONFIG_FILE") or "/etc/pip.conf", os.path.expanduser("~/.config/pip/pip.conf")])
+        config.read([p for p in (host_pip_config(), os.path.expanduser("~/.config/pip/pip.conf")) if p])
     except configparser.Error:
         pass
     for section in config.sections():

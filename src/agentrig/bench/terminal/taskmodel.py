@@ -82,7 +82,7 @@ class TaskSupport(BaseModel):
 def support(task: TerminalTask, sandbox_kind: str, network: bool | None = None) -> TaskSupport:
     """Can `sandbox_kind` run `task`? A task with Git LFS pointers instead of its files
     (``missing_files``) runs nowhere here; a compose file's services beside the agent's run where
-    ``compose.check_compose`` says they can (else ``needs_services``, naming why); container kinds
+    ``compose_check.check_compose`` says they can (else ``needs_services``, naming why); container kinds
     run every other Dockerfile/compose task.
 
     Under ``bwrap``/``local`` the Dockerfile must be in the documented subset (helper module
@@ -99,7 +99,7 @@ def support(task: TerminalTask, sandbox_kind: str, network: bool | None = None) 
                            reason=f"missing_files: {shown} {'is a Git LFS pointer' if len(missing) == 1 else 'are Git LFS pointers'}, "
                                   "not the file (fetch them with `git lfs pull` in the task's checkout)")
     if task.compose is not None:
-        from .compose import check_compose
+        from .compose_check import check_compose
 
         why = check_compose(task.compose, sandbox_kind, network=task.allow_internet if network is None else network)
         if why and why.startswith("needs_services"):  # on every kind: services this sandbox cannot start

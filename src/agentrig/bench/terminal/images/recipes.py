@@ -112,7 +112,7 @@ def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseReci
         notes.append(f"Python {python} (Debian {chosen}'s) stands in for Python {version}")
     if suite is not None and chosen != suite:  # a tag without a suite names none (the image's default moves)
         notes.append(f"Debian {chosen} stands in for Debian {suite}"
-                     + (f" (its Python {python} is the image's)" if python == version else f" (its Python is nearer)"))
+                     + (f" (its Python {python} is the image's)" if python == version else " (its Python is nearer)"))
     packages = list(PYTHON_PACKAGES)
     if variant != "slim":
         packages += BUILDPACK_PACKAGES

@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..compose import check_compose, compose_tmpfs
+from ..compose import compose_tmpfs
+from ..compose_check import check_compose
 from ..dockerfile import BuildPlan, parse_dockerfile
 from .base_roots import base_root as _base_root
 from .base import (

@@ -29,7 +29,8 @@ from pydantic import BaseModel
 from ..dockerfile import BuildPlan
 from ..netfail import network_failure, registry_outage
 from .base import DISK_FULL, SandboxError, SandboxSettings, TaskBuildError
-from .bwrap import HOST_DIRS, SPECIAL, BwrapSandbox, remove_tree
+from .bwrap import BwrapSandbox, remove_tree
+from .mounts import HOST_DIRS, SPECIAL
 from .hostsettings import MOUNT, host_settings_binds
 from .runtime_files import drop_runtime_files
 

