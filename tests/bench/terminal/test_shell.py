@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from agentrig.bench.terminal.shell import OutputCap, PersistentShell, ansi_c_quote, run_process, subprocess_spawn
+from agentrig.bench.terminal.persistent_shell import PersistentShell, ansi_c_quote
+from agentrig.bench.terminal.shell import OutputCap, run_process, subprocess_spawn
 
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
 

@@ -116,7 +116,7 @@ class Sandbox(Protocol):
                   detach_after_s: float | None = None) -> CommandResult:
         """``bash -lc command`` (stateless) or the next command of the persistent shell.
         ``detach_after_s`` (persistent shell): return after that long even if the command still
-        runs; the next command is queued behind it (``shell.PersistentShell.run``)."""
+        runs; the next command is queued behind it (``persistent_shell.PersistentShell.run``)."""
         ...
 
     async def wait_typed_ahead(self, timeout_s: float) -> bool:

@@ -33,7 +33,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ..shell import PersistentShell, abandon_process, end_process, run_process, subprocess_spawn
+from ..persistent_shell import PersistentShell
+from ..shell import abandon_process, end_process, run_process, subprocess_spawn
 from . import warm
 from .base import BASE_ENV, CommandResult, SandboxError
 from .cgroup import TrialCgroups

@@ -30,7 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..shell import PersistentShell, run_process, subprocess_spawn
+from ..persistent_shell import PersistentShell
+from ..shell import run_process, subprocess_spawn
 from .base import BASE_ENV, CommandResult, SandboxError, TaskBuildError
 from .engine import (  # noqa: F401 - re-exported: the engine helpers lived here
     OWNER_LABEL,

@@ -23,7 +23,8 @@ import warnings
 from pathlib import Path
 
 from ..dockerfile import BuildPlan
-from ..shell import PersistentShell, close_drainers, run_process, subprocess_spawn
+from ..persistent_shell import PersistentShell
+from ..shell import close_drainers, run_process, subprocess_spawn
 from . import localbuild, localns
 from .base import BASE_ENV, CommandResult, TaskBuildError
 
