@@ -1,5 +1,5 @@
 """The warm verifier on Harbor tasks: a ``test.sh`` that is one pytest run and the reward file written
-from its status is played warm (``staging.RewardPlan``), with the same reward, exit status and
+from its status is played warm (``warm_plans.RewardPlan``), with the same reward, exit status and
 process state as the cold ``bash /tests/test.sh``; any other script stays cold.
 
 The plans are checked without a sandbox; the rest in real bwrap sandboxes, every case verified

@@ -21,7 +21,7 @@ pipe and a socket for the answers. For each the server forks a child that
    directory, and calls ``pytest.main`` with the arguments of the cold command (``random``
    reseeds itself after a fork; the str hash seed is the server's: see docs/terminal.md);
 
-and passes the tests' exit status on — for a Harbor ``test.sh`` (``reward``: ``staging.RewardPlan``)
+and passes the tests' exit status on — for a Harbor ``test.sh`` (``reward``: ``warm_plans.RewardPlan``)
 after doing what the rest of the script does with it: write the reward file as its ``echo N >
 FILE`` would (this process, which the tests' code never ran in, with the script's capabilities)
 and exit with the script's status. The child's pid is answered at once, its exit status when
@@ -244,7 +244,7 @@ def _say(text: str) -> None:
 
 
 def _script_end(reward: dict, status: int, caps: list[int]) -> int:
-    """What the rest of a Harbor test.sh does with pytest's exit status (``staging.RewardPlan``):
+    """What the rest of a Harbor test.sh does with pytest's exit status (``warm_plans.RewardPlan``):
     write the reward file as its ``echo N > FILE`` would — by this process, which the tests'
     code never ran in, with the script's capabilities — and return the script's exit status."""
     if status != 0 and reward["failed"] is None:

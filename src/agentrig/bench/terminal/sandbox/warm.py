@@ -159,7 +159,7 @@ async def run_pytest(box, args: list[str], timeout_s: float, env: dict[str, str]
                      reward: dict | None = None, rw_binds: dict[str, str] | None = None):
     """``python -s -P -m pytest ARGS`` in bwrap sandbox `box`, as its ``run_verifier`` would run
     it (same cgroup, binds, removals, capabilities, directory, environment), by the warm server.
-    `reward` (``staging.RewardPlan`` as a dict): a Harbor test.sh, whose reward file the server's
+    `reward` (``warm_plans.RewardPlan`` as a dict): a Harbor test.sh, whose reward file the server's
     child then writes from pytest's status as the script would (into `rw_binds`, as the cold
     command's). None when the server ran nothing (not available, refused, a check failed)."""
     if not starts_alike({**box.env, **env}):
