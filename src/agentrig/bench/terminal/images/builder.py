@@ -21,6 +21,7 @@ from typing import Callable
 from ..sandbox.base import SandboxError
 from ..sandbox.hostsettings import host_apt_options
 from .recipes import BaseRecipe
+from .ubuntu import ADD_USER, WITH_USER, ubuntu_keyring, ubuntu_sources
 
 MIRROR = "http://deb.debian.org/debian"
 SECURITY = "http://deb.debian.org/debian-security"
@@ -141,7 +142,8 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
         staging = final.parent / f".build-{recipe.key()}-{os.getpid()}"
         staging.mkdir()
         say = progress or (lambda _m: None)
-        say(f"building base image {recipe.ref} (Debian {recipe.suite}, {len(recipe.packages)} packages) "
+        distro = "Ubuntu" if recipe.distro == "ubuntu" else "Debian"
+        say(f"building base image {recipe.ref} ({distro} {recipe.suite}, {len(recipe.packages)} packages) "
             f"with mmdebstrap; once, then cached in {final}")
         argv = [binary, "--variant=apt", "--mode=root" if os.geteuid() == 0 else "--mode=unshare", "--quiet"]
         if recipe.packages:
@@ -152,7 +154,17 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
             argv.append(f"--aptopt={opt}")
         if recipe.python_layout:
             argv += [f"--customize-hook={DIVERT_MARKER}", f"--customize-hook={PYTHON_AT_LOCAL}"]
-        argv += [recipe.suite, str(staging / "root"), *_sources(recipe.suite)]
+        sources = _sources(recipe.suite)
+        if recipe.distro == "ubuntu":
+            try:
+                argv.append(f"--keyring={ubuntu_keyring(images_dir(cache))}")
+            except SandboxError:
+                _remove(staging)
+                raise
+            sources = ubuntu_sources(recipe)
+            if recipe.suite in WITH_USER:
+                argv.append(f"--customize-hook={ADD_USER}")
+        argv += [recipe.suite, str(staging / "root"), *sources]
         started = time.monotonic()
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
         if proc.returncode != 0:

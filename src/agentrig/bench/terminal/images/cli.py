@@ -68,7 +68,8 @@ def list_cmd() -> None:
     imported = _imported()
     for meta in rows:
         recipe = meta["recipe"]
-        typer.echo(f"{meta['key']}  {recipe['ref']}  Debian {recipe['suite']}  built in {meta.get('build_s', '?')} s  {meta['path']}")
+        distro = "Ubuntu" if recipe.get("distro") == "ubuntu" else "Debian"
+        typer.echo(f"{meta['key']}  {recipe['ref']}  {distro} {recipe['suite']}  built in {meta.get('build_s', '?')} s  {meta['path']}")
         for engine, name in imported.get(meta["key"], []):
             typer.echo(f"    imported into {engine} as {name}")
 

@@ -19,5 +19,7 @@ def task_image(task: Any) -> dict[str, str | None]:
     if recipe is None:
         return {"base": plan.base, "image": "no recipe builds it from packages: a container engine pulls it", "substituted": None,
                 "archive": None}
-    return {"base": plan.base, "image": f"a Debian {recipe.suite} root built from packages (agentrig images)",
+    made = (f"an Ubuntu {recipe.suite} root built from Ubuntu's archive ({recipe.mirror})" if recipe.distro == "ubuntu"
+            else f"a Debian {recipe.suite} root built from packages")
+    return {"base": plan.base, "image": f"{made} (agentrig images)",
             "substituted": recipe.substituted, "archive": recipe.archive}

@@ -23,18 +23,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 
 from pydantic import BaseModel, Field
 
 RECIPE_FORMAT = "1"
 # fields added after format 1: in the key only when set, so roots built before them keep their keys
-LATER_FIELDS = ("python_layout", "recommends", "python_alias")
+LATER_FIELDS = ("python_layout", "recommends", "python_alias", "distro", "mirror")
 PYTHON_LAYOUT = "official-3"  # what builder lays over Debian's Python (the hook, _python_layout); bump when it changes
 SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
 DEFAULT_SUITE = "bookworm"  # the suite this machine's Debian mirror serves; ubuntu and bare python tags map to it
 UBUNTU_NAMES = {"20.04": "focal", "22.04": "jammy", "24.04": "noble", "24.10": "oracular", "25.04": "plucky"}
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Ubuntu's own archive (a mirror of it): when set, Ubuntu bases are built from it — the real
+# distribution, nothing substituted; unset, Debian stands in (this machine's registries are Debian's)
+UBUNTU_ARCHIVE_ENV = "AGENTRIG_UBUNTU_ARCHIVE"
 # the official python images ship the interpreter's headers (Python.h): tests build C extensions with them
 # no python3-pip: the image's Python is a virtual environment at /usr/local (builder.PYTHON_AT_LOCAL)
 # with pip installed from the wheel python3-venv ships, as the official images have theirs
@@ -48,7 +52,9 @@ class BaseRecipe(BaseModel):
     """How to build one base root: a Debian suite, packages, and the image's metadata."""
 
     ref: str  # the image reference it stands for, as written in the FROM line
-    suite: str  # the Debian suite mmdebstrap builds
+    suite: str  # the suite mmdebstrap builds (Debian's; Ubuntu's codename when distro is "ubuntu")
+    distro: str | None = None  # None: Debian; "ubuntu": built from Ubuntu's archive (`mirror`)
+    mirror: str | None = None  # the archive's URL when not Debian's
     packages: list[str] = Field(default_factory=list)
     recommends: bool = False  # install the packages' Recommends too, as the image's own `apt-get install -y` does
     python: bool = False  # python/pip on PATH and pip installs (no EXTERNALLY-MANAGED refusal)
@@ -123,6 +129,21 @@ def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseReci
                       archive=f"Debian {suite}'s" if suite is not None and chosen != suite else None)
 
 
+def ubuntu_archive() -> str | None:
+    """Ubuntu's archive to build Ubuntu bases from (``$AGENTRIG_UBUNTU_ARCHIVE``), or None."""
+    return (os.environ.get(UBUNTU_ARCHIVE_ENV) or "").strip().rstrip("/") or None
+
+
+def _ubuntu(version: str, ref: str) -> BaseRecipe | None:
+    """The real Ubuntu release `version` (``24.04`` or its codename) from Ubuntu's archive, when one
+    is set; None otherwise (or for ``latest``, whose release moves): Debian then stands in."""
+    archive = ubuntu_archive()
+    codename = UBUNTU_NAMES.get(version, version if version in UBUNTU_NAMES.values() else None)
+    if archive is None or codename is None:
+        return None
+    return BaseRecipe(ref=ref, suite=codename, distro="ubuntu", mirror=archive, env={"PATH": PATH})
+
+
 def resolve_base(image_ref: str) -> BaseRecipe | None:
     """The recipe for a FROM reference, or None when we have none (the caller decides what then)."""
     ref = image_ref.strip()
@@ -141,6 +162,9 @@ def resolve_base(image_ref: str) -> BaseRecipe | None:
         match = re.fullmatch(r"ubuntu-(\d\d)-(\d\d)", kind)
         if match:
             version = f"{match.group(1)}.{match.group(2)}"
+            exact = _ubuntu(version, ref)
+            if exact is not None:  # TB's Dockerfile over the real ubuntu:<version>
+                return exact.model_copy(update={"packages": list(TB_PACKAGES), "recommends": True, "workdir": "/app"})
             # TB's Dockerfile: FROM ubuntu:<version>, `apt-get install -y tmux asciinema` (with their
             # Recommends: python3's pull in ca-certificates and openssl), WORKDIR /app
             return BaseRecipe(ref=ref, suite=DEFAULT_SUITE, packages=TB_PACKAGES, recommends=True, workdir="/app",
@@ -163,6 +187,9 @@ def resolve_base(image_ref: str) -> BaseRecipe | None:
     if repo == "ubuntu":
         if tag not in UBUNTU_NAMES and tag not in UBUNTU_NAMES.values() and tag != "latest":
             return None
+        exact = _ubuntu(tag, ref)
+        if exact is not None:
+            return exact
         return BaseRecipe(ref=ref, suite=DEFAULT_SUITE, env={"PATH": PATH},
                           substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {tag}", archive=f"Ubuntu {tag}'s")
     return None

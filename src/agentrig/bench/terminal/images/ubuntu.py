@@ -1,0 +1,87 @@
+"""Ubuntu bases from Ubuntu's own archive (``$AGENTRIG_UBUNTU_ARCHIVE``): its sources and its key.
+
+The archive's signing key comes through Debian's registry: the ``ubuntu-keyring`` package of
+Debian's trixie, downloaded by the host's own apt (its proxy settings) into a private apt state
+and verified by apt against the host's Debian archive keyring, then cached beside the roots
+(``IMAGES/keyrings/``). mmdebstrap checks the Ubuntu archive's Release files with it; the root
+keeps Ubuntu's own keyring package, so a task's ``apt-get update`` inside checks them too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..sandbox.base import SandboxError
+
+KEYRING_SUITE = "trixie"  # the first Debian release with Ubuntu's keyring package
+KEYRING_PACKAGE = "ubuntu-keyring"
+KEYRING_FILE = "usr/share/keyrings/ubuntu-archive-keyring.gpg"
+DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+COMPONENTS = "main restricted universe multiverse"  # as the official images' sources
+WITH_USER = {"noble", "oracular", "plucky"}  # the official images from 23.04 on have the user 'ubuntu' (uid 1000)
+ADD_USER = 'chroot "$1" useradd --create-home --uid 1000 --user-group --comment Ubuntu --shell /bin/bash ubuntu'
+
+
+def ubuntu_sources(recipe: Any) -> list[str]:
+    """The sources the official image has: the release, -updates and -backports from the archive,
+    -security from security.ubuntu.com (or the same mirror when it is not Ubuntu's own)."""
+    mirror = recipe.mirror
+    security = "http://security.ubuntu.com/ubuntu" if "//archive.ubuntu.com/" in mirror + "/" else mirror
+    pockets = [recipe.suite, f"{recipe.suite}-updates", f"{recipe.suite}-backports"]
+    return [f"deb {mirror} {p} {COMPONENTS}" for p in pockets] + [f"deb {security} {recipe.suite}-security {COMPONENTS}"]
+
+
+def _apt(args: list[str], state: Path) -> subprocess.CompletedProcess[str]:
+    opts = ["-o", f"Dir::Etc::SourceList={state / 'sources.list'}", "-o", "Dir::Etc::SourceParts=/dev/null",
+            "-o", f"Dir::State::Lists={state / 'lists'}", "-o", f"Dir::Cache={state / 'cache'}",
+            "-o", "APT::Sandbox::User=root", "-o", "Debug::NoLocking=1"]
+    return subprocess.run(["apt-get", *opts, "-q", *args], cwd=state, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=600)
+
+
+def ubuntu_keyring(base: Path) -> Path:
+    """Ubuntu's archive keyring, fetched once (see the module's docstring); raises SandboxError
+    naming what failed and the way out."""
+    target = base / "keyrings" / "ubuntu-archive-keyring.gpg"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target.parent / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if target.is_file():
+            return target
+        fix = "check the host's apt settings, or unset AGENTRIG_UBUNTU_ARCHIVE to let Debian stand in for Ubuntu"
+        if not shutil.which("apt-get") or not shutil.which("dpkg-deb") or not os.path.isfile(DEBIAN_KEYRING):
+            raise SandboxError(f"building an Ubuntu base needs Ubuntu's archive key, fetched with the host's apt-get "
+                               f"and dpkg-deb checked against {DEBIAN_KEYRING}; this host lacks one of them: {fix}")
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            state = Path(tmp)
+            (state / "sources.list").write_text(f"deb [signed-by={DEBIAN_KEYRING}] {DEBIAN_MIRROR} {KEYRING_SUITE} main\n")
+            for sub in ("lists/partial", "cache/archives/partial"):
+                (state / sub).mkdir(parents=True)
+            for step in (["update"], ["download", KEYRING_PACKAGE]):
+                proc = _apt(step, state)
+                if proc.returncode != 0:
+                    tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-4:])
+                    raise SandboxError(f"fetching Ubuntu's archive key (Debian {KEYRING_SUITE}'s {KEYRING_PACKAGE}) "
+                                       f"failed: apt-get {step[0]} exited {proc.returncode}:\n{tail}\n{fix}")
+            deb = next(state.glob(f"{KEYRING_PACKAGE}_*.deb"))
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(state / "x")], check=True, capture_output=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(state / "x" / KEYRING_FILE, target)
+        if not target.is_file():
+            raise SandboxError(f"Debian {KEYRING_SUITE}'s {KEYRING_PACKAGE} holds no {KEYRING_FILE}: {fix}")
+        return target
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
