@@ -158,7 +158,8 @@ async def measure(args: argparse.Namespace) -> dict:
         report({"task_id": audit.task_id, "verdict": verdict, "stage": "audit", "status": audit.status,
                 "reason": audit.reason, "oracle": outcome(audit.oracle), "noop": outcome(audit.noop),
                 "duration_s": audit.duration_s,
-                "oracle_detail": (audit.oracle.detail or "")[-1500:] if audit.oracle else None})
+                "oracle_detail": (audit.oracle.detail or "")[-1500:] if audit.oracle else None,
+                "oracle_failed_tests": audit.oracle.failed_tests if audit.oracle else None})
 
     await asyncio.gather(*(one(t) for t in to_play))
     if args.merge:  # the tasks not selected now keep their rows from an earlier run (same settings, said so)

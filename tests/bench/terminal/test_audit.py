@@ -50,6 +50,8 @@ def test_audit_tells_broken_lenient_and_excluded_tasks_apart(tmp_path):
     assert rows["lenient"]["reason"] == ("an agent that does nothing passes the tests on a stand-in base: "
                                          "Debian bookworm stands in for Ubuntu 24.04")
     assert "wrong_output" in rows["wrong-solution"]["reason"]
+    assert rows["wrong-solution"]["reason"].endswith("; failed: test_out")  # the tests that did not pass, named
+    assert rows["wrong-solution"]["oracle"]["failed_tests"] == ["test_out"]
     assert rows["needs-image"]["reason"].startswith("needs_container")
     table = agentrig("audit", "--bench", "terminal", "--tasks", tasks, "--task-ids", "good,lenient",
                      "--cache-dir", tmp_path / "cache")

@@ -310,3 +310,60 @@ async def test_the_runs_build_check_builds_on_the_image_root_not_the_hosts(tmp_p
     assert list(found) == ["fails"]
     assert found["fails"].startswith("base_substituted: the build fails on the stand-in base (Python 3.11 (Debian "
                                      "bookworm's) stands in for Python 3.13): Dockerfile line 2: RUN exited 3")
+
+
+UBUNTU_ARCHIVE = "http://archive.ubuntu.com/ubuntu"
+
+
+def test_with_ubuntus_archive_set_ubuntu_bases_are_the_real_release_unset_debian_stands_in(monkeypatch):
+    from agentrig.bench.terminal.images.ubuntu import ubuntu_sources
+
+    monkeypatch.delenv("AGENTRIG_UBUNTU_ARCHIVE", raising=False)
+    stand_in = resolve_base("ubuntu:22.04")
+    assert stand_in.distro is None and stand_in.substituted == "Debian bookworm stands in for Ubuntu 22.04"
+    monkeypatch.setenv("AGENTRIG_UBUNTU_ARCHIVE", UBUNTU_ARCHIVE + "/")
+    jammy = resolve_base("ubuntu:22.04")
+    assert (jammy.distro, jammy.suite, jammy.mirror) == ("ubuntu", "jammy", UBUNTU_ARCHIVE)
+    assert jammy.substituted is None and jammy.archive is None and jammy.key() != stand_in.key()
+    tb = resolve_base("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624")
+    assert (tb.suite, tb.packages, tb.recommends, tb.workdir, tb.substituted) == ("noble", ["tmux", "asciinema"], True,
+                                                                                  "/app", None)
+    assert resolve_base("ubuntu:noble").suite == "noble"
+    assert resolve_base("ubuntu:latest").distro is None  # its release moves: Debian stands in, said so
+    assert resolve_base(TB_PYTHON).distro is None  # python images are Debian's, as the real ones
+    assert ubuntu_sources(jammy) == [
+        f"deb {UBUNTU_ARCHIVE} jammy main restricted universe multiverse",
+        f"deb {UBUNTU_ARCHIVE} jammy-updates main restricted universe multiverse",
+        f"deb {UBUNTU_ARCHIVE} jammy-backports main restricted universe multiverse",
+        "deb http://security.ubuntu.com/ubuntu jammy-security main restricted universe multiverse"]
+    mirrored = jammy.model_copy(update={"mirror": "http://mirror.example/ubuntu"})
+    assert ubuntu_sources(mirrored)[-1] == "deb http://mirror.example/ubuntu jammy-security main restricted universe multiverse"
+
+
+def _need_ubuntu_archive() -> None:
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(f"{UBUNTU_ARCHIVE}/dists/noble/InRelease", timeout=15).close()
+    except OSError as exc:
+        pytest.skip(f"Ubuntu's archive is not reachable from this machine ({exc}): Debian stands in for Ubuntu")
+
+
+@needs_root_bwrap()
+@pytest.mark.slow
+async def test_a_trial_on_tbs_ubuntu_image_built_from_ubuntus_archive_is_ubuntu(tmp_path, monkeypatch):
+    # the real release: Ubuntu's os-release, its python3.12 refusing pip (PEP 668, as in the real
+    # image), the user 'ubuntu' of the official image, TB's tmux and /app; nothing of the host's
+    _need_mmdebstrap()
+    _need_ubuntu_archive()
+    monkeypatch.setenv("AGENTRIG_UBUNTU_ARCHIVE", UBUNTU_ARCHIVE)
+    task = make_task(tmp_path, "FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04\n"
+                               "RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends jq >/dev/null\n")
+    sandbox = await opened(task, tmp_path, root="image", build_network="host-settings")
+    try:
+        seen = await sandbox.run(". /etc/os-release; echo \"$NAME $VERSION_ID\"; pwd; id -u ubuntu; which tmux jq; "
+                                 "ls /usr/lib/python3*/EXTERNALLY-MANAGED", 60)
+    finally:
+        await sandbox.close()
+    assert "Ubuntu 24.04\n/app\n1000\n/usr/bin/tmux\n/usr/bin/jq\n" in seen.output, seen.output
+    assert "/usr/lib/python3.12/EXTERNALLY-MANAGED" in seen.output

@@ -62,6 +62,7 @@ class AgentOutcome(BaseModel):
     unreached: str | None = None  # a command of the agent's, the build ('build …') or the tests ('tests …') could not reach a host
     missing_versions: list[str] = []  # pinned packages its apt-get could not find ('g++=4:13.2.0-7ubuntu1')
     missing_packages: list[str] = []  # packages its apt-get or dpkg found in no archive it has ('ubuntu-keyring')
+    failed_tests: list[str] = []  # the tests that did not pass (their names, as the verifier reported them)
 
 
 class TaskAudit(BaseModel):
@@ -106,7 +107,9 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
     return AgentOutcome(reward=v.reward if v.valid else None, valid=v.valid, termination=v.termination,
                         failure_mode=notes.get("failure_mode"), detail=v.invalid_cause or notes.get("detail"),
                         duration_s=record.duration_s, unreached=unreached, missing_versions=missing,
-                        missing_packages=absent)
+                        missing_packages=absent,
+                        failed_tests=[str(t.get("name")) for t in (tested or {}).get("tests") or []
+                                      if t.get("outcome") not in ("passed", "skipped", "xfailed", "xpassed")])
 
 
 # apt-get's words for a pinned version its archive does not have
@@ -174,6 +177,9 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
                      f"; its solution {oracle.unreached}") if oracle.unreached else ""
         if empty_solution(task):
             unreached += f"; its {task.solution_script.name} has no command (the solution does nothing)"
+        if oracle.failed_tests:
+            shown = oracle.failed_tests[:3]
+            unreached += f"; failed: {', '.join(shown)}" + (f" (+{len(oracle.failed_tests) - 3})" if len(oracle.failed_tests) > 3 else "")
         return TaskAudit(**base, status="broken", reason=f"the oracle does not pass ({oracle.failure_mode}"
                          f"{': ' + oracle.detail.splitlines()[0] if oracle.detail else ''})"
                          + (f" on a stand-in base: {substituted}" if substituted else "") + unreached,

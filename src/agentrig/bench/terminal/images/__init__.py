@@ -1,4 +1,4 @@
-"""Base images as directory trees built from Debian packages (mmdebstrap), cached by recipe hash.
+"""Base images as directory trees built from packages (mmdebstrap: Debian, or Ubuntu from its archive), cached by recipe hash.
 
 Public API (stable; the bwrap and docker/podman sandboxes use it):
 

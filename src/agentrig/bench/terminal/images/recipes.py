@@ -16,7 +16,11 @@ The image's Python is laid out as the official images have it (``python_layout``
 environment at ``/usr/local`` (``python``/``pip`` in ``/usr/local/bin``, packages in
 ``/usr/local/lib/python3.X/site-packages``, pip installed by pip itself), which sees none of the
 Python libraries Debian's own packages install (asciinema's) — in the real image those belong to
-Debian's separate Python.
+Debian's separate Python. Where another Python stands in, the real image's version paths lead to it
+(``python_alias``: ``/usr/local/lib/python3.13`` → the stand-in's).
+
+Ubuntu bases are built from Ubuntu's own archive when ``$AGENTRIG_UBUNTU_ARCHIVE`` names it
+(``distro = "ubuntu"``, nothing substituted; ``ubuntu.py``); otherwise Debian stands in, said so.
 """
 
 from __future__ import annotations
