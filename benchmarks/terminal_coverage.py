@@ -26,6 +26,7 @@ with the file silently gone:
     nice .venv/bin/python benchmarks/terminal_coverage.py /tmp/tb-tasks --json /tmp/coverage.json \\
         [--task-ids a,b] [--task-timeout 600] [--concurrency 2] [--root image|host] [--network true|task]
         [--merge EARLIER.json]   # with --task-ids: re-run a few tasks, keep the others' rows from EARLIER
+    .venv/bin/python benchmarks/terminal_coverage.py compare bwrap.json podman.json   # same verdict per task?
 
 Needs root (bwrap), mmdebstrap (the base roots, built once each) and the package registries
 (the tasks' own ``RUN apt-get``/``pip install`` steps).
@@ -174,13 +175,35 @@ async def measure(args: argparse.Namespace) -> dict:
             "load_at_end": round(os.getloadavg()[0], 1), "wall_s": round(time.monotonic() - started, 1),
             "settings": {"sandbox": settings.kind, "root": settings.root, "task_timeout_s": args.task_timeout,
                          "build_network": settings.build_network, "network": args.network,
-                         "concurrency": args.concurrency},
+                         "concurrency": args.concurrency,
+                         "ubuntu_archive": os.environ.get("AGENTRIG_UBUNTU_ARCHIVE") or None},
             "tasks": total, "played": len(to_play) + sum(1 for r in rows if r.get("from") and r["stage"] == "audit"),
             "merged_from": str(args.merge) if args.merge else None, "verdicts": dict(verdicts),
             "rows": sorted(rows, key=lambda r: r["task_id"])}
 
 
+def compare(first: Path, second: Path) -> int:
+    """Per task, the verdicts of two runs (bwrap and podman, say): the tasks whose verdicts differ,
+    and how many agree. Exit status 1 when any differs."""
+    a, b = ({r["task_id"]: r for r in json.loads(p.read_text())["rows"]} for p in (first, second))
+    both = sorted(set(a) & set(b))
+    differ = [t for t in both if a[t]["verdict"] != b[t]["verdict"]]
+    for task in differ:
+        print(f"{task}: {a[task]['verdict']} ({first.name}) vs {b[task]['verdict']} ({second.name}) — "
+              f"{(b[task].get('reason') or '')[:200]}")
+    only = sorted(set(a) ^ set(b))
+    print(f"{len(both) - len(differ)} of {len(both)} tasks with the same verdict in both"
+          + (f"; in one run only: {', '.join(only)}" if only else ""))
+    return 1 if differ else 0
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "compare":
+        parser = argparse.ArgumentParser(prog="terminal_coverage.py compare")
+        parser.add_argument("first", type=Path)
+        parser.add_argument("second", type=Path)
+        a = parser.parse_args(sys.argv[2:])
+        sys.exit(compare(a.first, a.second))
     if len(sys.argv) > 1 and sys.argv[1] == "extract":
         parser = argparse.ArgumentParser(prog="terminal_coverage.py extract")
         parser.add_argument("git_dir")
@@ -210,6 +233,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
           f"{args.sandbox} root={args.root} network={args.network} build_network={args.build_network}, "
+          f"ubuntu={os.environ.get('AGENTRIG_UBUNTU_ARCHIVE') or 'debian stand-in'}, "
           f"{args.task_timeout:g} s per task, {args.concurrency} at once", flush=True)
     doc = asyncio.run(measure(args))
     beyond = [r["task_id"] for r in doc["rows"] if beyond_registries(r)]

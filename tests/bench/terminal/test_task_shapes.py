@@ -258,3 +258,25 @@ def test_the_coverage_leaves_out_tasks_without_a_solution_or_needing_the_real_ba
     assert out({"verdict": "needs_network", "reason": "…; its tests could not reach example.com: curl: (6) …"})
     assert not out({"verdict": "base_substituted", "reason": "the build fails on the stand-in base (…)"})
     assert not out({"verdict": "broken", "reason": "the oracle does not pass (wrong_output)"})
+
+
+def test_the_coverage_compares_two_runs_verdicts_task_by_task(tmp_path, capsys):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "terminal_coverage.py"
+    spec = importlib.util.spec_from_file_location("terminal_coverage", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = [{"task_id": "a", "verdict": "runs"}, {"task_id": "b", "verdict": "runs"}]
+    (tmp_path / "bwrap.json").write_text(json.dumps({"rows": rows}))
+    (tmp_path / "same.json").write_text(json.dumps({"rows": rows}))
+    (tmp_path / "podman.json").write_text(json.dumps({"rows": [rows[0], {"task_id": "b", "verdict": "broken",
+                                                                         "reason": "the oracle does not pass"}]}))
+    assert module.compare(tmp_path / "bwrap.json", tmp_path / "same.json") == 0
+    assert "2 of 2 tasks with the same verdict in both" in capsys.readouterr().out
+    assert module.compare(tmp_path / "bwrap.json", tmp_path / "podman.json") == 1
+    out = capsys.readouterr().out
+    assert "b: runs (bwrap.json) vs broken (podman.json)" in out and "1 of 2 tasks with the same verdict" in out
+
