@@ -141,3 +141,41 @@ def test_the_oracle_submits_once_what_it_typed_ahead_has_run(tmp_path, base_imag
     assert rec.verdict.reward == 1.0, rec.verdict.reward_info.notes
     [waited] = [e.data for e in rec.trajectory.events if e.kind == "typed_ahead"]
     assert waited["ended"] is True
+
+
+def test_a_failed_container_build_is_read_at_its_failing_steps_output():
+    # podman ends a failed build with "Error: building at STEP "RUN …": …", which names the step
+    # without its output: the verdict reads the output under the last "STEP n/m:" header (TB's
+    # build-tcc-qemu: its wget of kernel.org, after a long apt-get install, is needs_network)
+    from agentrig.bench.terminal.sandbox.base import SandboxError, TaskBuildError
+    from agentrig.bench.terminal.sandbox.container_images import build_error
+
+    apt = "STEP 3/9: RUN apt-get install -y qemu-system\n" + "Setting up qemu-system-x86 ...\n" * 200
+    wget = ("STEP 4/9: RUN wget https://cdn.kernel.org/pub/linux/kernel/v6.x/linux-6.9.tar.xz\n"
+            "Resolving cdn.kernel.org (cdn.kernel.org)... failed: Name or service not known.\n"
+            "wget: unable to resolve host address 'cdn.kernel.org'\n"
+            'Error: building at STEP "RUN wget https://cdn.kernel.org/pub/linux/kernel/v6.x/linux-6.9.tar.xz": '
+            "while running runtime: exit status 4\n")
+    found = build_error("podman", apt + wget, "host-settings")
+    assert isinstance(found, TaskBuildError) and found.exclusion == "needs_network"
+    assert str(found).startswith("podman build failed: it could not reach cdn.kernel.org")
+    assert str(found).rstrip().endswith("exit status 4")
+    full = build_error("podman", apt + "STEP 4/9: RUN make\nwrite error: No space left on device\n"
+                       'Error: building at STEP "RUN make": exit status 2\n', True)
+    assert isinstance(full, SandboxError) and "disk is full" in str(full)
+    mirror = build_error("podman", apt + "STEP 4/9: RUN apt-get update\nW: Failed to fetch http://deb.debian.org/debian/"
+                         "dists/bookworm/InRelease  Temporary failure resolving 'deb.debian.org'\n"
+                         'Error: building at STEP "RUN apt-get update": exit status 100\n', True)
+    assert isinstance(mirror, SandboxError) and "deb.debian.org" in str(mirror)
+    own = build_error("podman", apt + 'STEP 4/9: RUN exit 3\nError: building at STEP "RUN exit 3": exit status 3\n', True)
+    assert isinstance(own, TaskBuildError) and own.exclusion is None
+    assert str(own).startswith("podman build failed at STEP 4/9: RUN exit 3:\n")  # the audit's line names the step
+
+
+def test_a_failures_detail_keeps_its_first_line_and_its_end():
+    from agentrig.bench.terminal.episode import clip_detail
+
+    detail = "podman build failed: it could not reach x\n" + "Setting up y ...\n" * 300 + "Error: exit status 4"
+    clipped = clip_detail(detail)
+    assert len(clipped) <= 1000 and clipped.startswith("podman build failed: it could not reach x\n…\n")
+    assert clipped.endswith("Error: exit status 4") and clip_detail("short") == "short"

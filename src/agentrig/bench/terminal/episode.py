@@ -189,18 +189,27 @@ SANDBOX_FAULTS = [
 ]
 
 
+def clip_detail(detail: str, limit: int = 1000) -> str:
+    """A failure's detail within `limit` characters: its first line (what failed) and its end (a
+    build's or a command's last lines, where the error is), the middle left out."""
+    if len(detail) <= limit:
+        return detail
+    first = detail.split("\n", 1)[0][: limit // 2]
+    return f"{first}\n…\n{detail[-(limit - len(first) - 3):]}"
+
+
 def verdict_of(termination: str, result: Any) -> Verdict:
     """The trial's verdict from how the agent phase ended and the verifier's result."""
     comps = {f"{result.task_id}::{name}": float(v) for name, v in result.components.items()}
     notes = {"failure_mode": result.failure_mode}
     if result.detail:
-        notes["detail"] = result.detail[:1000]
+        notes["detail"] = clip_detail(result.detail)
     info = RewardInfo(reward=result.reward, reward_basis=list(comps), components=comps, notes=notes)
     return Verdict(reward=result.reward, termination=termination, reward_info=info)
 
 
 def _not_runnable(termination: str, mode: str, detail: str) -> Verdict:
-    info = RewardInfo(reward=0.0, notes={"failure_mode": mode, "detail": detail[:1000]})
+    info = RewardInfo(reward=0.0, notes={"failure_mode": mode, "detail": clip_detail(detail)})
     return Verdict(reward=0.0, termination=termination, reward_info=info)
 
 

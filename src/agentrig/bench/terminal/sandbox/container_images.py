@@ -222,6 +222,30 @@ async def task_image(engine: str, task: Any, *, build_network: bool | str, timeo
             raise
 
 
+_STEP = re.compile(r"^STEP \d+/\d+: ", re.MULTILINE)
+
+
+def build_error(engine: str, out: str, build_network: bool | str) -> Exception:
+    """What a failed ``ENGINE build`` (its whole output `out`) means: the host's fault (a full disk,
+    an outage of a registry this machine is meant to reach: SandboxError, the trial invalid) or the
+    task's (``TaskBuildError``: needs_network when its failing step could not reach a host)."""
+    # the failing step: its header line ("STEP 14/28: RUN wget …" at a line's start; the closing
+    # "Error: building at STEP …" line names it too), then its output
+    starts = [m.start() for m in _STEP.finditer(out)]
+    step = out[starts[-1] + len("STEP "):] if starts else out
+    if DISK_FULL in step:  # the image's layers live on this machine's disk: the host's fault
+        return SandboxError(f"{engine} build failed: this machine's disk is full (No space left on device); "
+                           f"free space (`{engine} system prune`) and run again\n{out[-1000:]}")
+    unreached = network_failure(step, step.split("\n", 1)[0])
+    if build_network is not False and (registry := registry_outage(unreached)):  # the plumbing's, not the task's
+        return SandboxError(f"{engine} build failed: the package registry {registry} could not be reached "
+                           f"from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"host-settings\"); run again\n{out[-1000:]}")
+    if unreached:  # a fetch that could not reach its host (or a build without network)
+        return TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
+    header = step.split("\n", 1)[0][:200] if starts else ""
+    return TaskBuildError(f"{engine} build failed" + (f" at STEP {header}" if header else "") + f":\n{out[-2000:]}")
+
+
 async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: Path, build_network: bool | str,
                  timeout_s: float) -> str:
     cli = engine_cli(engine)
@@ -255,17 +279,7 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
         code, out = await _call([*argv, str(context)], timeout_s)
     if code != 0:
         await _call([*cli, "rmi", tag], 60)
-        step = out.rsplit("STEP ", 1)[-1]  # the failing step: its header line, then its output
-        if DISK_FULL in step:  # the image's layers live on this machine's disk: the host's fault
-            raise SandboxError(f"{engine} build failed: this machine's disk is full (No space left on device); "
-                               f"free space (`{engine} system prune`) and run again\n{out[-1000:]}")
-        unreached = network_failure(step, step.split("\n", 1)[0])
-        if build_network is not False and (registry := registry_outage(unreached)):  # the plumbing's, not the task's
-            raise SandboxError(f"{engine} build failed: the package registry {registry} could not be reached "
-                               f"from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"host-settings\"); run again\n{out[-1000:]}")
-        if unreached:  # a fetch that could not reach its host (or a build without network)
-            raise TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
-        raise TaskBuildError(f"{engine} build failed:\n{out[-2000:]}")
+        raise build_error(engine, out, build_network)
     _built[key] = (tag, cli)
     return tag
 
