@@ -53,7 +53,7 @@ TB_PREFIX = "ghcr.io/laude-institute/t-bench/"
 
 
 class BaseRecipe(BaseModel):
-    """How to build one base root: a Debian suite, packages, and the image's metadata."""
+    """How to build one base root: a suite (Debian's, or Ubuntu's from its archive), packages, and the image's metadata."""
 
     ref: str  # the image reference it stands for, as written in the FROM line
     suite: str  # the suite mmdebstrap builds (Debian's; Ubuntu's codename when distro is "ubuntu")
