@@ -367,3 +367,18 @@ async def test_a_trial_on_tbs_ubuntu_image_built_from_ubuntus_archive_is_ubuntu(
         await sandbox.close()
     assert "Ubuntu 24.04\n/app\n1000\n/usr/bin/tmux\n/usr/bin/jq\n" in seen.output, seen.output
     assert "/usr/lib/python3.12/EXTERNALLY-MANAGED" in seen.output
+
+
+@pytest.mark.slow
+def test_an_ubuntu_archive_that_cannot_be_reached_fails_the_build_naming_it_and_the_way_out(tmp_path, monkeypatch):
+    from agentrig.bench.terminal.sandbox.base import SandboxError
+
+    _need_mmdebstrap()
+    monkeypatch.setenv("AGENTRIG_UBUNTU_ARCHIVE", "http://agentrig-unreachable.invalid/ubuntu")
+    recipe = resolve_base("ubuntu:24.04")
+    with pytest.raises(SandboxError) as info:
+        ensure_base_root(recipe, cache=tmp_path)
+    message = str(info.value)
+    assert "building base image ubuntu:24.04 failed" in message or "Ubuntu's archive key" in message
+    assert "unset" in message and "Debian stand in" in message
+    assert not list(tmp_path.glob(".build-*")) and not list(tmp_path.glob(f"{recipe.key()}/meta.json"))

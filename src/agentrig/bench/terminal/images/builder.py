@@ -170,7 +170,9 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
         if proc.returncode != 0:
             _remove(staging)
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
-            raise SandboxError(f"building base image {recipe.ref} failed (mmdebstrap exited {proc.returncode}):\n{tail}")
+            hint = (f"\nUbuntu's archive is {recipe.mirror} ($AGENTRIG_UBUNTU_ARCHIVE): check that this machine reaches it, "
+                    "or unset the variable to let Debian stand in for Ubuntu") if recipe.distro == "ubuntu" else ""
+            raise SandboxError(f"building base image {recipe.ref} failed (mmdebstrap exited {proc.returncode}):\n{tail}{hint}")
         _finish(staging / "root", recipe)
         meta = {"recipe": recipe.model_dump(), "key": recipe.key(), "built_at": time.time(),
                 "build_s": round(time.monotonic() - started, 1)}
