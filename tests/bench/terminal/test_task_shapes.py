@@ -215,6 +215,21 @@ def test_an_oracle_asking_for_packages_only_the_real_bases_archive_has_is_the_st
     assert [n for found in _MISSING_PACKAGE.findall(apt) for n in found if n] == ["ubuntu-keyring", "ubuntu-advantage-tools"]
 
 
+def test_an_oracle_that_could_not_reach_a_package_registry_with_the_network_is_an_outage_not_the_task(tmp_path):
+    # apt's words when this machine's Debian mirror is down, printed by the solution (an outage
+    # cannot be made on demand): with the network the trial is the plumbing's (replayed, then the
+    # audit's error naming the registry), never the task's needs_network; without it, the task's
+    outage = ("#!/bin/bash\necho \"W: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  "
+              "Temporary failure resolving 'deb.debian.org'\"\nexit 100\n")
+    write_task(tmp_path, "mirror-down", solution=outage)
+    task = load_task(tmp_path / "mirror-down")
+    online = asyncio.run(audit_task(task, SandboxSettings(cache_dir=tmp_path / "cache", network=True)))
+    assert online.status == "error" and "the package registry deb.debian.org could not be reached" in online.reason
+    assert online.oracle is not None and not online.oracle.valid
+    offline = asyncio.run(audit_task(task, SandboxSettings(cache_dir=tmp_path / "cache", network=False)))
+    assert offline.status == "broken" and "its solution could not reach deb.debian.org" in offline.reason
+
+
 def test_a_broken_oracle_whose_tests_could_not_reach_a_remote_host_says_so(tmp_path):
     # TB's cron-broken-network: its test curls example.com (beyond the package registries); a test
     # whose server on localhost is not there is the task's failure, not the network's

@@ -8,7 +8,8 @@ Per task, one trial of the ``oracle`` and one of the ``noop`` agent, played exac
 - ``lenient``  — the noop passes: the tests accept an agent that did nothing;
 - ``excluded`` — the sandbox cannot run the task (``needs_container``, ``needs_network``,
   ``needs_services``, ``missing_files``, a build that fails: ``broken_task``), with the reason;
-- ``error``    — a trial stayed invalid (the sandbox failed) after its replays;
+- ``error``    — a trial stayed invalid after its replays: the sandbox failed, or (with the network)
+  a package registry this machine is meant to reach could not be reached — this machine's fault;
 - ``timeout``  — the task's audit outgrew its time limit (``task_timeout_s``): its trials are
   cancelled (their sandboxes closed) and the reason says which phase was running;
 - ``base_substituted`` — the build breaks on a base that stands in for the task's image (Debian
@@ -76,19 +77,40 @@ class TaskAudit(BaseModel):
 
 
 async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> AgentOutcome:
+    """One trial of `kind`, played again (up to ``REPLAYS`` times) while the sandbox spoils it — or
+    while, with the network, its commands could not reach a package registry this machine is meant
+    to reach (an outage of the plumbing, not the task's need of the network: ``registry_outage``);
+    still so after the replays, the outcome is invalid, naming the registry."""
     from agentrig.trial.context import TrialContext
 
     from .episode import play_trial
+    from .netfail import registry_outage
+    from .sandbox.base import effective_limits
 
-    record = None
+    networked = effective_limits(task, settings)[0]
+    outcome = None
     for attempt in range(REPLAYS + 1):
         ctx = TrialContext(key=TrialKey(arm=f"audit-{kind}", domain="terminal", task_id=task.id, trial=0),
                            task=task, seed=seed)
         record = await play_trial(ctx, task, agent=AgentSettings(kind=kind), sandbox=settings, limits=Limits(),
                                   attempt=attempt)
-        if record.verdict.valid:
-            break
-    assert record is not None
+        outcome = _outcome(record)
+        if not outcome.valid:
+            continue
+        where = (outcome.unreached or "").removeprefix("build ").removeprefix("tests ")
+        registry = registry_outage(where) if networked and (outcome.reward or 0.0) < 1.0 else None
+        if registry is None:
+            return outcome
+        outcome = outcome.model_copy(update={
+            "valid": False, "reward": None,
+            "detail": f"the package registry {registry} could not be reached from this machine during the trial "
+                      f"({attempt + 1} play(s)): an outage, not the task's: {outcome.unreached}"})
+    assert outcome is not None
+    return outcome
+
+
+def _outcome(record: Any) -> AgentOutcome:
+    """What one played trial says: its reward and termination, and what the audit reads in it."""
     v = record.verdict
     notes = v.reward_info.notes if v.reward_info else {}
     commands = {c.id: str(c.arguments.get("command", "")) for m in record.trajectory.messages for c in m.tool_calls or []}
@@ -161,7 +183,7 @@ async def audit_task(task: Any, settings: SandboxSettings, seed: int = 0,
     noop = await _play(task, "noop", settings, seed)
     if not oracle.valid or not noop.valid:
         cause = oracle.detail if not oracle.valid else noop.detail
-        return TaskAudit(**base, status="error", reason=f"the sandbox failed: {cause}", oracle=oracle, noop=noop)
+        return TaskAudit(**base, status="error", reason=f"this machine spoiled the trials: {cause}", oracle=oracle, noop=noop)
     if (oracle.reward or 0.0) < 1.0 and substituted and oracle.missing_versions:
         shown = ", ".join(oracle.missing_versions[:4]) + (" …" if len(oracle.missing_versions) > 4 else "")
         return TaskAudit(**base, status="base_substituted", oracle=oracle, noop=noop,
