@@ -279,3 +279,18 @@ def test_images_rm_removes_the_root_and_the_images_imported_from_it(tmp_path, mo
     finally:
         for name in made:
             podman("rmi", name)
+
+
+async def test_the_audit_frees_a_tasks_images_as_its_audit_ends(tmp_path, base_image):
+    # Terminal-Bench's 94 tasks' images held until the audit's exit filled this machine's disk
+    # (tens of GB): each task is audited once, so its images go when its audit ends
+    from agentrig.bench.terminal.audit import audit_one
+    from agentrig.bench.terminal.taskfile import load_task
+
+    from .podman_support import owned_images
+    from .run_support import write_task
+
+    write_task(tmp_path / "tasks", "freed", dockerfile=f"FROM {base_image}\nWORKDIR /app\nRUN echo built > /built\n")
+    row = await audit_one(load_task(tmp_path / "tasks" / "freed"), settings(tmp_path, kind="podman"), 600)
+    assert row.status == "ok", row.reason
+    assert not [tag for tag in owned_images(os.getpid()) if "agentrig-task-freed:" in tag]

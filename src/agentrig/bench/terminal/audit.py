@@ -229,6 +229,10 @@ async def audit_one(task: Any, settings: SandboxSettings, task_timeout_s: float 
     except Exception as exc:  # noqa: BLE001 - one task's crash must not take the others' results with it
         row = TaskAudit(task_id=task.id, format=task.format, status="error",
                         reason=f"the audit failed during {phase['now']}: {type(exc).__name__}: {exc}")
+    if settings.kind in ("docker", "podman") and getattr(task, "path", None) is not None:
+        from .sandbox.container_images import release_task_images  # noqa: PLC0415 - container kinds only
+
+        await asyncio.to_thread(release_task_images, task.path)  # audited once: its images are done with
     row.duration_s = round(time.monotonic() - started, 2)
     return row
 

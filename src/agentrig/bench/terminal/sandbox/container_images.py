@@ -295,4 +295,20 @@ def remove_task_images() -> list[str]:
     return removed
 
 
+def release_task_images(task_dir: Path) -> list[str]:
+    """Remove the images this process built from a task's own directory (its image, its services'),
+    and forget them: the audit plays each task once, so it frees each task's images as its audit
+    ends instead of holding all of them (tens of GB for Terminal-Bench's tasks) until exit."""
+    root = Path(task_dir).resolve()
+    removed = []
+    for key, (tag, cli) in list(_built.items()):
+        if not Path(key[1]).resolve().is_relative_to(root):
+            continue
+        done = subprocess.run([*cli, "rmi", tag], capture_output=True, timeout=120)
+        if done.returncode == 0:
+            removed.append(tag)
+        _built.pop(key, None)
+    return removed
+
+
 atexit.register(remove_task_images)
