@@ -266,8 +266,8 @@ def beyond_registries(row: dict) -> bool:
         return True
     if verdict == "base_substituted" and "archive does not have" in reason:
         return True
-    if verdict == "needs_network" and "could not reach" in reason:
-        return True
+    if verdict == "needs_network" and ("could not reach" in reason or "cannot be pulled" in reason):
+        return True  # a host, or (container engines) an image from a registry, beyond the registries here
     if verdict == "needs_container" and ("is not a supported base" in reason or "--from" in reason):
         return True
     return verdict == "needs_services" and "(image " in reason

@@ -179,3 +179,17 @@ def test_a_failures_detail_keeps_its_first_line_and_its_end():
     clipped = clip_detail(detail)
     assert len(clipped) <= 1000 and clipped.startswith("podman build failed: it could not reach x\n…\n")
     assert clipped.endswith("Error: exit status 4") and clip_detail("short") == "short"
+
+
+def test_the_images_a_copy_from_names_are_found_apart_from_the_files_own_stages():
+    # TB's conda-env-conflict-resolution copies /opt/conda from a Miniconda image; podman 4.3's
+    # builder pulls no such image itself ("no stage or image found with that name"): agentrig pulls
+    # it first, and one that cannot be pulled is needs_network naming it, as a FROM is
+    from agentrig.bench.terminal.sandbox.container_images import copy_from_images
+
+    text = ("FROM golang:1.22 AS build\nRUN go build -o /x .\nFROM ghcr.io/laude-institute/t-bench/python-3-13\n"
+            "COPY --from=build /x /usr/local/bin/x\nCOPY --from=0 /x /y\n"
+            "COPY --chown=root --from=continuumio/miniconda3:25.1.1-2 /opt/conda /opt/conda\n"
+            "COPY --from=${BASE} /a /b\ncopy --from=\"busybox:1.36\" /bin/sh /sh\n")
+    assert copy_from_images(text) == ["continuumio/miniconda3:25.1.1-2", "busybox:1.36"]
+

@@ -271,6 +271,8 @@ def test_the_coverage_leaves_out_tasks_without_a_solution_or_needing_the_real_ba
     assert out({"verdict": "base_substituted", "reason": "the oracle's solution needs packages the stand-in base's "
                                                          "archive does not have (…)"})
     assert out({"verdict": "needs_network", "reason": "…; its tests could not reach example.com: curl: (6) …"})
+    assert out({"verdict": "needs_network", "reason": "needs_network: the base image localstack/localstack:4.3 "
+                                                      "cannot be pulled (…)"})  # podman: an image from elsewhere
     assert not out({"verdict": "base_substituted", "reason": "the build fails on the stand-in base (…)"})
     assert not out({"verdict": "broken", "reason": "the oracle does not pass (wrong_output)"})
 

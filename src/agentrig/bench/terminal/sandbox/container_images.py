@@ -61,6 +61,20 @@ def from_refs(dockerfile_text: str) -> list[str]:
     return refs
 
 
+_COPY_FROM = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*?--from=(\S+)", re.IGNORECASE | re.MULTILINE)
+
+
+def copy_from_images(dockerfile_text: str) -> list[str]:
+    """The images a Dockerfile's ``COPY --from=`` lines name (not its own stages or their numbers)."""
+    stages = {m.group(3).lower() for m in _FROM.finditer(dockerfile_text) if m.group(3)}
+    refs: list[str] = []
+    for match in _COPY_FROM.finditer(dockerfile_text):
+        ref = match.group(1).strip("\"'")
+        if ref.lower() not in stages and not ref.isdigit() and "$" not in ref and ref not in refs:
+            refs.append(ref)
+    return refs
+
+
 def _label_of(cli: list[str], ref: str) -> str | None:
     """The image's agentrig.base label ('' when it has none); None when the engine has no such image."""
     proc = subprocess.run([*cli, "image", "inspect", "--format", f'{{{{index .Labels "{BASE_LABEL}"}}}}', ref],
@@ -185,6 +199,14 @@ async def ensure_bases(engine: str, dockerfile_text: str, *, host_settings: bool
         imported = await asyncio.to_thread(import_base, ref, engine, progress, host_settings=host_settings)
         if "@" in ref:
             renamed[ref] = imported
+    for ref in copy_from_images(dockerfile_text):  # podman's builder does not pull these itself
+        if await asyncio.to_thread(_label_of, cli, ref) is not None:
+            continue
+        code, out = await _call([*cli, "pull", "-q", ref], 600)
+        if code != 0:
+            last = out.strip().splitlines()[-1] if out.strip() else f"exit {code}"
+            raise TaskBuildError(f"the image {ref} that a COPY --from copies from cannot be pulled ({last}), and no "
+                                 "recipe builds it from packages", exclusion="needs_network")
     return renamed
 
 
