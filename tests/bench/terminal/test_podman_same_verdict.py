@@ -167,6 +167,11 @@ def test_a_failed_container_build_is_read_at_its_failing_steps_output():
                          "dists/bookworm/InRelease  Temporary failure resolving 'deb.debian.org'\n"
                          'Error: building at STEP "RUN apt-get update": exit status 100\n', True)
     assert isinstance(mirror, SandboxError) and "deb.debian.org" in str(mirror)
+    quiet = build_error("podman", apt + "STEP 4/9: RUN wget -q https://dl-cdn.alpinelinux.org/alpine/x.iso -O /app/a.iso\n"
+                        'Error: building at STEP "RUN wget -q https://dl-cdn.alpinelinux.org/alpine/x.iso -O /app/a.iso": '
+                        "while running runtime: exit status 4\n", True)  # TB's qemu-startup: a quiet wget says only its status
+    assert isinstance(quiet, TaskBuildError) and quiet.exclusion == "needs_network"
+    assert "could not reach dl-cdn.alpinelinux.org: wget exited 4" in str(quiet)
     own = build_error("podman", apt + 'STEP 4/9: RUN exit 3\nError: building at STEP "RUN exit 3": exit status 3\n', True)
     assert isinstance(own, TaskBuildError) and own.exclusion is None
     assert str(own).startswith("podman build failed at STEP 4/9: RUN exit 3:\n")  # the audit's line names the step

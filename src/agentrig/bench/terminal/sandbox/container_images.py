@@ -245,6 +245,7 @@ async def task_image(engine: str, task: Any, *, build_network: bool | str, timeo
 
 
 _STEP = re.compile(r"^STEP \d+/\d+: ", re.MULTILINE)
+_EXIT_STATUS = re.compile(r"^Error: building at STEP .*exit status (\d+)\s*$", re.MULTILINE)
 
 
 def build_error(engine: str, out: str, build_network: bool | str) -> Exception:
@@ -258,7 +259,8 @@ def build_error(engine: str, out: str, build_network: bool | str) -> Exception:
     if DISK_FULL in step:  # the image's layers live on this machine's disk: the host's fault
         return SandboxError(f"{engine} build failed: this machine's disk is full (No space left on device); "
                            f"free space (`{engine} system prune`) and run again\n{out[-1000:]}")
-    unreached = network_failure(step, step.split("\n", 1)[0])
+    status = _EXIT_STATUS.findall(out)  # podman's closing line: a quiet fetch (wget -q) says only this
+    unreached = network_failure(step, step.split("\n", 1)[0], int(status[-1]) if status else None)
     if build_network is not False and (registry := registry_outage(unreached)):  # the plumbing's, not the task's
         return SandboxError(f"{engine} build failed: the package registry {registry} could not be reached "
                            f"from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"host-settings\"); run again\n{out[-1000:]}")
