@@ -69,13 +69,19 @@ def ubuntu_keyring(base: Path) -> Path:
             for sub in ("lists/partial", "cache/archives/partial"):
                 (state / sub).mkdir(parents=True)
             for step in (["update"], ["download", KEYRING_PACKAGE]):
-                proc = _apt(step, state)
+                try:
+                    proc = _apt(step, state)
+                except subprocess.TimeoutExpired:
+                    raise SandboxError(f"fetching Ubuntu's archive key: apt-get {step[0]} did not end within 600 s "
+                                       f"(Debian's mirror unreachable?): {fix}") from None
                 if proc.returncode != 0:
                     tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-4:])
                     raise SandboxError(f"fetching Ubuntu's archive key (Debian {KEYRING_SUITE}'s {KEYRING_PACKAGE}) "
                                        f"failed: apt-get {step[0]} exited {proc.returncode}:\n{tail}\n{fix}")
             deb = next(state.glob(f"{KEYRING_PACKAGE}_*.deb"))
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(state / "x")], check=True, capture_output=True)
+            unpacked = subprocess.run(["dpkg-deb", "-x", str(deb), str(state / "x")], capture_output=True, text=True)
+            if unpacked.returncode != 0:
+                raise SandboxError(f"unpacking {deb.name} failed: {unpacked.stderr.strip()[-300:]}: {fix}")
             with contextlib.suppress(FileNotFoundError):
                 os.replace(state / "x" / KEYRING_FILE, target)
         if not target.is_file():
