@@ -230,6 +230,27 @@ def test_an_oracle_that_could_not_reach_a_package_registry_with_the_network_is_a
     assert offline.status == "broken" and "its solution could not reach deb.debian.org" in offline.reason
 
 
+def test_a_broken_oracle_whose_test_code_fetches_an_unreachable_host_says_so_even_when_its_output_hides_it(tmp_path):
+    # TB's cron-broken-network: its tests run `curl example.com > /app/example.html`, and the
+    # task's own loops keep replacing curl with a script that prints no host — the test's code
+    # names the host this machine cannot resolve; a host in prose or a comment does not count
+    from agentrig.bench.terminal.netfail import fetched_hosts
+
+    hidden = ("import os\n\n# see https://docs.example.org/why for the format\n"
+              "def test_fetch():\n    \"\"\"Fetch the page from example.org, as the task says.\"\"\"\n"
+              "    os.popen('curl -sS agentrig-unreachable.invalid > /app/page.html 2>/dev/null').read()\n"
+              "    assert open('/app/page.html').read()\n")
+    write_task(tmp_path, "hidden", test=hidden)
+    row = asyncio.run(audit_task(load_task(tmp_path / "hidden"), SandboxSettings(cache_dir=tmp_path / "cache",
+                                                                                 network=True)))
+    assert row.status == "broken" and ("its tests fetch agentrig-unreachable.invalid, which they could not reach "
+                                       "(this machine cannot resolve it)") in row.reason, row.reason
+    assert fetched_hosts(hidden) == ["agentrig-unreachable.invalid"]
+    assert fetched_hosts("r = requests.get('https://api.example.com/v1/x')\nrequests.get(f'{BASE}/status')\n"
+                         "subprocess.run(['curl', 'http://localhost:8080/'])\nos.system('wget -q mirror.lan.local/x')\n"
+                         "os.system('curl --max-time 5 example.net')\n") == ["api.example.com", "example.net"]
+
+
 def test_a_broken_oracle_whose_tests_could_not_reach_a_remote_host_says_so(tmp_path):
     # TB's cron-broken-network: its test curls example.com (beyond the package registries); a test
     # whose server on localhost is not there is the task's failure, not the network's

@@ -22,8 +22,9 @@ Per task, one trial of the ``oracle`` and one of the ``noop`` agent, played exac
   base is ``broken``, its reason naming the substitution.
 
 A broken oracle's reason also names what it could not reach — its build's, its solution's or its
-tests' fetches of hosts off this machine (``netfail.py``) — and a solution script that holds no
-command.
+tests' fetches of hosts off this machine (``netfail.py``), or, when the output hides it, a remote
+host the tests' code fetches that this machine cannot resolve (``_tests_fetch``) — a solution
+script that holds no command, and the tests that failed.
 
 A trial spoiled by the sandbox (invalid) is played again, up to ``REPLAYS`` times.
 ``audit_tasks`` hands each task's result to ``on_result`` as soon as it is known (the CLI prints
@@ -94,7 +95,7 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
                            task=task, seed=seed)
         record = await play_trial(ctx, task, agent=AgentSettings(kind=kind), sandbox=settings, limits=Limits(),
                                   attempt=attempt)
-        outcome = _outcome(record)
+        outcome = _outcome(record, task, networked)
         if not outcome.valid:
             continue
         where = (outcome.unreached or "").removeprefix("build ").removeprefix("tests ")
@@ -109,7 +110,27 @@ async def _play(task: Any, kind: str, settings: SandboxSettings, seed: int) -> A
     return outcome
 
 
-def _outcome(record: Any) -> AgentOutcome:
+def _tests_fetch(task: Any, networked: bool) -> str | None:
+    """'tests fetch HOST, which they could not reach …' when the task's test code (its ``*.py``
+    under the tests directory) fetches from a remote host this trial could not reach: any, without
+    the network; with it, one this machine cannot resolve (TB's `curl example.com` in a test whose
+    own output a fake curl hid)."""
+    from .netfail import fetched_hosts, unresolvable
+
+    tests = getattr(task, "tests_dir", None)
+    if tests is None or not Path(tests).is_dir():
+        return None
+    text = "\n".join(p.read_text(errors="replace") for p in sorted(Path(tests).rglob("*.py"))
+                     if p.is_file() and p.stat().st_size < 1_000_000)
+    hosts = fetched_hosts(text)
+    far = unresolvable(hosts) if networked else hosts
+    if not far:
+        return None
+    why = "this machine cannot resolve it" if networked else "the trial had no network"
+    return f"tests fetch {', '.join(far[:3])}, which they could not reach ({why})"
+
+
+def _outcome(record: Any, task: Any = None, networked: bool = True) -> AgentOutcome:
     """What one played trial says: its reward and termination, and what the audit reads in it."""
     v = record.verdict
     notes = v.reward_info.notes if v.reward_info else {}
@@ -122,7 +143,7 @@ def _outcome(record: Any) -> AgentOutcome:
     tested = next((e.data for e in record.trajectory.events if e.plugin == "verifier" and e.kind == "result"), None)
     if tested and not unreached and float(tested.get("reward") or 0) < 1.0:  # the tests' own fetches (curl example.com)
         why = network_failure(str(tested.get("output") or ""), remote_only=True)  # not a server on localhost
-        unreached = f"tests {why}" if why else None
+        unreached = f"tests {why}" if why else (_tests_fetch(task, networked) if task is not None else None)
     outputs = "\n".join(m.content for m in record.trajectory.messages if m.role == "tool" and isinstance(m.content, str))
     missing = list(dict.fromkeys(f"{pkg}={ver}" for ver, pkg in _MISSING_VERSION.findall(outputs)))
     absent = list(dict.fromkeys(name for found in _MISSING_PACKAGE.findall(outputs) for name in found if name))

@@ -106,6 +106,59 @@ def _pip_index_hosts() -> set[str]:
     return {h for url in urls for h in hosts_in(url)}
 
 
+# a line of a test that fetches: the command or call, then the hosts it names (URLs, or a bare
+# domain after curl/wget: `curl example.com`)
+_FETCH_CALL = re.compile(r"\b(?:curl|wget|requests\.(?:get|post|head|put)|urlopen|urlretrieve|httpx\.(?:get|post|Client)"
+                         r"|git\s+clone|aiohttp)\b")
+_AFTER_TOOL = re.compile(r"\b(?:curl|wget)\s+(?:-\S+\s+(?:\d+\s+)?)*['\"]?([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b")
+
+
+def fetched_hosts(text: str) -> list[str]:
+    """The remote hosts the lines of `text` (a test's source) fetch from: URLs and bare domains on
+    lines that call curl, wget, requests, urllib, httpx or git clone — not hosts in prose."""
+    found: list[str] = []
+    for line in text.splitlines():
+        if line.lstrip().startswith("#") or not _FETCH_CALL.search(line):
+            continue
+        for host in [*(m.group(1).lower() for m in _URL_HOST.finditer(line)),
+                     *(m.group(1).lower() for m in _AFTER_TOOL.finditer(line))]:
+            if not _LOCAL.match(host) and not host.endswith(_PRIVATE) and host not in found:
+                found.append(host)
+    return found
+
+
+_PRIVATE = (".local", ".internal", ".lan", ".localdomain", ".home.arpa")  # names a task's own network gives
+
+
+def unresolvable(hosts: list[str], timeout_s: float = 5.0) -> list[str]:
+    """The hosts of `hosts` this machine cannot resolve (each asked at most `timeout_s`)."""
+    import concurrent.futures
+    import socket
+
+    def ask(host: str) -> bool:
+        try:
+            socket.getaddrinfo(host, 443)
+            return True
+        except OSError:
+            return False
+
+    if not hosts:
+        return []
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(4, len(hosts)))
+    try:
+        futures = {host: pool.submit(ask, host) for host in hosts}
+        out = []
+        for host, future in futures.items():
+            try:
+                if not future.result(timeout=timeout_s):
+                    out.append(host)
+            except concurrent.futures.TimeoutError:
+                out.append(host)
+        return out
+    finally:
+        pool.shutdown(wait=False)
+
+
 def registry_outage(unreached: str | None) -> str | None:
     """The registry host a fetch failure names ('could not reach HOST: …', from ``network_failure``)
     when it is one this machine is meant to reach: then it is an outage of this machine's plumbing
