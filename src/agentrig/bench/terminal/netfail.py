@@ -110,6 +110,7 @@ def _pip_index_hosts() -> set[str]:
 # domain after curl/wget: `curl example.com`)
 _FETCH_CALL = re.compile(r"\b(?:curl|wget|requests\.(?:get|post|head|put)|urlopen|urlretrieve|httpx\.(?:get|post|Client)"
                          r"|git\s+clone|aiohttp)\b")
+_PRIVATE = (".local", ".internal", ".lan", ".localdomain", ".home.arpa")  # names a task's own network gives
 _AFTER_TOOL = re.compile(r"\b(?:curl|wget)\s+(?:-\S+\s+(?:\d+\s+)?)*['\"]?([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b")
 
 
@@ -125,9 +126,6 @@ def fetched_hosts(text: str) -> list[str]:
             if not _LOCAL.match(host) and not host.endswith(_PRIVATE) and host not in found:
                 found.append(host)
     return found
-
-
-_PRIVATE = (".local", ".internal", ".lan", ".localdomain", ".home.arpa")  # names a task's own network gives
 
 
 def unresolvable(hosts: list[str], timeout_s: float = 5.0) -> list[str]:
