@@ -21,7 +21,7 @@ from typing import Callable
 from ..sandbox.base import SandboxError
 from ..sandbox.hostsettings import host_apt_options
 from .recipes import BaseRecipe
-from .ubuntu import ADD_USER, WITH_USER, ubuntu_keyring, ubuntu_sources
+from .ubuntu import ADD_USER, WITH_USER, fetch_ubuntu_keyring, ubuntu_sources
 
 MIRROR = "http://deb.debian.org/debian"
 SECURITY = "http://deb.debian.org/debian-security"
@@ -115,6 +115,23 @@ def _lock(path: Path) -> int:
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
+
+
+def ubuntu_keyring(base: Path) -> Path:
+    """Ubuntu's archive keyring in `base`/keyrings, fetched once (``ubuntu.fetch_ubuntu_keyring``)."""
+    target = base / "keyrings" / "ubuntu-archive-keyring.gpg"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = _lock(target.parent / ".lock")
+    try:
+        if not target.is_file():
+            fetch_ubuntu_keyring(target)
+        return target
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def _remove(path: Path) -> None:

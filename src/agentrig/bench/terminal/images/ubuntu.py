@@ -3,14 +3,14 @@
 The archive's signing key comes through Debian's registry: the ``ubuntu-keyring`` package of
 Debian's trixie, downloaded by the host's own apt (its proxy settings) into a private apt state
 and verified by apt against the host's Debian archive keyring, then cached beside the roots
-(``IMAGES/keyrings/``). mmdebstrap checks the Ubuntu archive's Release files with it; the root
-keeps Ubuntu's own keyring package, so a task's ``apt-get update`` inside checks them too.
+(``IMAGES/keyrings/``, by ``builder.ubuntu_keyring`` under its lock). mmdebstrap checks the Ubuntu
+archive's Release files with it; the root keeps Ubuntu's own keyring package, so a task's
+``apt-get update`` inside checks them too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import subprocess
@@ -47,47 +47,33 @@ def _apt(args: list[str], state: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=600)
 
 
-def ubuntu_keyring(base: Path) -> Path:
-    """Ubuntu's archive keyring, fetched once (see the module's docstring); raises SandboxError
-    naming what failed and the way out."""
-    target = base / "keyrings" / "ubuntu-archive-keyring.gpg"
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target.parent / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        if target.is_file():
-            return target
-        fix = "check the host's apt settings, or unset AGENTRIG_UBUNTU_ARCHIVE to let Debian stand in for Ubuntu"
-        if not shutil.which("apt-get") or not shutil.which("dpkg-deb") or not os.path.isfile(DEBIAN_KEYRING):
-            raise SandboxError(f"building an Ubuntu base needs Ubuntu's archive key, fetched with the host's apt-get "
-                               f"and dpkg-deb checked against {DEBIAN_KEYRING}; this host lacks one of them: {fix}")
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            state = Path(tmp)
-            (state / "sources.list").write_text(f"deb [signed-by={DEBIAN_KEYRING}] {DEBIAN_MIRROR} {KEYRING_SUITE} main\n")
-            for sub in ("lists/partial", "cache/archives/partial"):
-                (state / sub).mkdir(parents=True)
-            for step in (["update"], ["download", KEYRING_PACKAGE]):
-                try:
-                    proc = _apt(step, state)
-                except subprocess.TimeoutExpired:
-                    raise SandboxError(f"fetching Ubuntu's archive key: apt-get {step[0]} did not end within 600 s "
-                                       f"(Debian's mirror unreachable?): {fix}") from None
-                if proc.returncode != 0:
-                    tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-4:])
-                    raise SandboxError(f"fetching Ubuntu's archive key (Debian {KEYRING_SUITE}'s {KEYRING_PACKAGE}) "
-                                       f"failed: apt-get {step[0]} exited {proc.returncode}:\n{tail}\n{fix}")
-            deb = next(state.glob(f"{KEYRING_PACKAGE}_*.deb"))
-            unpacked = subprocess.run(["dpkg-deb", "-x", str(deb), str(state / "x")], capture_output=True, text=True)
-            if unpacked.returncode != 0:
-                raise SandboxError(f"unpacking {deb.name} failed: {unpacked.stderr.strip()[-300:]}: {fix}")
-            with contextlib.suppress(FileNotFoundError):
-                os.replace(state / "x" / KEYRING_FILE, target)
-        if not target.is_file():
-            raise SandboxError(f"Debian {KEYRING_SUITE}'s {KEYRING_PACKAGE} holds no {KEYRING_FILE}: {fix}")
-        return target
-    finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def fetch_ubuntu_keyring(target: Path) -> None:
+    """Write Ubuntu's archive keyring to `target` (see the module's docstring; the caller holds the
+    lock); raises SandboxError naming what failed and the way out."""
+    fix = "check the host's apt settings, or unset AGENTRIG_UBUNTU_ARCHIVE to let Debian stand in for Ubuntu"
+    if not shutil.which("apt-get") or not shutil.which("dpkg-deb") or not os.path.isfile(DEBIAN_KEYRING):
+        raise SandboxError(f"building an Ubuntu base needs Ubuntu's archive key, fetched with the host's apt-get "
+                           f"and dpkg-deb checked against {DEBIAN_KEYRING}; this host lacks one of them: {fix}")
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        state = Path(tmp)
+        (state / "sources.list").write_text(f"deb [signed-by={DEBIAN_KEYRING}] {DEBIAN_MIRROR} {KEYRING_SUITE} main\n")
+        for sub in ("lists/partial", "cache/archives/partial"):
+            (state / sub).mkdir(parents=True)
+        for step in (["update"], ["download", KEYRING_PACKAGE]):
+            try:
+                proc = _apt(step, state)
+            except subprocess.TimeoutExpired:
+                raise SandboxError(f"fetching Ubuntu's archive key: apt-get {step[0]} did not end within 600 s "
+                                   f"(Debian's mirror unreachable?): {fix}") from None
+            if proc.returncode != 0:
+                tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-4:])
+                raise SandboxError(f"fetching Ubuntu's archive key (Debian {KEYRING_SUITE}'s {KEYRING_PACKAGE}) "
+                                   f"failed: apt-get {step[0]} exited {proc.returncode}:\n{tail}\n{fix}")
+        deb = next(state.glob(f"{KEYRING_PACKAGE}_*.deb"))
+        unpacked = subprocess.run(["dpkg-deb", "-x", str(deb), str(state / "x")], capture_output=True, text=True)
+        if unpacked.returncode != 0:
+            raise SandboxError(f"unpacking {deb.name} failed: {unpacked.stderr.strip()[-300:]}: {fix}")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(state / "x" / KEYRING_FILE, target)
+    if not target.is_file():
+        raise SandboxError(f"Debian {KEYRING_SUITE}'s {KEYRING_PACKAGE} holds no {KEYRING_FILE}: {fix}")

@@ -308,15 +308,19 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
     return tag
 
 
+def _remove_built(keys: list[tuple]) -> list[str]:
+    """Remove the images of `keys` this process built, and forget them; the tags removed."""
+    removed = []
+    for key in keys:
+        tag, cli = _built.pop(key)
+        if subprocess.run([*cli, "rmi", tag], capture_output=True, timeout=120).returncode == 0:
+            removed.append(tag)
+    return removed
+
+
 def remove_task_images() -> list[str]:
     """Remove the task images this process built (at exit; tests call it too)."""
-    removed = []
-    for key, (tag, cli) in list(_built.items()):
-        done = subprocess.run([*cli, "rmi", tag], capture_output=True, timeout=120)
-        if done.returncode == 0:
-            removed.append(tag)
-        _built.pop(key, None)
-    return removed
+    return _remove_built(list(_built))
 
 
 def release_task_images(task_dir: Path) -> list[str]:
@@ -324,15 +328,7 @@ def release_task_images(task_dir: Path) -> list[str]:
     and forget them: the audit plays each task once, so it frees each task's images as its audit
     ends instead of holding all of them (tens of GB for Terminal-Bench's tasks) until exit."""
     root = Path(task_dir).resolve()
-    removed = []
-    for key, (tag, cli) in list(_built.items()):
-        if not Path(key[1]).resolve().is_relative_to(root):
-            continue
-        done = subprocess.run([*cli, "rmi", tag], capture_output=True, timeout=120)
-        if done.returncode == 0:
-            removed.append(tag)
-        _built.pop(key, None)
-    return removed
+    return _remove_built([key for key in _built if Path(key[1]).resolve().is_relative_to(root)])
 
 
 atexit.register(remove_task_images)
