@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup chromium appworld mmdebstrap test test-fast demo bench clean
+.PHONY: setup chromium containers appworld mmdebstrap test test-fast demo bench clean
 
 setup: $(STAMP)
 
@@ -15,11 +15,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,ray]'
 	@touch $(STAMP)
 
-# Debian's chromium, for the report test in a real browser, with no recommended packages
-# (scripts/install-chromium.sh lists them first): under CI always; otherwise AGENTRIG_BROWSER=install|skip,
-# or asked on a terminal. Declined, the report's browser test skips (CI requires it).
+# Debian's packages the tests need, each said before it is installed (scripts/install-debian.sh):
+# under CI always (a failure fails); otherwise AGENTRIG_<WHAT>=install|skip (AGENTRIG_SYSTEM for all),
+# or asked on a terminal. Declined, the tests that need them skip (CI requires them).
+# - chromium, minimal (--no-install-recommends), for the report test in a real browser;
+# - podman with runc and slirp4netns: the container sandbox's tests, the services' network.
 chromium:
-	@scripts/install-chromium.sh
+	@scripts/install-debian.sh browser "$${CHROMIUM_CMD:-chromium}" -- chromium
+
+containers:
+	@scripts/install-debian.sh --with-recommends containers podman runc slirp4netns -- podman runc slirp4netns
 
 # AppWorld's own environment (it pins pydantic 1, SQLAlchemy 1.4 …: a venv of its own): the AppWorld
 # tests use it (tests/bench/appworld/conftest.py); `agentrig appworld setup` runs `appworld install`.
@@ -36,12 +41,10 @@ $(APPWORLD_STAMP): $(STAMP)
 	  *) echo "note: AppWorld's environment could not be made; the AppWorld tests will skip";; esac; }
 
 # Debian's mmdebstrap: terminal tasks' base images are roots built from packages with it
-# (bench/terminal/images); installed when missing and we may, else those tests skip locally.
+# (bench/terminal/images); installed when missing unless AGENTRIG_MMDEBSTRAP=skip, else those tests
+# skip locally (and the demo says the host's root stands in).
 mmdebstrap:
-	@command -v mmdebstrap >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO=sudo; else SUDO=none; fi; \
-	  if [ "$$SUDO" = none ]; then echo "note: mmdebstrap is missing and cannot be installed here (apt-get install mmdebstrap); base-image tests will skip"; \
-	  else echo "installing Debian's mmdebstrap (builds the terminal tasks' base images)"; $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y mmdebstrap; fi; }
+	@AGENTRIG_MMDEBSTRAP="$${AGENTRIG_MMDEBSTRAP:-install}" scripts/install-debian.sh --with-recommends mmdebstrap mmdebstrap -- mmdebstrap
 
 # pytest-xdist workers: most tests wait on subprocesses and local servers, so 3 workers pay on
 # 2 cores; one test file stays in one worker (module fixtures: the Ray cluster, shared servers).
@@ -49,8 +52,9 @@ mmdebstrap:
 PYTEST_WORKERS ?= 3
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# The whole suite, slow scale tests included (CI runs exactly this).
-test: setup chromium appworld mmdebstrap
+# The whole suite, slow scale tests included, with every system package its tests need (CI runs
+# exactly this: .ci/run only sets CI's variables).
+test: setup chromium containers appworld mmdebstrap
 	$(BIN)/python -m pytest -q $(XDIST)
 
 # Everything but the slow scale tests.
