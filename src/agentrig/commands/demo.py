@@ -32,6 +32,7 @@ from rich.markup import escape
 from agentrig.channel.doctor.diagnose import diagnose
 from agentrig.config import ChannelConfig, ChannelSettings
 from agentrig.commands.run import run_command
+from agentrig.store.owner import make_dir
 from agentrig.testing.fake_endpoint import FakeEndpoint, ThreadedFakeEndpoint
 from agentrig.testing.gold_endpoint import GoldEndpoint
 
@@ -126,8 +127,8 @@ def command_name() -> str:
 def run_demo(console: Console, base_dir: Path | None = None) -> int:
     if not console.is_terminal:  # a log or a pipe: wide enough for the summary tables, no hard wraps
         console = Console(width=110, soft_wrap=True, highlight=False)
-    base = Path(base_dir or "runs").resolve()
-    base.mkdir(parents=True, exist_ok=True)
+    base = make_dir(Path(base_dir or "runs").resolve(), what="directory",  # a file there: one message (store/owner.py)
+                    fix="give another --dir, or move that file away")
     console.rule("[bold]agentrig demo[/]")
     from agentrig.commands.demo_terminal import start_probe
 
