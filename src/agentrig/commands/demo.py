@@ -32,7 +32,7 @@ from rich.markup import escape
 from agentrig.channel.doctor.diagnose import diagnose
 from agentrig.config import ChannelConfig, ChannelSettings
 from agentrig.commands.run import run_command
-from agentrig.store.owner import make_dir
+from agentrig.store.owner import claim, make_dir
 from agentrig.testing.fake_endpoint import FakeEndpoint, ThreadedFakeEndpoint
 from agentrig.testing.gold_endpoint import GoldEndpoint
 
@@ -85,7 +85,8 @@ def _fresh(run_dir: Path) -> None:
         name = None
     if name not in DEMO_NAMES:
         raise SystemExit(f"{run_dir} exists and is not a demo run; pass another --dir")
-    shutil.rmtree(run_dir)
+    with claim(run_dir, "agentrig demo"):  # never from under a demo playing there now (store/owner.py)
+        shutil.rmtree(run_dir)
 
 
 def _role(base_url: str, model: str = "fake-model"):
