@@ -15,6 +15,8 @@ against the code: a new exception class must be drawn here, under its real base.
     │   │   └── TaskBuildError      bench/terminal/sandbox/base  a terminal task's own build fails deterministically:
     │   │                                                     its trials are valid and score 0 (``broken_task``), or
     │   │                                                     it is excluded (``needs_network`` / ``needs_container``)
+    │   ├── RunDirBusy              store/owner               user error: another process holds the run directory
+    │   │                                                     (its owner lock); names the holder's pid, host, command
     │   └── InfrastructureFault     errors                    the machinery under a trial failed, never the agent:
     │       │                                                 the trial is invalid and replayed (trial/envelope.py)
     │       ├── ChannelError        errors                    a model call that did not produce a completion

@@ -25,8 +25,8 @@ def split_side(spec: str) -> tuple[Path, str | None]:
     if (whole / STORE_FILE).is_file() or whole.is_dir():
         return whole, None
     head, sep, arm = spec.rpartition(":")
-    if sep and head and arm and Path(head).expanduser().is_dir():
-        return Path(head).expanduser(), arm
+    if sep and head and arm and not whole.exists():
+        return Path(head).expanduser(), arm  # a file or a missing path: open_run_dir names the problem
     return whole, None  # open_run_dir names the problem
 
 

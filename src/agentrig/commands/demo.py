@@ -32,6 +32,7 @@ from rich.markup import escape
 from agentrig.channel.doctor.diagnose import diagnose
 from agentrig.config import ChannelConfig, ChannelSettings
 from agentrig.commands.run import run_command
+from agentrig.store.owner import claim, make_dir
 from agentrig.testing.fake_endpoint import FakeEndpoint, ThreadedFakeEndpoint
 from agentrig.testing.gold_endpoint import GoldEndpoint
 
@@ -84,7 +85,8 @@ def _fresh(run_dir: Path) -> None:
         name = None
     if name not in DEMO_NAMES:
         raise SystemExit(f"{run_dir} exists and is not a demo run; pass another --dir")
-    shutil.rmtree(run_dir)
+    with claim(run_dir, "agentrig demo"):  # never from under a demo playing there now (store/owner.py)
+        shutil.rmtree(run_dir)
 
 
 def _role(base_url: str, model: str = "fake-model"):
@@ -126,8 +128,8 @@ def command_name() -> str:
 def run_demo(console: Console, base_dir: Path | None = None) -> int:
     if not console.is_terminal:  # a log or a pipe: wide enough for the summary tables, no hard wraps
         console = Console(width=110, soft_wrap=True, highlight=False)
-    base = Path(base_dir or "runs").resolve()
-    base.mkdir(parents=True, exist_ok=True)
+    base = make_dir(Path(base_dir or "runs").resolve(), what="directory",  # a file there: one message (store/owner.py)
+                    fix="give another --dir, or move that file away")
     console.rule("[bold]agentrig demo[/]")
     from agentrig.commands.demo_terminal import start_probe
 

@@ -46,6 +46,7 @@ from agentrig.types import CallContext
 
 from agentrig.run.experiment import arm_channel
 from agentrig.run.experiment_settings import ArmSettings
+from agentrig.store.owner import claim
 from agentrig.store.rundir import open_run_dir
 
 MODEL_AGENTS = ("llm", "bash")
@@ -272,7 +273,10 @@ def instability_command(run_dir: Path, *, arm: str | None, tasks: str | None, sa
         raise ConfigError(f"--concurrency {concurrency}: give at least 1")
     out = out or Console(stderr=as_json)
     store, config = open_run_dir(run_dir)
+    owner = None
     try:
+        if not only_estimate:  # it spends model calls and writes the store: one writer at a time (store/owner.py)
+            owner = claim(Path(run_dir), "agentrig instability")
         arms = _arms(config)
         if arm is not None and arm not in arms:
             raise ConfigError(f"--arm {arm!r}: the run has no such arm (arms: {', '.join(arms)})")
@@ -314,6 +318,8 @@ def instability_command(run_dir: Path, *, arm: str | None, tasks: str | None, sa
         reports = instability_report(store, arm, threshold=threshold_of(config) if threshold is None else threshold)
     finally:
         store.close()
+        if owner is not None:
+            owner.release()
     if as_json:
         sys.stdout.write(json.dumps({"estimate": estimates, "totals": totals,
                                      "reports": [r.model_dump(mode="json") for r in reports]}, indent=2) + "\n")

@@ -23,6 +23,7 @@ from agentrig.types import CallContext, TrialKey
 from .experiment import ArmPlan, Resolved
 from . import snapshot
 from .executor import Executor, last_failed_role
+from agentrig.store.owner import claim, make_dir
 from agentrig.store.rundir import CONFIG_FILE, write_config
 from .runner import TrialSpec, close_channels, make_channels, trial_seed
 from agentrig.store.store import Store
@@ -142,8 +143,12 @@ async def _smoke_arm(ex: Executor, r: Resolved, arm: ArmPlan, domain: str, task:
 
 
 async def run_smoke(r: Resolved, run_dir: Path) -> SmokeReport:
-    smoke_dir = run_dir / "smoke"
-    smoke_dir.mkdir(parents=True, exist_ok=True)
+    # RUN/smoke is a run directory of its own: made, checked and held as one (store/owner.py)
+    with claim(make_dir(run_dir) / "smoke", "agentrig run --smoke") as owner:
+        return await _smoke_into(r, owner.directory)
+
+
+async def _smoke_into(r: Resolved, smoke_dir: Path) -> SmokeReport:
     path = smoke_dir / "trials.sqlite"
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)

@@ -1,6 +1,10 @@
 """A run directory on disk: its file names, opening one to play into (``open_run``) and opening one
 that `agentrig run` wrote (``open_run_dir``, for the readers: analyze, compare, report…).
 
+``open_run`` first claims the directory (store/owner.py: it is made, checked, and locked for this
+process's lifetime; a directory another run holds is refused naming the holder); ``open_run_dir``
+takes no lock, so readers are never blocked by a run in progress.
+
 ``open_run`` is the one place where a run's snapshots are compared and written: the comparability
 snapshot (what makes two trials comparable; run/snapshot.py builds it from the experiment) is
 compared with the stored one (``differences``: an arm, a task, a domain or a role present on one
@@ -20,6 +24,7 @@ from typing import Any, Callable
 
 from agentrig.errors import DataError
 
+from agentrig.store.owner import Owner, RunDirBusy, claim, reader_dir
 from agentrig.store.store import Store
 
 STORE_FILE = "trials.sqlite"
@@ -30,7 +35,7 @@ ADDITIVE = {("arms",), ("tasks",), ("domains",), ("domains", "*", "policies"), (
 
 def open_run_dir(run_dir: Path) -> tuple[Store, dict]:
     """A run directory's store (read-only use) and its configuration snapshot."""
-    run_dir = Path(run_dir).expanduser()
+    run_dir = reader_dir(Path(run_dir), STORE_FILE)
     path = run_dir / STORE_FILE
     if not path.is_file():
         if (run_dir / "smoke" / STORE_FILE).is_file():
@@ -115,10 +120,15 @@ class Run:
     store: Store
     run_id: str
     created: bool  # a new run (nothing stored before)
-    note: str | None = None  # e.g. why --force chose another directory
+    note: str | None = None  # e.g. why --force chose another directory, or a takeover from a killed run
+    owner: Owner | None = None  # the directory's lock, held until ``close``
 
     def close(self) -> None:
-        self.store.close()
+        try:
+            self.store.close()
+        finally:
+            if self.owner is not None:
+                self.owner.release()
 
 
 def new_run_id(name: str) -> str:
@@ -141,10 +151,23 @@ def _candidates(base: Path):
         n += 1
 
 
+def _incomparable(directory: Path, store_file: str, comparability: dict[str, Any]) -> list[str]:
+    """The differences of a directory another process holds (read without its lock), if any."""
+    if not (directory / store_file).is_file():
+        return []
+    store = Store.open(directory / store_file, create=False)
+    try:
+        old = store.get_meta("comparability")
+    finally:
+        store.close()
+    return differences(old, comparability) if old is not None else []
+
+
 def open_run(base: Path, *, name: str, comparability: dict[str, Any], config_for: Callable[[str], dict[str, Any]],
              refusal: Callable[[Path, list[str]], Exception], force: bool = False,
              store_file: str = STORE_FILE) -> Run:
-    """Open (or create) the run directory ``base`` to play into; refuses an incomparable one.
+    """Open (or create) the run directory ``base`` to play into, holding its owner lock until
+    ``Run.close``; refuses an incomparable one, and one another process holds (``RunDirBusy``).
 
     ``config_for(run_id)`` gives the config snapshot to write; ``refusal(directory, diffs)`` the
     error to raise for an incomparable directory. With ``force``, the first of ``base``,
@@ -152,7 +175,21 @@ def open_run(base: Path, *, name: str, comparability: dict[str, Any], config_for
     --force resumes the forced run)."""
     first_diffs: list[str] | None = None
     for directory in _candidates(Path(base)):
-        store = Store.open(directory / store_file)
+        try:
+            owner = claim(directory, f"agentrig run ({name})")
+        except RunDirBusy:
+            if not force:
+                raise
+            diffs = _incomparable(directory, store_file, comparability)
+            if not diffs:  # the held directory is the one to use: refused
+                raise
+            first_diffs = first_diffs if first_diffs is not None else diffs
+            continue
+        try:
+            store = Store.open(directory / store_file)
+        except BaseException:
+            owner.release()
+            raise
         try:
             old = store.get_meta("comparability")
             diffs = differences(old, comparability) if old is not None else []
@@ -161,6 +198,7 @@ def open_run(base: Path, *, name: str, comparability: dict[str, Any], config_for
                     raise refusal(directory, diffs)
                 first_diffs = first_diffs if first_diffs is not None else diffs
                 store.close()
+                owner.release()
                 continue
             run_meta = store.get_meta("run") or {}
             run_id = run_meta.get("run_id") or new_run_id(name)
@@ -171,11 +209,13 @@ def open_run(base: Path, *, name: str, comparability: dict[str, Any], config_for
             write_config(directory, store, config_for(run_id))
         except BaseException:
             store.close()
+            owner.release()
             raise
-        note = None
+        notes = [owner.stale_note()]
         if directory != Path(base):
             what = "a new run" if old is None else "the comparable run there"
-            note = (f"the configuration differs from the run in {base} ({len(first_diffs or [])} "
-                    f"difference(s)); --force: using {what} in {directory}")
-        return Run(directory, store, run_id, created=old is None, note=note)
+            notes.append(f"the configuration differs from the run in {base} ({len(first_diffs or [])} "
+                         f"difference(s)); --force: using {what} in {directory}")
+        note = "\n".join(n for n in notes if n) or None
+        return Run(directory, store, run_id, created=old is None, note=note, owner=owner)
     raise AssertionError("unreachable")  # pragma: no cover
