@@ -25,6 +25,20 @@ app = typer.Typer(
 out = Console()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(__version__, highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print agentrig's version and exit."),
+) -> None:
+    pass
+
+
 @app.command()
 def version() -> None:
     """Print agentrig's version."""
