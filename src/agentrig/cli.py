@@ -25,6 +25,20 @@ app = typer.Typer(
 out = Console()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(__version__, highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print agentrig's version and exit."),
+) -> None:
+    pass
+
+
 @app.command()
 def version() -> None:
     """Print agentrig's version."""
@@ -54,7 +68,17 @@ def doctor(
 
     raise typer.Exit(doctor_command(config=config, base_url=base_url, model=model, api_key_env=api_key_env,
                                     timeout_s=timeout_s, wire=wire, as_json=as_json, from_file=from_file,
-                                    sandbox=sandbox, kind=kind, bench=bench, out=out))
+                                    sandbox=sandbox, kind=kind, bench=bench, out=_doctor_console(as_json)))
+
+
+def _doctor_console(as_json: bool) -> Console:
+    """A terminal: its width, lines wrapped at spaces; a pipe or a log: no hard wraps at all (a
+    check's message stays one line, as `grep` expects), $COLUMNS or PIPE_WIDTH for any table."""
+    import sys
+
+    from .tables import output_console
+
+    return output_console(as_json, soft_wrap=not sys.stdout.isatty())
 
 
 @app.command()

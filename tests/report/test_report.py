@@ -184,7 +184,7 @@ def test_byte_budget_stops_embedding(demo_run, tmp_path):
 
 def test_pairs_of_sides():
     sides = [("a", Path("a"), "gold"), ("a", Path("a"), "noop"), ("b", Path("b"), "noop"), ("b", Path("b"), "new")]
-    assert pairs(sides) == [(0, 1), (1, 2), (0, 3)]
+    assert pairs(sides) == [(0, 1), (1, 2), (2, 3)]  # b:new against its own run's first arm (b:noop)
     assert pairs(sides[:1]) == []
 
 

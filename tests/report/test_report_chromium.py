@@ -245,11 +245,71 @@ async def test_charts_show_whole_distinct_labels_at_1400px(chromium, long_names_
     assert by_section["passk"]["keys"] == labels
     assert [x.split(" | ")[1] for x in by_section["gap"]["labels"]] == labels
     assert [x.split(" | ")[1] for x in by_section["failures"]["labels"]] == labels
-    # the A/B plot: one titled group per comparison (B − A, full names), its rows the metrics
+    # the A/B plot: one titled group per comparison (B − A, full names), its rows the metrics; each
+    # run's arms against its own first arm, as the demo's terminal report compares bash-text with bash-native
     groups = by_section["ab"]["groups"]
-    assert groups == [f"{b} − {labels[0]}" for b in labels[1:]]
-    assert f"{labels[4]} − {labels[0]} | Δpass^1" in by_section["ab"]["labels"]
-    assert [c for c, _ in banners if c != "banner info"] == ["differs"] * 4, banners  # no banner: a caption
+    assert groups == [f"{labels[1]} − {labels[0]}", f"{labels[2]} − {labels[0]}", f"{labels[4]} − {labels[3]}"]
+    assert f"{labels[4]} − {labels[3]} | Δpass^1" in by_section["ab"]["labels"]
+    assert [c for c, _ in banners if c != "banner info"] == ["differs"] * 3, banners  # no banner: a caption
     neutral = [t for c, t in banners if c == "differs"]
     assert all(t.startswith("What differs: ") for t in neutral), banners
     assert any("arm.agent.kind: gold → flaky-gold" in t for t in neutral), banners
+
+
+# -- long invalid causes do not squeeze the summary table ----------------------------------------
+
+LONG_CAUSES = [f"sandbox: the sandbox is not running (it ended or was killed) while {what} ran; "
+               "its last output: " + "x" * 60 for what in ("the agent's command", "the verifier", "the build",
+                                                         "the task's set-up")]
+
+SUMMARY_LAYOUT_JS = """
+(() => {
+  const t = document.querySelector('#summary table.data');
+  const heads = [...t.rows[0].cells];
+  const lines = (e) => { const r = document.createRange(); r.selectNodeContents(e);
+                         return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size; };
+  return {table: t.getBoundingClientRect().width, section: document.querySelector('#summary').getBoundingClientRect().width,
+          invalid: heads[2].getBoundingClientRect().width,
+          wrapped: heads.filter((h) => lines(h) > 1).map((h) => h.textContent),
+          shown: t.rows[1].cells[2].innerText, title: (t.rows[1].cells[2].querySelector('[title]') || {}).title || ''};
+})()
+"""
+
+
+@pytest.fixture(scope="module")
+def long_causes_report(demo_run, tmp_path_factory) -> Path:
+    """The demo run in which a few trials were first spoiled with long causes (as a sandbox's
+    are), then replayed: the summary lists the invalid attempts and their causes."""
+    from agentrig.store.store import Store
+    from agentrig.types import Verdict
+
+    where = tmp_path_factory.mktemp("causes")
+    target = where / "run"
+    target.mkdir()
+    shutil.copy(demo_run / "config.json", target / "config.json")
+    with Store.open(demo_run / "trials.sqlite", create=False) as src, Store.open(target / "trials.sqlite") as dst:
+        for name in ("run", "comparability", "config"):
+            value = src.get_meta(name)
+            if value is not None:
+                dst.set_meta(name, value)
+        causes = iter(LONG_CAUSES)
+        for rec in src.records():
+            cause = next(causes, None) if rec.key.arm == "gold" else None
+            if cause is not None:
+                dst.append(rec.model_copy(update={"verdict": Verdict(valid=False, invalid_cause=cause,
+                                                                     termination="sandbox_error")}))
+                rec = rec.model_copy(update={"attempt": 1})
+            dst.append(rec)
+    return write_report([target], where / "report.html")
+
+
+async def test_long_invalid_causes_keep_the_summary_table_whole(chromium, long_causes_report, tmp_path):
+    async with await Browser.launch(tmp_path / "profile", chromium) as browser:
+        page = await _open(browser, long_causes_report, 1280)
+        assert page.errors == []
+        layout = await page.eval(SUMMARY_LAYOUT_JS)
+    assert "invalid attempt(s)" in layout["shown"], layout
+    assert layout["table"] <= layout["section"] + 1, layout
+    assert layout["wrapped"] == [], layout  # no header squeezed onto two lines
+    assert layout["invalid"] < 0.25 * layout["table"], layout  # the causes wrap inside a narrow column
+    assert all(c[:40] in layout["shown"] + layout["title"] for c in LONG_CAUSES), layout  # every cause readable

@@ -290,7 +290,7 @@ def print_smoke(out: Console, report: SmokeReport) -> None:
         for c in a.roles:
             mark = Text("  ✓ ", style="green") if c.status == "ok" else Text("  ✗ ", style="red")
             code = f"{c.code}: " if c.code and c.status != "ok" else ""
-            out.print(mark + Text(f"{c.role:<7}{code}{c.detail}"))
+            out.print(mark + Text(f"{c.role:<7} {code}{c.detail}"))  # "analyst" is 7 letters: a space still follows
             if c.fix and c.status != "ok":
                 out.print(Text(f"      fix: {c.fix}", style="dim"))
     verdict = Text("smoke check passed: the full run can start", style="green") if report.ok else \

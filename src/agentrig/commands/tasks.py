@@ -5,11 +5,13 @@ picks the benchmark; every other argument goes to that benchmark's own command
     agentrig tasks list --domain airline              # τ²
     agentrig tasks list --bench terminal --tasks DIR  # a benchmark's own options
 
-``--help`` shows the benchmark's command help, then the ``--bench`` option.
+``--help`` with ``--bench KIND`` shows that benchmark's command help, ``--bench`` among its options;
+without it, this command's own help: ``--bench`` and where each benchmark's help is.
 """
 
 from __future__ import annotations
 
+import copy
 import sys
 import textwrap
 from typing import Any, Callable
@@ -33,33 +35,67 @@ def _bench_option() -> Any:
     return typer.Option(DEFAULT_KIND, "--bench", help=BENCH_HELP)
 
 
+def _has_command(kind: str, target: Callable[[Any], Any], path: list[str]) -> bool:
+    found = target(get_benchmark(kind))
+    if found is None or not path:
+        return found is not None
+    return isinstance(found, typer.Typer) and path[0] in typer.main.get_command(found).commands
+
+
+def _generic_help(ctx: typer.Context, prog: str, kinds: list[str]) -> None:
+    """``--help`` without ``--bench``: this command, its ``--bench`` option, and where each
+    benchmark's own options are shown (they differ: τ²'s --domain, terminal's --tasks, …)."""
+    width = 100
+    text = (ctx.command.help or "").split("\n\n")[0]
+    lines = [f"Usage: {prog} [--bench KIND] [OPTIONS]...", ""]
+    lines += textwrap.wrap(text, width - 2, initial_indent="  ", subsequent_indent="  ") + ["", "Options:"]
+    lines += textwrap.wrap(f"  --bench KIND  {BENCH_HELP}; playable: {', '.join(playable_kinds())}", width,
+                           subsequent_indent=" " * 16)
+    lines += ["  --help        Show this message and exit.", "",
+              "The other options are the benchmark's own; each benchmark's help shows them:"]
+    lines += [f"  {prog} --bench {kind} --help" + ("   (the default)" if kind == DEFAULT_KIND else "")
+              for kind in kinds]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _with_bench_option(ctx: typer.Context, command: Any, path: list[str]) -> None:
+    """Put ``--bench KIND`` among the options of the benchmark's command that ``path`` names, so its
+    ``--help`` lists it with the others (the dispatcher has already read it)."""
+    leaf = command
+    for name in path:
+        leaf = getattr(leaf, "commands", {}).get(name)
+        if leaf is None:  # the benchmark has no such command: its own message says so
+            return
+    option = copy.copy(next(p for p in ctx.command.params if p.name == "bench"))
+    option.expose_value, option.metavar, option.show_default = False, "KIND", False
+    option.help = f"{BENCH_HELP}; playable: {', '.join(playable_kinds())}"
+    leaf.params.insert(0, option)
+
+
 def _dispatch(ctx: typer.Context, kind: str, prog: str, target: Callable[[Any], Any], path: list[str],
               missing: str) -> None:
-    bench = get_benchmark(kind)
-    found = target(bench)
-    if found is None:
+    args = list(ctx.args)
+    if "--help" in args and getattr(ctx.get_parameter_source("bench"), "name", "") == "DEFAULT":
+        _generic_help(ctx, prog, [k for k in playable_kinds() if _has_command(k, target, path)])
+        raise typer.Exit(0)
+    if not _has_command(kind, target, path):
         raise ConfigError(f"the {kind} benchmark has no `{prog}` command ({missing}).\n"
                           f"  fix: choose another benchmark with --bench (playable: {', '.join(playable_kinds())})")
+    found = target(get_benchmark(kind))
     if not isinstance(found, typer.Typer):  # one function: a one-command app
         app = typer.Typer(pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None)
         app.command()(user_errors(found))
         found = app
     found.rich_markup_mode = None  # help texts are plain text, not Rich markup, as for every agentrig command
     command = classic_help(typer.main.get_command(found))
-    args = list(ctx.args)
-    asked_help = "--help" in args
+    if "--help" in args:
+        _with_bench_option(ctx, command, path)
     try:
         command.main(args=[*path, *args], prog_name=prog if not path else prog.rsplit(" ", 1)[0],
                      standalone_mode=True)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    if asked_help and code == 0:
-        here = ctx.command
-        text = (here.help or "").split("\n\n")[0]
-        lines = textwrap.wrap(text, 96) + [""] + textwrap.wrap(
-            f"  --bench KIND  {BENCH_HELP}; playable: {', '.join(playable_kinds())}", 96, subsequent_indent=" " * 16)
-        sys.stdout.write("\n" + "\n".join(lines) + "\n")
     raise typer.Exit(code)
 
 

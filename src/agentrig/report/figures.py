@@ -62,12 +62,20 @@ def _int(x: int | float | None) -> str:
     return "–" if x is None else f"{x:,.0f}"
 
 
+CAUSE_CHARS = 40  # of an invalid cause in the summary table (a sandbox's can run to hundreds); whole in its title
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
 def _figure_row(label: str, f: Figures, n: int, cost: float | None = None) -> dict[str, Any]:
-    causes = ", ".join(f"{c} ×{k}" for c, k in list(f.invalid_causes.items())[:4])
+    causes = ", ".join(f"{_clip(c, CAUSE_CHARS)} ×{k}" for c, k in list(f.invalid_causes.items())[:4])
+    causes_full = "; ".join(f"{c} ×{k}" for c, k in f.invalid_causes.items())
     return {
         "label": label, "scope": f.scope,
         "valid": f"{f.valid:,}/{f.trials_planned:,}", "invalid": f.invalid, "missing": f.missing,
-        "invalid_attempts": f.invalid_attempts, "invalid_causes": causes,
+        "invalid_attempts": f.invalid_attempts, "invalid_causes": causes, "invalid_causes_full": causes_full,
         "tasks": f"{f.tasks}/{f.tasks_planned}", "mean_reward": _num(f.mean_reward),
         "pass_1": est(f.pass_1), "pass_n": est(f.pass_n), "gap": est(f.gap_pp, percent=False),
         "mean_at_n": pct(f.mean_at_n), "mixed": pct(f.mixed_fraction, 0), "mixed_tasks": f.mixed_tasks,

@@ -103,19 +103,31 @@ def wanted_trials(arms: list[ArmView]) -> dict[str, set[tuple[str, str, int]]]:
 # -- A/B -------------------------------------------------------------------------------------------
 
 def pairs(sides: list[tuple[str, Path, str]]) -> list[tuple[int, int]]:
-    """Which sides to compare: ``sides`` = (run label, run dir, arm) in report order. Within the
-    first run, every arm against its first arm; each arm of a later run against the first run's
-    arm of the same name, else against the first run's first arm (a guess ``comparisons`` keeps
+    """Which sides to compare: ``sides`` = (run label, run dir, arm) in report order. Within each
+    run, every arm against the run's first arm (the comparison the experiment was written for:
+    e.g. the demo's bash-text against bash-native); an arm of a later run that the first run also
+    has, against that arm instead (the same arm in two runs). Only a later run's lone arm with no
+    namesake is compared across runs, with the first run's first arm (a guess ``comparisons`` keeps
     only when it is a controlled comparison)."""
     if len(sides) < 2:
         return []
     first_run = sides[0][0]
     base = {arm: i for i, (run, _, arm) in enumerate(sides) if run == first_run}
+    run_first: dict[str, int] = {}
+    run_size: dict[str, int] = {}
+    for i, (run, _, _) in enumerate(sides):
+        run_first.setdefault(run, i)
+        run_size[run] = run_size.get(run, 0) + 1
     out = []
     for i, (run, _, arm) in enumerate(sides):
-        if i == 0:
-            continue
-        j = 0 if run == first_run else base.get(arm, 0)
+        if run == first_run:
+            j = run_first[run]
+        elif arm in base:
+            j = base[arm]
+        elif run_size[run] > 1:
+            j = run_first[run]
+        else:
+            j = 0
         if i != j:
             out.append((j, i))
     return out[:MAX_COMPARISONS]
@@ -137,9 +149,9 @@ class Unpaired:
 
 
 def comparisons(sides: list[tuple[str, Path, str]], labels: list[str]) -> tuple[list[cmp.Comparison], list[Unpaired]]:
-    """The A/B comparisons of ``pairs``, and the guessed pairs left out (``Unpaired``): an arm of a
-    later run with no arm of its name in the first run is compared with the first run's first arm
-    only when nothing but the arms' own settings differs. A pair the user asked for by name (the
+    """The A/B comparisons of ``pairs``, and the guessed pairs left out (``Unpaired``): the lone arm
+    of a later run with no arm of its name in the first run is compared with the first run's first
+    arm only when nothing but the arms' own settings differs. A pair the user asked for by name (the
     same arm in two runs) or within a run is always made, its differences flagged."""
     out, unpaired = [], []
     for j, i in pairs(sides):

@@ -18,7 +18,7 @@ from agentrig.config import ROLES, ChannelConfig, RoleConfig, merge_layers, read
 from agentrig.errors import ConfigError
 from agentrig.plugins.base import PluginSettings
 
-from .experiment_settings import ArmSettings, Experiment, benchmark_kind, experiment_model, format_errors
+from .experiment_settings import ArmSettings, Experiment, benchmark_kind, experiment_model, format_errors, loose_values
 
 
 # ------------------------------------------------------------------------------------- loading
@@ -38,6 +38,9 @@ def load_experiment(path: str | Path) -> tuple[Experiment, Path]:
         exp = model.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(format_errors(exc, str(source), raw, model)) from None
+    loose = loose_values(model, raw, str(source))  # trials = "4": a type lax validation would convert
+    if loose:
+        raise ConfigError(loose)
     return exp, source  # type: ignore[return-value]
 
 

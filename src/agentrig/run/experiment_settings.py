@@ -239,3 +239,47 @@ def format_errors(exc: ValidationError, source: str, data: dict, model: type[Bas
             msg = "required, but missing"
         return f"{_where(loc, data)}: {msg}"
     return format_validation_error(exc, f"{source}: invalid experiment", line)
+
+
+# a number or a yes/no written as something else that pydantic's lax mode would convert silently
+# (trials = "4", send_seed = "true", max_steps = 4.0): refused, naming the field
+_STRICT_TYPES = {"int_type": "a whole number", "float_type": "a number", "bool_type": "true or false"}
+
+
+def loose_values(model: type[BaseModel], data: dict, source: str) -> str | None:
+    """The message for the file's values that only lax validation accepts (a number in quotes,
+    a whole number written as 4.0, a yes/no as a string), or None when every value has its type.
+    ``data`` has passed lax validation; only the types of numbers and yes/no are checked strictly
+    (a path stays a string, as TOML writes it)."""
+    try:
+        model.model_validate(data, strict=True)
+    except ValidationError as exc:
+        lines: dict[str, str] = {}
+        for err in exc.errors():
+            want = _STRICT_TYPES.get(err["type"])
+            if want is None:
+                continue
+            loc = tuple(p for p in err["loc"] if p not in ("int", "float", "bool", "str"))
+            where = _where(loc, data)
+            value = err.get("input")
+            shown = f'"{value}" (a string)' if isinstance(value, str) else repr(value)
+            hint = f"; write it without quotes: {loc[-1]} = {value.strip()}" if _bare(value, err["type"]) else ""
+            lines.setdefault(where, f"  - {where}: expected {want}, got {shown}{hint}")
+        if lines:
+            return "\n".join([f"{source}: invalid experiment", *lines.values()])
+    return None
+
+
+def _bare(value: object, kind: str) -> bool:
+    """``value`` is a string that, unquoted, is a TOML value of the wanted kind."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    if kind == "bool_type":
+        return text in ("true", "false")
+    try:
+        int(text) if kind == "int_type" else float(text)
+    except ValueError:
+        return False
+    return True
+

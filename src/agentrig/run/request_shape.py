@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentrig.channel.doctor.checks import RequestShape, estimate_tokens
+from agentrig.channel.doctor.checks import RequestShape, estimate_tokens, largest
 from agentrig.errors import AgentrigError
 
 def first_request_shapes(path: str | Path) -> tuple[dict[str, RequestShape], str | None]:
     """(role → the largest first request on it, a note when the file gives none). Only the agent
-    role is covered; a benchmark that says nothing of its first requests gives no shape (and says why)."""
+    role is covered: ``"agent"`` over every arm, and ``"ARM: agent"`` (as the doctor's uses name
+    it) for each arm's own, so an endpoint only some arms use is probed with (and names) theirs.
+    A benchmark that says nothing of its first requests gives no shape (and says why)."""
     from .experiment import load
 
     try:
@@ -30,18 +32,17 @@ def first_request_shapes(path: str | Path) -> tuple[dict[str, RequestShape], str
         return {}, f"the agent could not be built ({str(exc).splitlines()[0]}): a representative request is used"
     if requests is None:
         return {}, f"benchmark {r.exp.benchmark.kind!r}: a representative request is used"
-    best: RequestShape | None = None
-    tools, tools_where = [], ""
+    per_arm: dict[str, list[RequestShape]] = {}
     for req in requests:
         arm = next(a for a in r.arms if a.name == req.arm)
         max_tokens = arm.channel.resolve("agent", env={}).max_tokens
-        if len(req.tools) > len(tools):
-            tools, tools_where = list(req.tools), req.tools_where
-        shape = RequestShape(where=req.where, first_request_tokens=estimate_tokens(req.messages, req.tools),
-                             max_tokens=max_tokens)
-        if best is None or shape.first_request_tokens + (shape.max_tokens or 0) > \
-                best.first_request_tokens + (best.max_tokens or 0):
-            best = shape
-    if best is None:
+        per_arm.setdefault(req.arm, []).append(RequestShape(
+            where=req.where, first_request_tokens=estimate_tokens(req.messages, req.tools), max_tokens=max_tokens,
+            tools=list(req.tools), tools_where=req.tools_where))
+    overall = largest([s for shapes in per_arm.values() for s in shapes])
+    if overall is None:
         return {}, "no arm uses the LLM agent: a representative request is used"
-    return {"agent": best.model_copy(update={"tools": tools, "tools_where": tools_where})}, None
+    out = {"agent": overall}
+    for arm, shapes in per_arm.items():
+        out[f"{arm}: agent"] = largest(shapes)
+    return out, None

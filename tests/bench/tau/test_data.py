@@ -200,7 +200,7 @@ def test_unknown_split_and_task_ids_list_alternatives(tau2_root):
 
 def test_missing_root_and_domain(tau2_root, tmp_path, monkeypatch):
     monkeypatch.delenv(data.ENV_VAR, raising=False)
-    with pytest.raises(DataError, match="--data.*AGENTRIG_TAU2_DATA"):
+    with pytest.raises(DataError, match=r"AGENTRIG_TAU2_DATA.*\[benchmark\].*--data DIR"):
         data.resolve_data_root(None)
     (tmp_path / "stuff").mkdir()
     with pytest.raises(DataError, match=r"has no domains/ directory \(it holds: stuff/\)"):

@@ -97,7 +97,7 @@ def doctor(data: str | None, python: str | None, as_json: bool = False, console:
         sys.stdout.write(json.dumps({"ok": ok, "checks": checks}, indent=2) + "\n")
     else:
         for c in checks:
-            mark = "[green]ok[/]  " if c["ok"] else "[red]FAIL[/]"
+            mark = "[green]✓[/]" if c["ok"] else "[red]✗[/]"  # as every other check agentrig prints
             console.print(f"{mark} {escape(c['check'])}: {escape(str(c['detail']))}", soft_wrap=True)
             if not c["ok"] and c.get("fix"):
                 console.print(f"      fix: {escape(c['fix'])}", soft_wrap=True)

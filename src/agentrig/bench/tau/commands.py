@@ -71,7 +71,7 @@ def _root(data: Optional[Path], domain: str) -> Path | None:
 def tasks_list(
     domain: str = DomainOpt,
     data: Optional[Path] = DataOpt,
-    split: Optional[str] = typer.Option(None, "--split", "-s", help="only the tasks of this split"),
+    split: Optional[str] = typer.Option(None, "--split", "-s", help="only the tasks of this split (all: every task)"),
     json_out: bool = JsonOpt,
 ) -> None:
     """List a domain's tasks: id, what it tests, number of gold actions, reward basis."""
@@ -209,9 +209,10 @@ def _message_text(m: dict) -> str:
 def tasks_replay_gold(
     domain: str = DomainOpt,
     data: Optional[Path] = DataOpt,
-    split: Optional[str] = typer.Option(None, "--split", "-s", help="only the tasks of this split"),
+    split: Optional[str] = typer.Option(None, "--split", "-s", help="only the tasks of this split (all: every task)"),
     task_ids: Optional[list[str]] = typer.Option(None, "--task-id", help="only these tasks (repeatable)"),
-    dump_dir: Optional[Path] = typer.Option(None, "--dump-dir", help="write DIR/<domain>/<task>.agent.json (and .user.json)"),
+    dump_dir: Optional[Path] = typer.Option(None, "--dump-dir", metavar="DIR",
+                                                   help="write DIR/<domain>/<task>.agent.json (and .user.json)"),
     json_out: bool = JsonOpt,
 ) -> None:
     """Play each task's gold actions on a fresh environment: which actions error, which env
@@ -262,7 +263,7 @@ def tasks_replay_gold(
 def audit_command(
     domain: str = DomainOpt,
     data: Optional[Path] = DataOpt,
-    split: Optional[str] = typer.Option(None, "--split", "-s", help="only the tasks of this split"),
+    split: Optional[str] = typer.Option(None, "--split", "-s", help="only the tasks of this split (all: every task)"),
     json_out: bool = JsonOpt,
 ) -> None:
     """Leniency audit: the reward of the gold agent and of a do-nothing agent per task; tasks a

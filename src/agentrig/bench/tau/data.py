@@ -51,11 +51,14 @@ __all__ = [
 ENV_VAR = "AGENTRIG_TAU2_DATA"
 TASKS_FILE = "tasks.json"
 SPLITS_FILE = "split_tasks.json"  # tau2-bench: split_<stem of the tasks file>.json beside it
+# every command that reads τ² data can show it: name only what works where (``run`` has no --data)
 HOW_TO_SET = (
-    f"pass --data DIR, set `data = \"DIR\"` in the experiment TOML, or export {ENV_VAR}=DIR "
+    f"export {ENV_VAR}=DIR; or set `data = \"DIR\"` in the experiment's [benchmark] table (`agentrig run`); "
+    "or give --data DIR to `agentrig tasks …` and `agentrig audit` "
     "(DIR holds domains/ and user_simulator/, e.g. a tau2-bench checkout's data/tau2, "
     "or run `agentrig data pull tau2 --dest DIR`)"
 )
+ALL_SPLIT = "all"  # a split name that means every task of the file, as in an experiment's `split = "all"`
 
 # policy variants: name -> ((tag, file), ...). One file is used verbatim; several are each wrapped
 # in <tag>…</tag> and joined, the way tau2-bench builds telecom's policy.
@@ -108,11 +111,21 @@ def domain_dir(root: str | Path | None, domain: str) -> Path:
         raise DataError(f"no tau2-bench data root given for domain {domain!r}.\n  fix: {HOW_TO_SET}")
     domains = Path(root) / "domains"
     existing = sorted(p.name for p in domains.iterdir() if p.is_dir()) if domains.is_dir() else []
+    existing += [name for name in _builtin_domains() if name not in existing]  # playable without the root
     raise DataError(
         f"unknown domain {domain!r}: {did_you_mean(domain, existing)}no directory {path}.\n"
         f"  domains here: {_listing(_closest_first(domain, existing)) or 'none'}\n"
         f"  fix: pick one of those with --domain, or point the data root elsewhere ({HOW_TO_SET})"
     )
+
+
+def _builtin_domains() -> list[str]:
+    """The domains of the registry that ship inside the package (found without a data root)."""
+    try:
+        from .domains import available_domains
+    except ImportError:
+        return []
+    return [name for name in available_domains() if builtin_domain_dir(name) is not None]
 
 
 def builtin_domain_dir(domain: str) -> Path | None:
@@ -271,19 +284,22 @@ def select_tasks(
     split: str | None = None,
     task_ids: list[str] | tuple[str, ...] | None = None,
 ) -> list[Task]:
-    """The tasks of a split (None: all tasks of the file), optionally narrowed to ``task_ids``.
+    """The tasks of a split (None or "all": all tasks of the file), optionally narrowed to ``task_ids``.
 
     File order is kept. An unknown split or task id is a DataError listing what exists.
     A split's ids that the file lacks are skipped; a split none of whose ids exist is an error.
     """
     tasks = load_tasks(root, domain)
     where = f"domain {domain!r}"
+    splits = load_splits(root, domain) if split is not None else {}
+    if split == ALL_SPLIT and ALL_SPLIT not in splits:
+        split = None  # every task of the file
     if split is not None:
-        splits = load_splits(root, domain)
         if split not in splits:
+            named = [f'{k} ({len(v)})' for k, v in splits.items()] + [f"{ALL_SPLIT} ({len(tasks)})"]
             raise DataError(
                 f"unknown split {split!r} for {where}.\n"
-                f"  splits: {_listing(_closest_first(split, [f'{k} ({len(v)})' for k, v in splits.items()]))}\n"
+                f"  splits: {_listing(_closest_first(split, named))}\n"
                 "  fix: pick one of those with --split, or leave it out for every task"
             )
         wanted = set(splits[split])

@@ -28,6 +28,7 @@ from typing import Any
 
 from agentrig.errors import DataError
 
+from .data import HOW_TO_SET
 from .domain import DomainSpec
 from .state import cow_state, fresh_copy, load_db, materialize, shared_db
 from .toolkit import Toolkit, ToolOutcome
@@ -72,8 +73,8 @@ def find_db_file(directory: Path, names: tuple[str, ...], *, what: str, required
             return candidate
     if required:
         raise DataError(
-            f"{directory}: no {what} file (looked for {', '.join(names) or 'nothing'}); "
-            "point --data / AGENTRIG_TAU2_DATA at a tau2-bench data root holding domains/<name>/"
+            f"{directory}: no {what} file (looked for {', '.join(names) or 'nothing'}).\n"
+            f"  fix: use a tau2-bench data root holding domains/<name>/: {HOW_TO_SET}"
         )
     return None
 

@@ -51,6 +51,20 @@ class RequestShape(BaseModel):
     max_tokens: int | None = None
 
 
+def largest(shapes: list[RequestShape]) -> RequestShape | None:
+    """One shape for the doctor from several first requests: the largest request (with its
+    max_tokens), sent with the largest tool list among them (and whose tools those are)."""
+    best: RequestShape | None = None
+    tools, tools_where = [], ""
+    for shape in shapes:
+        if len(shape.tools) > len(tools):
+            tools, tools_where = list(shape.tools), shape.tools_where
+        if best is None or shape.first_request_tokens + (shape.max_tokens or 0) > \
+                best.first_request_tokens + (best.max_tokens or 0):
+            best = shape
+    return None if best is None else best.model_copy(update={"tools": tools, "tools_where": tools_where})
+
+
 def _tool(name: str, description: str, **props: str) -> dict:
     return {"type": "function", "function": {
         "name": name, "description": description,

@@ -8,6 +8,11 @@ from rich.markup import escape
 from agentrig.channel.doctor.diagnose import DoctorReport
 
 _MARK = {"pass": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]"}
+NO_MODEL = "(none given)"
+
+
+def _model(ep) -> str:
+    return ep.model or NO_MODEL
 
 
 def print_doctor(report: DoctorReport, console: Console) -> None:
@@ -15,11 +20,11 @@ def print_doctor(report: DoctorReport, console: Console) -> None:
         console.print(f"[bold]{len(report.endpoints)} (endpoint, model, wire) to check:[/]", highlight=False)
         for ep in report.endpoints:
             used = f"  used by {', '.join(ep.uses)}" if ep.uses else f"  roles {', '.join(ep.roles)}"
-            console.print(f"  {escape(ep.base_url)}  {escape(str(ep.model))}  {ep.wire}{escape(used)}", highlight=False)
+            console.print(f"  {escape(ep.base_url)}  {escape(_model(ep))}  {ep.wire}{escape(used)}", highlight=False)
     for ep in report.endpoints:
         wire = f"  wire {ep.wire}" if ep.wire != "chat" else ""
         console.print(
-            f"\n[bold]{escape(ep.base_url)}[/]  model [cyan]{escape(str(ep.model))}[/]{wire}  roles {escape(', '.join(ep.roles))}",
+            f"\n[bold]{escape(ep.base_url)}[/]  model [cyan]{escape(_model(ep))}[/]{wire}  roles {escape(', '.join(ep.roles))}",
             highlight=False,
         )
         for c in ep.checks:

@@ -57,6 +57,7 @@ from agentrig.channel.doctor.checks import (
     check_agent_tools,
     check_prompt_growth,
     check_window,
+    largest,
     server_check,
 )
 from agentrig.channel.servers import identify
@@ -354,16 +355,24 @@ def endpoint_groups(config: ChannelConfig, env: Mapping[str, str] | None = None)
 async def run_doctor(config: ChannelConfig | None, env: Mapping[str, str] | None = None,
                      shapes: Mapping[str, RequestShape] | None = None,
                      targets: list[tuple[ResolvedRole, list[str], list[str]]] | None = None) -> DoctorReport:
-    """``shapes``: role → what the experiment sends first on it (the agent's request, …);
+    """``shapes``: role (or ``"ARM: role"``) → what the experiment sends first on it (the agent's request, …);
     ``targets``: (settings, roles, uses) to check instead of the configured roles of ``config``
     (an experiment's arms: ``run/doctor_targets.py``)."""
     if targets is None:
         targets = [(rr, roles, []) for rr, roles in endpoint_groups(config or ChannelConfig(), env)]
     shapes = shapes or {}
 
-    def shape_of(roles: list[str]) -> RequestShape | None:
-        return next((shapes[r] for r in roles if r in shapes), None)
+    def shape_of(roles: list[str], uses: list[str]) -> RequestShape | None:
+        """The first requests of the arms that use this endpoint (``"ARM: role"`` keys), else the
+        experiment's for the role."""
+        for r in roles:
+            mine = [shapes[u] for u in uses if u.endswith(f": {r}") and u in shapes]
+            if mine:
+                return largest(mine)
+            if r in shapes:
+                return shapes[r]
+        return None
 
-    reports = await asyncio.gather(*(diagnose(rr, roles, env, shape_of(roles), uses)
+    reports = await asyncio.gather(*(diagnose(rr, roles, env, shape_of(roles, uses), uses)
                                      for rr, roles, uses in targets))
     return DoctorReport(ok=all(r.ok for r in reports), endpoints=list(reports))
