@@ -9,6 +9,10 @@ A worker is started once and reused trial after trial (the import of AppWorld, ~
 each trial opens its task's world anew, which resets it. Requests are JSON lines over the worker's
 pipes, one at a time.
 
+A worker dies with the process that started it, even in the middle of a request (a lifeline pipe:
+see ``engine/worker.py``), and the scratch directories a runner killed by SIGKILL left behind are
+removed by the next process that starts workers (``reap_scratch``).
+
 Faults of the worker are infrastructure faults (``WorkerError``): the process died or closed its
 pipe, an answer was not JSON, or a request outlived its timeout (the worker is then killed: a
 hung world). The trial that met one is invalid and replayed; the worker is discarded and the
@@ -28,6 +32,7 @@ import signal
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -114,13 +119,17 @@ def reap_scratch(where: Path | None = None) -> list[Path]:
     return removed
 
 
+_SCRATCH_LOCK = threading.Lock()  # workers start in parallel threads: one directory per process
+
+
 def _scratch_parent() -> Path:
-    if not _SCRATCH or not _SCRATCH[0].is_dir():
-        reap_scratch()
-        parent = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
-        (parent / "owner").write_text(f"{os.getpid()}@{_boot_id()}\n", encoding="utf-8")
-        _SCRATCH[:] = [parent]
-    return _SCRATCH[0]
+    with _SCRATCH_LOCK:
+        if not _SCRATCH or not _SCRATCH[0].is_dir():
+            reap_scratch()
+            parent = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+            (parent / "owner").write_text(f"{os.getpid()}@{_boot_id()}\n", encoding="utf-8")
+            _SCRATCH[:] = [parent]
+        return _SCRATCH[0]
 
 
 class Worker:
@@ -371,6 +380,7 @@ def close_pools() -> None:
     their scratch directories."""
     for pool in _POOLS.values():
         pool.close()
-    for parent in _SCRATCH:
-        shutil.rmtree(parent, ignore_errors=True)
-    _SCRATCH.clear()
+    with _SCRATCH_LOCK:
+        for parent in _SCRATCH:
+            shutil.rmtree(parent, ignore_errors=True)
+        _SCRATCH.clear()

@@ -23,6 +23,7 @@ from agentrig.errors import AgentrigError
 from .env import ENGINE_DIR
 
 SCRIPT = ENGINE_DIR / "synthetic.py"
+SOURCES = (SCRIPT, ENGINE_DIR / "synthetic_tasks.py")  # what the data is made from (the tests' cache key)
 VARIANTS = ("solution", "wrong_answer", "collateral")
 
 
