@@ -5,7 +5,7 @@
   missing (``agentrig appworld setup``; a minute with a warm pip cache). When it cannot be had the
   tests SKIP, except under CI (``CI=true``), where they FAIL.
 - ``synthetic_root``: ``bench/appworld/synthetic.build`` run once into a cache directory keyed by
-  the builder's source and the AppWorld version (``.appworld-test-data/``, git-ignored); pytest-xdist
+  the builder's sources and the AppWorld version (``.appworld-test-data/``, git-ignored); pytest-xdist
   workers share it (a file lock).
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.bench.appworld import env as aw_env
-from agentrig.bench.appworld.synthetic import SCRIPT, build
+from agentrig.bench.appworld.synthetic import SOURCES, build
 
 REPO = Path(__file__).resolve().parents[3]
 VENV = REPO / ".venv-appworld"
@@ -63,7 +63,8 @@ def appworld_python() -> Path:
 @pytest.fixture(scope="session")
 def synthetic_root(appworld_python: Path) -> Path:
     status = aw_env.check(appworld_python)
-    key = hashlib.blake2b(SCRIPT.read_bytes() + str(status.appworld).encode(), digest_size=8).hexdigest()
+    key = hashlib.blake2b(b"".join(p.read_bytes() for p in SOURCES) + str(status.appworld).encode(),
+                          digest_size=8).hexdigest()
     root = CACHE / key
     with _locked(CACHE / f".{key}.lock"):
         if not (root / "synthetic.json").is_file():

@@ -2,7 +2,11 @@
 agent → the channel → a real local endpoint that plays each synthetic task's code → pooled
 workers in AppWorld's own venv → AppWorld's own ``world.evaluate()`` → the SQLite store.
 
-- ``oracle`` passes every task; ``noop`` fails every task but the lenient one;
+The synthetic tasks have the shape of AppWorld's real ones (engine/synthetic.py): every task has
+``assert answers match.`` (a no-op fails it) and ``assert model changes match <models>.``; the
+oracle runs the whole compiled solution (helpers and all) as AppWorld's ``verify`` does.
+
+- ``oracle`` passes every task; ``noop`` fails every task;
 - the LLM code agent solves every task in native and text mode;
 - a wrong answer and a collateral change fail, with AppWorld's own test names (the evaluation's
   requirements), classified ``wrong_answer`` / ``collateral_change``;
@@ -34,7 +38,6 @@ from agentrig.testing.killed_run import valid_count
 
 KEY_ENV = "AGENTRIG_APPWORLD_TEST_KEY"
 KEY = "sk-appworld-test-5d1f0c9a7e"
-LENIENT = "8d4f3ab_1"
 ARMS = {  # arm → (agent table, model)
     "oracle": ('{ kind = "oracle" }', None),
     "noop": ('{ kind = "noop" }', None),
@@ -113,12 +116,13 @@ def clean_and_faulty(tmp_path_factory, synthetic_root, appworld_python):
 def test_reference_and_llm_agents_through_the_engine(clean_and_faulty, synthetic_root):
     from agentrig.bench.appworld.synthetic import load
 
-    tasks = set(load(synthetic_root)["tasks"])
+    spec = load(synthetic_root)["tasks"]
+    tasks = set(spec)
     got = outcomes(clean_and_faulty["clean"])
     assert {t for (_a, t, _i) in got} == tasks
     for task in tasks:
         assert got[("oracle", task, 0)] == 1.0, task
-        assert got[("noop", task, 0)] == (1.0 if task == LENIENT else 0.0), task
+        assert got[("noop", task, 0)] == 0.0, task
         assert got[("native", task, 0)] == 1.0 and got[("text", task, 0)] == 1.0, task
         assert got[("memory", task, 0)] == 1.0, task
         assert got[("wrong", task, 0)] == 0.0 and got[("collateral", task, 0)] == 0.0, task
@@ -130,24 +134,25 @@ def test_reference_and_llm_agents_through_the_engine(clean_and_faulty, synthetic
             assert any(c.role == "memory" for c in r.trajectory.model_calls)
         if r.key.arm == "text":  # one python block per reply, each run in the world, no format errors
             assert r.trajectory.counters.get("format_errors", 0) == 0
-            assert sum(1 for e in r.trajectory.events if e.kind == "execute") == 3
+            assert sum(1 for e in r.trajectory.events if e.kind == "execute") == len(spec[r.key.task_id]["steps"])
 
 
 def test_wrong_answer_and_collateral_change_fail_with_appworld_test_names(clean_and_faulty):
     bench = get_benchmark("appworld")
     by = {(r.key.arm, r.key.task_id): r for r in records(clean_and_faulty["clean"])}
     wrong = by[("wrong", "6b2d1ef_1")]
-    assert failed_tests(wrong) == ["assert the answer matches the number of notes with the tag"]
+    assert failed_tests(wrong) == ["assert answers match."]
     assert bench.classify(wrong, None).primary == "wrong_answer"
-    assert "6b2d1ef_1::assert the answer matches the number of notes with the tag" in wrong.verdict.reward_info.components
+    assert "6b2d1ef_1::assert answers match." in wrong.verdict.reward_info.components
     note = by[("wrong", "5a1c0de_1")]
     assert failed_tests(note) == ["assert the added note has the requested title and content"]
     assert bench.classify(note, None).primary == "wrong_state"
-    for task in ("5a1c0de_1", "5a1c0de_2", "6b2d1ef_1"):
+    for task in ("5a1c0de_1", "5a1c0de_2", "6b2d1ef_1", "8d4f3ab_1"):  # AppWorld's real "nothing else changed" names
         collateral = by[("collateral", task)]
         names = failed_tests(collateral)
-        assert names and all(n.startswith("assert no model other than") for n in names), (task, names)
-        assert bench.classify(collateral, None).primary == "collateral_change"
+        assert names and all(n.startswith(("assert model changes match", "assert no model changes")) for n in names), \
+            (task, names)
+        assert bench.classify(collateral, None).primary == "collateral_change", (task, names)
     noop = by[("noop", "5a1c0de_1")]
     label = bench.classify(noop, None)
     assert label.primary == "never_completed" and "wrong_state" in label.secondary
@@ -171,7 +176,7 @@ def test_smoke_transcript_shows_code_output_and_tests(clean_and_faulty):
     assert labels.count("code") == 3 and labels.count("output") == 3 and labels[-1] == "tests"
     assert lines[-1][1].startswith("2/2 passed: task success")
     wrong = bench.smoke_transcript(by[("wrong", "6b2d1ef_1")])[-1][1]
-    assert "failed: assert the answer matches the number of notes with the tag" in wrong
+    assert "failed: assert answers match." in wrong
     assert bench.smoke_problem(by[("text", "6b2d1ef_1")]) is None
 
 
@@ -184,14 +189,13 @@ def test_analyze_shows_task_and_scenario_goal_completion(clean_and_faulty):
 
     arms = json.loads(done.stdout)["arms"]
     assert arms["oracle"]["figures"]["goal_completion"] == {"task_goal_completion": 1.0, "scenario_goal_completion": 1.0}
-    # noop passes the lenient task only: 1 of 5 tasks, 1 of 4 scenarios
-    assert arms["noop"]["figures"]["goal_completion"] == pytest.approx(
-        {"task_goal_completion": 0.2, "scenario_goal_completion": 0.25})
+    # noop passes no task: each has `assert answers match.`, which a task never completed fails
+    assert arms["noop"]["figures"]["goal_completion"] == {"task_goal_completion": 0.0, "scenario_goal_completion": 0.0}
     shown = subprocess.run([exe, "analyze", str(clean_and_faulty["clean"])], capture_output=True, text=True,
                            timeout=300, env={**os.environ, "COLUMNS": "200"}).stdout
-    assert "AppWorld goal completion" in shown and "25.0%" in shown
+    assert "AppWorld goal completion" in shown and "100.0%" in shown and "0.0%" in shown
     html = (clean_and_faulty["clean"] / "report.html").read_text(encoding="utf-8")  # the run's report draws it too
-    assert "AppWorld goal completion" in html and "25.0%" in html
+    assert "AppWorld goal completion" in html and "100.0%" in html
 
 
 def test_export_appworlds_evaluation_document(clean_and_faulty, tmp_path):
@@ -202,10 +206,11 @@ def test_export_appworlds_evaluation_document(clean_and_faulty, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     noop = json.loads((tmp_path / "noop" / "evaluation.json").read_text())
-    assert noop["aggregate"] == {"task_goal_completion": 20.0, "scenario_goal_completion": 25.0}
+    assert noop["aggregate"] == {"task_goal_completion": 0.0, "scenario_goal_completion": 0.0}
     one = noop["reruns"][0]["individual"]["6b2d1ef_1"]
     assert one["success"] is False and one["difficulty"] == 1 and one["num_tests"] == 2
-    assert [f["requirement"] for f in one["failures"]] == ["assert the answer matches the number of notes with the tag"]
+    assert [f["requirement"] for f in one["failures"]] == ["assert answers match."]
+    assert [(p["requirement"], p["label"]) for p in one["passes"]] == [("assert no model changes.", "no_op_pass")]
     assert one["failures"][0]["label"] == "no_op_fail" and "test.answer" in one["failures"][0]["trace"]
     oracle = json.loads((tmp_path / "oracle" / "evaluation.json").read_text())
     assert oracle["aggregate"] == {"task_goal_completion": 100.0, "scenario_goal_completion": 100.0}
@@ -316,7 +321,7 @@ def test_sigkill_of_the_runner_then_resume_stores_every_trial_once(tmp_path, syn
     assert all(after[k] == v for k, v in before.items())
 
 
-def test_audit_oracle_passes_and_noop_fails_but_the_lenient_task(synthetic_root, appworld_python):
+def test_audit_oracle_passes_and_noop_fails(synthetic_root, appworld_python):
     import json
 
     exe = str(Path(sys.executable).with_name("agentrig"))
@@ -324,8 +329,8 @@ def test_audit_oracle_passes_and_noop_fails_but_the_lenient_task(synthetic_root,
                            str(appworld_python), "--json"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = {r["task"]: r for r in json.loads(done.stdout)}
-    assert set(rows) == {"5a1c0de_1", "5a1c0de_2", "6b2d1ef_1", "7c3e2fa_1", LENIENT}
-    assert all(r["oracle"] is True and r["noop"] is (t == LENIENT) for t, r in rows.items())
+    assert set(rows) == {"5a1c0de_1", "5a1c0de_2", "6b2d1ef_1", "7c3e2fa_1", "8d4f3ab_1"}
+    assert all(r["oracle"] is True and r["noop"] is False for r in rows.values()), rows
     missing = subprocess.run([exe, "tasks", "list", "--bench", "appworld", "--data", str(synthetic_root / "nope")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1 and "appworld download data" in missing.stderr and "Traceback" not in missing.stderr
@@ -355,9 +360,10 @@ def test_limits_and_format_errors_end_the_trial_which_appworld_still_judges(tmp_
     limited, chatty = by["limited"], by["chatty"]
     assert limited.verdict.termination == "limits_exceeded"
     assert sum(1 for e in limited.trajectory.events if e.kind == "execute") == 2  # logged in, deleted; never completed
-    # judged by AppWorld all the same, on the end state only: the note was deleted and nothing else
-    # changed, so its tests pass although the task was never marked complete (as AppWorld scores it)
-    assert limited.verdict.reward == 1.0 and limited.verdict.reward_info.notes["completed"] == "false"
+    # judged by AppWorld all the same: the note was deleted and nothing else changed, so those tests
+    # pass; the task was never marked complete, so `assert answers match.` fails (as AppWorld scores it)
+    assert limited.verdict.reward == 0.0 and limited.verdict.reward_info.notes["completed"] == "false"
+    assert failed_tests(limited) == ["assert answers match."]
     assert chatty.verdict.termination == "format_errors" and chatty.trajectory.counters["format_errors"] == 2
     assert not any(e.kind == "execute" for e in chatty.trajectory.events)
     assert get_benchmark("appworld").smoke_problem(chatty).startswith("the model's replies could not be run as code")

@@ -4,6 +4,7 @@ agent's reply parsing, the verdict from a TestTracker dict, the failure classes,
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -61,9 +62,18 @@ def test_tasks_of_a_dataset(tmp_path, monkeypatch):
     assert scenario_of("50e1ac9_12") == "50e1ac9"
 
 
-def test_the_oracle_plays_the_solution_body(tmp_path):
+def test_the_oracle_plays_the_whole_compiled_solution_as_appworlds_verify(tmp_path):
+    # AppWorld's verify runs the whole compiled_solution.py (imports, helpers) and then calls
+    # solution(apis, requester); the canary line is dropped as GroundTruth.load drops it
     root = _tree(tmp_path)
-    assert solution_code(root, "abc1234_1") == "a = 1\nif a:\n    apis.supervisor.complete_task()\n"
+    gt = root / "data" / "tasks" / "abc1234_1" / "ground_truth"
+    gt.joinpath("compiled_solution.py").write_text(
+        "# Canary String: appworld:x\nfrom x import y\n\n\ndef helper() -> int:\n    return 1\n\n\n"
+        "def solution(apis, requester) -> None:\n    if helper():\n        apis.supervisor.complete_task()\n")
+    assert solution_code(root, "abc1234_1") == (
+        "from x import y\n\n\ndef helper() -> int:\n    return 1\n\n\n"
+        "def solution(apis, requester) -> None:\n    if helper():\n        apis.supervisor.complete_task()\n"
+        "\nsolution(apis, requester)\n")
     assert solution_code(root, "abc1234_2") is None
 
 
@@ -106,6 +116,24 @@ def test_failed_tests_map_to_classes():
     assert classify_failed_tests(["assert the note was added", "assert answers match"]) == ["wrong_state", "wrong_answer"]
 
 
+@pytest.mark.parametrize("requirement,cls", [
+    # AppWorld's real test names (its tasks' evaluation.py)
+    ("assert answers match.", "wrong_answer"),
+    ("assert model changes match simple_note.Note.", "collateral_change"),
+    ("assert model changes match", "collateral_change"),  # the first line of a long one
+    ("assert model changes match\namazon.Product, amazon.Order,\nignoring amazon.CartEntry.", "collateral_change"),
+    ("assert model changes match venmo.Transaction, venmo.Notification,\nvenmo.User, ignoring venmo.PaymentCard.",
+     "collateral_change"),
+    ("assert no model changes.", "collateral_change"),
+    ("obtain added, updated, removed splitwise.Expense records using models.changed_records,\n"
+     "and assert 0 were updated or removed.", "wrong_state"),
+    ("assert 0 venmo.PaymentCard records have been updated or deleted using\nmodels.changed_records.", "wrong_state"),
+    ("assert the added transaction has amount public_data.amount.", "wrong_state"),
+])
+def test_appworlds_real_test_names_map_to_classes(requirement, cls):
+    assert classify_failed_tests([requirement]) == [cls]
+
+
 def test_clip_keeps_head_and_tail():
     text, omitted = clip("a" * 100 + "b" * 100, 60)
     assert text.startswith("a" * 40) and text.endswith("b" * 20) and omitted == 140
@@ -144,7 +172,8 @@ def test_workers_leave_no_scratch_directory_behind(appworld_python, synthetic_ro
     pool.close_pools()  # this test process may hold pools of earlier tests (pytest-xdist runs many files in one)
     worker = pool.Worker._start(appworld_python, synthetic_root)
     parent = pool._scratch_parent()
-    assert [p.name.startswith("world-") for p in parent.iterdir()] == [True]
+    assert [p.name.startswith("world-") for p in parent.iterdir() if p.is_dir()] == [True]
+    assert (parent / "owner").read_text().startswith(f"{os.getpid()}@")  # whose it is (reap_scratch)
     worker.kill()
     pool.close_pools()
     assert not parent.exists()

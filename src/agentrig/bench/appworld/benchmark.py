@@ -8,8 +8,10 @@ in a pooled worker of AppWorld's own environment (``pool.py``, ``env.py``), judg
 ``world.evaluate()``. Agents: ``llm`` (our code agent), ``oracle``, ``noop``.
 
 The failure taxonomy reads the failed tests' requirements (AppWorld's own test names): a failed
-answer test is ``wrong_answer``; a failed "nothing else changed" test (``changed_model_names``,
-"other than", "no other") is ``collateral_change``; other failed tests ``wrong_state``; plus the
+answer test (AppWorld's ``assert answers match.``) is ``wrong_answer``; a failed "nothing else
+changed" test — one about which models changed: AppWorld's ``assert model changes match <models>.``,
+``changed_model_names``, "no model other than", "nothing else" — is ``collateral_change``; other
+failed tests (a record's content, ``models.changed_records`` counts) ``wrong_state``; plus the
 terminations (``never_completed``, limits, format errors, context overflow, timeout). The action
 sequence for divergence is the trial's executed code, whitespace-normalised.
 """
@@ -50,8 +52,18 @@ VIEWER_HINTS: dict[str, Any] = {
         "agent.format_error": {"label": "format error", "fields": ["problem"], "text": "reply"},
     },
 }
-_COLLATERAL = re.compile(r"changed_model_names|other than|no other|nothing else|no model", re.I)
-_ANSWER = re.compile(r"\banswer", re.I)
+# A "nothing else changed" test is one about WHICH models changed, not about the records of one: AppWorld's
+# real tasks say "assert model changes match <models>." (or "assert no model changes."), and
+# "models.changed_model_names" is the call that checks it; "models.changed_records" (one model's added,
+# updated, removed records) is a test of the end state. Matched on the requirement with its whitespace
+# collapsed, case-insensitively.
+_COLLATERAL = re.compile(
+    r"changed_model_names"                      # the API that lists the changed models
+    r"|\bmodel(?:s)?\s+(?:changes|changed)\b"   # "model changes match …", "no models changed"
+    r"|\bchanged\s+models?\b"                   # "the changed models are …"
+    r"|\bno\s+(?:other\s+)?models?\b"           # "no model other than … was changed"
+    r"|\bother\s+than\b|\bno\s+other\b|\bnothing\s+else\b", re.I)
+_ANSWER = re.compile(r"\banswers?\b", re.I)
 
 
 def task_hash(root: Path, task_id: str) -> str:
@@ -67,7 +79,8 @@ def task_hash(root: Path, task_id: str) -> str:
 def classify_failed_tests(names: list[str]) -> list[str]:
     classes = []
     for name in names:
-        c = "collateral_change" if _COLLATERAL.search(name) else "wrong_answer" if _ANSWER.search(name) else "wrong_state"
+        text = " ".join(name.split())
+        c = "collateral_change" if _COLLATERAL.search(text) else "wrong_answer" if _ANSWER.search(text) else "wrong_state"
         if c not in classes:
             classes.append(c)
     return classes
@@ -100,10 +113,34 @@ class AppWorldBenchmark(Benchmark):
     def check(self, exp: Any, source: Path, selection: Selection) -> None:
         from .env import check, resolve_python
 
+        self._check_oracles(exp, source, selection)
         status = check(resolve_python(exp.benchmark.python))
         if not status.ok:
             where = "[benchmark] python" if exp.benchmark.python else "the AppWorld environment"
             raise ConfigError(f"{source}: {where}: {status.problem}.\n  fix: {status.fix}")
+
+    @staticmethod
+    def _check_oracles(exp: Any, source: Path, selection: Selection) -> None:
+        """An ``oracle`` arm plays each task's ground-truth solution; AppWorld ships none for its test
+        sets, and there the oracle would store valid reward-0 trials that count in pass^k: refused."""
+        from .data import SOLUTION_FILES, solution_code
+
+        oracles = [a.name for a in exp.arms if a.agent.kind == "oracle"]
+        if not oracles:
+            return
+        root = Path(selection.data_root)
+        ids = [t.id for _, t in selection.tasks]
+        without = [t for t in ids if solution_code(root, t) is None]
+        if without:
+            b = exp.benchmark
+            shown = ", ".join(without[:5]) + (f" … ({len(without)} in all)" if len(without) > 5 else "")
+            raise ConfigError(
+                f"{source}: arm {oracles[0]!r} (agent kind \"oracle\") plays each task's ground-truth solution, but "
+                f"{len(without)} of the {len(ids)} selected task(s) of the {b.dataset!r} split ship none "
+                f"({shown}: no ground_truth/{' or '.join(SOLUTION_FILES)} defining solution()); AppWorld ships "
+                "solutions for train and dev only, and the oracle's trials there would all score 0.\n"
+                f"  fix: play the oracle on the train or dev split (dataset = \"dev\"), or remove the arm "
+                f"(`agentrig audit --bench appworld --dataset {b.dataset}` shows which tasks have a solution)")
 
     # -- runs -------------------------------------------------------------------------------
     def comparability(self, r: Any) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 ``agentrig tasks list|show --bench appworld``.
 
     agentrig appworld setup [--env DIR]          # AppWorld's venv: pip install appworld, appworld install
-    agentrig appworld doctor [--data DIR]        # is the environment ready, is the data there, does a world open
+    agentrig appworld doctor [--data DIR]        # environment ready? data there? every task readable? a world opens?
     agentrig appworld synthetic DIR              # a small synthetic data/ tree (no download; for trying it out)
     agentrig tasks list --bench appworld [--data DIR] [--dataset dev]
     agentrig tasks show --bench appworld TASK_ID [--data DIR]
@@ -26,7 +26,7 @@ from agentrig.cli_errors import user_errors
 from agentrig.errors import AgentrigError, ConfigError
 
 from . import env as aw_env
-from .data import DOWNLOAD_FIX, ENV_VAR, dataset_ids, load_task, load_tasks, resolve_root, root_problem
+from .data import DOWNLOAD_FIX, ENV_VAR, dataset_ids, load_task, load_tasks, resolve_root, root_problem, task_problem
 from .settings import DATASETS
 
 out = Console(highlight=False)
@@ -63,7 +63,7 @@ def setup_command(env: Optional[Path] = EnvOpt,
 @user_errors
 def synthetic_command(root: Path = typer.Argument(..., help="where to write data/ and synthetic.json"),
                       python: Optional[str] = PythonOpt) -> None:
-    """Build a small synthetic AppWorld data/ tree with AppWorld's own models (five tasks over Simple Note)."""
+    """Build a small synthetic AppWorld data/ tree in the real shape, with AppWorld's own code (five tasks, two apps)."""
     from .synthetic import build
 
     py = aw_env.resolve_python(python)
@@ -90,8 +90,12 @@ def doctor(data: str | None, python: str | None, as_json: bool = False, console:
                        "fix": None if ids else DOWNLOAD_FIX})
     except AgentrigError as exc:
         checks.append({"check": "data", "ok": False, "detail": str(exc).split("\n")[0], "fix": DOWNLOAD_FIX})
-    if status.ok and root is not None and checks[-1]["ok"]:
-        checks.append(_world_check(py, root))
+    good: str | None = None
+    if root is not None and checks[-1]["ok"]:
+        tasks_check, good = _tasks_check(root)
+        checks.append(tasks_check)
+    if status.ok and root is not None and good is not None:
+        checks.append(_world_check(py, root, good))
     ok = all(c["ok"] for c in checks)
     if as_json:
         sys.stdout.write(json.dumps({"ok": ok, "checks": checks}, indent=2) + "\n")
@@ -105,13 +109,27 @@ def doctor(data: str | None, python: str | None, as_json: bool = False, console:
     return 0 if ok else 1
 
 
-def _world_check(python: Path, root: Path) -> dict:
-    from .pool import EngineError, WorkerError, WorkerPool
+def _tasks_check(root: Path) -> tuple[dict, str | None]:
+    """Every task of every dataset read cheaply (its specs.json, its metadata.json): each unreadable
+    file named. Returns the check and the first whole task (for the world check), if any."""
+    ids = list(dict.fromkeys(i for d in DATASETS if (root / "data" / "datasets" / f"{d}.txt").is_file()
+                             for i in dataset_ids(root, d)))
+    if not ids:
+        return {"check": "tasks", "ok": False, "detail": "no task listed in any dataset", "fix": DOWNLOAD_FIX}, None
+    problems = {t: p for t in ids if (p := task_problem(root, t)) is not None}
+    good = next((t for t in ids if t not in problems), None)
+    if not problems:
+        return {"check": "tasks", "ok": True, "fix": None, "detail": f"{len(ids)} task(s) read"}, good
+    shown = "; ".join(list(problems.values())[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+    fix = ("restore the file(s) named from a fresh download — `appworld download data --root NEWDIR` "
+           "(in the AppWorld environment), then copy them over or point [benchmark] data / "
+           f"${ENV_VAR} at NEWDIR — or remove those task ids from {root}/data/datasets/*.txt")
+    return {"check": "tasks", "ok": False, "fix": fix, "bad": sorted(problems),
+            "detail": f"{len(problems)} of {len(ids)} task(s) unreadable: {shown}"}, good
 
-    first = next((i for d in DATASETS if (root / "data" / "datasets" / f"{d}.txt").is_file()
-                  for i in dataset_ids(root, d)), None)
-    if first is None:
-        return {"check": "world", "ok": False, "detail": "no task listed in any dataset", "fix": DOWNLOAD_FIX}
+
+def _world_check(python: Path, root: Path, first: str) -> dict:
+    from .pool import EngineError, WorkerError, WorkerPool
 
     async def probe() -> dict:
         pool = WorkerPool(python, root, 1)
@@ -191,7 +209,7 @@ def audit_command(data: Optional[str] = DataOpt,
                     try:
                         code = solution_code(root, t.id)
                         if code is not None:
-                            await w.call("open", task_id=t.id, exec_timeout_s=100, timeout_s=300)
+                            await w.call("open", task_id=t.id, exec_timeout_s=100, raise_on_failure=False, timeout_s=300)
                             await w.call("execute", code=code, timeout_s=160)
                             row["oracle"] = bool((await w.call("evaluate", timeout_s=300))["success"])
                         await w.call("open", task_id=t.id, exec_timeout_s=100, timeout_s=300)

@@ -4,7 +4,9 @@
     ROOT/data/tasks/<id>/specs.json           instruction, supervisor, datetime, db_version
     ROOT/data/tasks/<id>/ground_truth/        metadata.json (difficulty, num_apps,
                                               num_solution_code_lines), evaluation.py, and for
-                                              train/dev the solution (solution.py, compiled_solution.py)
+                                              train/dev the solution (solution.py in generator form,
+                                              compiled_solution.py: a module whose solution(apis,
+                                              requester) the oracle calls, as AppWorld's verify does)
 
 The root comes from ``[benchmark] data``, else ``$APPWORLD_ROOT``; a missing tree is a
 ``ConfigError`` that names ``appworld download data``.
@@ -15,7 +17,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import textwrap
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -118,11 +119,18 @@ def load_tasks(root: Path, dataset: str, task_ids: list[str] | None = None,
     return [load_task(root, t, dataset) for t in ids]
 
 
+CANARY_PREFIX = "# Canary String:"
+SOLUTION_FILES = ("compiled_solution.py", "solution.py")
+TASK_KEYS = ("instruction", "supervisor", "datetime", "db_version")  # what AppWorld's Task.load reads
+
+
 def solution_code(root: Path, task_id: str) -> str | None:
-    """The body of the task's ground-truth ``solution(apis, requester)`` (compiled_solution.py,
-    else solution.py), ready to run in the world; None when the task ships none (test sets)."""
+    """The program that plays the task's ground-truth solution as AppWorld's own ``verify`` does: the
+    whole ``compiled_solution.py`` (else ``solution.py``) — its imports and helpers too, without its
+    canary line, as ``GroundTruth.load`` reads it — then ``solution(apis, requester)``. None when the
+    task ships no solution (test sets)."""
     gt = root / "data" / "tasks" / task_id / "ground_truth"
-    for name in ("compiled_solution.py", "solution.py"):
+    for name in SOLUTION_FILES:
         path = gt / name
         if not path.is_file():
             continue
@@ -131,9 +139,32 @@ def solution_code(root: Path, task_id: str) -> str | None:
             tree = ast.parse(source)
         except SyntaxError:
             continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name == "solution" and node.body:
-                lines = source.splitlines()
-                body = "\n".join(lines[node.body[0].lineno - 1: node.end_lineno])
-                return textwrap.dedent(body).strip() + "\n"
+        if any(isinstance(node, ast.FunctionDef) and node.name == "solution" for node in tree.body):
+            code = "\n".join(line for line in source.splitlines() if not line.startswith(CANARY_PREFIX)).strip()
+            return code + "\n\nsolution(apis, requester)\n"
+    return None
+
+
+def task_problem(root: Path, task_id: str) -> str | None:
+    """What is wrong with a task's files, cheaply (its specs.json read, and its metadata.json when
+    there is one), naming the file; None: it looks whole."""
+    folder = root / "data" / "tasks" / task_id
+    specs = folder / "specs.json"
+    if not specs.is_file():
+        return f"{specs} is missing"
+    try:
+        doc = json.loads(specs.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return f"{specs} is not readable JSON ({type(exc).__name__}: {str(exc)[:120]})"
+    if not isinstance(doc, dict):
+        return f"{specs} is not a JSON object"
+    missing = [k for k in TASK_KEYS if k not in doc and not (k == "supervisor" and "main_user" in doc)]
+    if missing:
+        return f"{specs} lacks {', '.join(missing)}"
+    meta = folder / "ground_truth" / "metadata.json"
+    if meta.is_file():
+        try:
+            json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            return f"{meta} is not readable JSON ({type(exc).__name__}: {str(exc)[:120]})"
     return None

@@ -187,6 +187,7 @@ async def play_trial(ctx: Any, task: AppWorldTask, *, agent: AgentSettings, run:
         async with run.pool.lease() as worker:
             opened = await worker.call("open", task_id=task.id, exec_timeout_s=run.execute_timeout_s,
                                        max_interactions=max(limits.max_steps, 1) + 1, random_seed=run.random_seed,
+                                       raise_on_failure=agent.kind != "oracle",  # as AppWorld's verify plays solutions
                                        timeout_s=OPEN_TIMEOUT_S)
             ctx.event("world", "open", seconds=opened.get("open_s"), worker=worker.pid, worker_trials=worker.trials)
             session = AppWorldSession(ctx, task, worker, settings, [build_plugin(p, ctx) for p in plugins or []])

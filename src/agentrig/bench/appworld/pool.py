@@ -9,6 +9,10 @@ A worker is started once and reused trial after trial (the import of AppWorld, ~
 each trial opens its task's world anew, which resets it. Requests are JSON lines over the worker's
 pipes, one at a time.
 
+A worker dies with the process that started it, even in the middle of a request (a lifeline pipe:
+see ``engine/worker.py``), and the scratch directories a runner killed by SIGKILL left behind are
+removed by the next process that starts workers (``reap_scratch``).
+
 Faults of the worker are infrastructure faults (``WorkerError``): the process died or closed its
 pipe, an answer was not JSON, or a request outlived its timeout (the worker is then killed: a
 hung world). The trial that met one is invalid and replayed; the worker is discarded and the
@@ -28,6 +32,7 @@ import signal
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -70,15 +75,61 @@ def worker_env() -> dict[str, str]:
 
 # Each worker's scratch directory (its APPWORLD_ROOT: a link to the data, the outputs of its worlds)
 # lives under one directory per process, removed when the pools close: a worker is killed, not asked
-# to exit, so it cannot remove its own.
+# to exit, so it cannot remove its own. That directory names its owner (an ``owner`` file:
+# ``<pid>@<boot id>``); a runner killed by SIGKILL cannot remove it, so the next process that makes
+# one first removes those whose owner is gone (``reap_scratch``).
 SCRATCH_ENV = "AGENTRIG_APPWORLD_SCRATCH"
+SCRATCH_PREFIX = "agentrig-appworld-"
+LIFELINE_ENV, PARENT_ENV = "AGENTRIG_APPWORLD_LIFELINE", "AGENTRIG_APPWORLD_PARENT"  # engine/worker.py
 _SCRATCH: list[Path] = []
 
 
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _owner_alive(owner: str) -> bool:
+    pid, _, boot = owner.strip().partition("@")
+    if boot != _boot_id():
+        return False  # made before this boot
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True
+
+
+def reap_scratch(where: Path | None = None) -> list[Path]:
+    """Remove the scratch directories (``agentrig-appworld-*`` in the temporary directory) whose owner
+    process is gone (a runner killed by SIGKILL); directories without an owner file are left alone."""
+    removed = []
+    for path in Path(where or tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            owner = (path / "owner").read_text(encoding="utf-8")
+        except OSError:
+            continue
+        if not _owner_alive(owner):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+_SCRATCH_LOCK = threading.Lock()  # workers start in parallel threads: one directory per process
+
+
 def _scratch_parent() -> Path:
-    if not _SCRATCH or not _SCRATCH[0].is_dir():
-        _SCRATCH[:] = [Path(tempfile.mkdtemp(prefix="agentrig-appworld-"))]
-    return _SCRATCH[0]
+    with _SCRATCH_LOCK:
+        if not _SCRATCH or not _SCRATCH[0].is_dir():
+            reap_scratch()
+            parent = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+            (parent / "owner").write_text(f"{os.getpid()}@{_boot_id()}\n", encoding="utf-8")
+            _SCRATCH[:] = [parent]
+        return _SCRATCH[0]
 
 
 class Worker:
@@ -86,8 +137,9 @@ class Worker:
     the pool's executor, not asyncio transports: a worker outlives the event loop of the run
     that started it (``run_command`` in tests and notebooks runs one loop per run)."""
 
-    def __init__(self, proc: subprocess.Popen, info: dict):
+    def __init__(self, proc: subprocess.Popen, info: dict, lifeline: int | None = None):
         self.proc = proc
+        self.lifeline = lifeline  # the write end of the worker's lifeline (engine/worker.py), never written
         self.info = info
         self.pid = proc.pid
         self.next_id = 0
@@ -102,19 +154,27 @@ class Worker:
 
     @classmethod
     def _start(cls, python: Path, data_root: Path) -> "Worker":
+        # the worker dies with this process: it holds the read end of a pipe whose write end only this
+        # process holds (not inheritable), and ends itself at its end of file
+        life_r, life_w = os.pipe()
+        env = {**worker_env(), SCRATCH_ENV: str(_scratch_parent()), LIFELINE_ENV: str(life_r),
+               PARENT_ENV: str(os.getpid())}
         try:
             proc = subprocess.Popen([str(python), "-u", str(WORKER_SCRIPT), str(data_root)], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-                                    env={**worker_env(), SCRATCH_ENV: str(_scratch_parent())})
+                                    pass_fds=(life_r,), env=env)
         except OSError as exc:
+            os.close(life_w)
             raise WorkerError(f"the AppWorld worker could not start ({python}: {exc})") from None
-        worker = cls(proc, {})
+        finally:
+            os.close(life_r)
+        worker = cls(proc, {}, life_w)
         try:
             info = json.loads(worker._readline(START_TIMEOUT_S, "start") or b"{}")
         except (WorkerError, ValueError):
             info = {}
         if not info.get("ready"):
-            _kill(proc)
+            worker.kill()
             why = info.get("error") or ("it exited" if proc.poll() is not None else "no ready line")
             raise WorkerError(f"the AppWorld worker did not start: {why}")
         worker.info = info
@@ -215,6 +275,10 @@ class Worker:
 
     def kill(self) -> None:
         _kill(self.proc)
+        if self.lifeline is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.lifeline)
+            self.lifeline = None
 
 
 def _kill(proc: Any) -> None:
@@ -316,6 +380,7 @@ def close_pools() -> None:
     their scratch directories."""
     for pool in _POOLS.values():
         pool.close()
-    for parent in _SCRATCH:
-        shutil.rmtree(parent, ignore_errors=True)
-    _SCRATCH.clear()
+    with _SCRATCH_LOCK:
+        for parent in _SCRATCH:
+            shutil.rmtree(parent, ignore_errors=True)
+        _SCRATCH.clear()

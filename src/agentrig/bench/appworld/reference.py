@@ -1,11 +1,13 @@
 """The agent of one AppWorld trial, as the arm's ``agent`` settings say, and the reference agents.
 
 - ``kind = "llm"``: the code agent (``agent.CodeAgent``), native or text tool mode;
-- ``kind = "oracle"``: plays the task's ground-truth solution (the body of ``solution(apis,
-  requester)`` in ``ground_truth/compiled_solution.py``, else ``solution.py``; AppWorld ships them
-  for train and dev) as one execution, recorded as the native mode records a step (an assistant
-  message with one ``execute`` call, then its output). A task without a solution: an
-  ``oracle``/``no_solution`` event and nothing runs;
+- ``kind = "oracle"``: plays the task's ground-truth solution as AppWorld's own ``verify`` does —
+  the whole ``ground_truth/compiled_solution.py`` (else ``solution.py``: its imports and helpers
+  too), then ``solution(apis, requester)`` — as one execution, recorded as the native mode records
+  a step (an assistant message with one ``execute`` call, then its output). AppWorld ships
+  solutions for train and dev only: an experiment with an oracle arm on tasks without one (its test
+  sets) is refused before the run (``AppWorldBenchmark.check``); a task without a solution met
+  anyway: an ``oracle``/``no_solution`` event and nothing runs;
 - ``kind = "noop"``: runs nothing (AppWorld's no-op baseline: only tests labelled ``no_op_pass``
   can pass).
 """

@@ -1,23 +1,36 @@
-"""Build a small AppWorld ``data/`` tree of synthetic tasks with AppWorld's own models (run in its venv).
+"""Build a small AppWorld ``data/`` tree of synthetic tasks with AppWorld's own code (run in its venv).
 
     python synthetic.py ROOT        # writes ROOT/data (deleting an old one) and ROOT/synthetic.json
+    python synthetic.py --ship-as-test-set ROOT DATASET   # that dataset's ground truth as test sets ship
+                                                          # it: minimal mode, no solutions
 
-Everything is made by AppWorld's own code, in its own format, so that its engine plays and scores
-the tasks exactly as it does the real ones:
+The tasks have the shape real downloads have, and AppWorld's own code writes each part:
 
 - ``data/api_docs/standard/<app>.json`` and the ``api_docs`` database: AppWorld's ``prepare_api_docs``
   over its own apps (the docs an agent reads through ``apis.api_docs``);
-- ``data/base_dbs/<app>.db``: one supervisor (the main user), her account passwords, and her
-  Simple Note account with a few notes;
-- per task ``data/tasks/<id>/``: ``specs.json``, ``dbs/<app>.jsonl`` (the task's changes over the
-  base databases — its supervisor task row, its own notes), ``ground_truth/`` (``metadata.json``,
-  public/private data, the answer, ``evaluation.py`` with named tests, ``test_data.json``, and the
-  scripted ``solution.py`` / ``compiled_solution.py``);
+- ``data/base_dbs/<app>.db``: one supervisor (the main user), her account passwords, her Simple
+  Note account with a few notes, her phone account with a friend's number (``ModelCollection``);
+- per task ``data/tasks/<id>/``, written by AppWorld's ``Task.save`` (``specs.json``, ``dbs/`` as
+  changes over the base databases) and ``GroundTruth.save`` (``ground_truth/``: ``metadata.json``,
+  public/private data, ``answer.json``, ``evaluation.py``, ``test_data.json``, ``required_apps.json``,
+  ``api_calls.json``, ``generator.py``, and the solution twice, as real tasks ship it:
+  ``solution.py`` in generator form — ``solution()`` drives a ``_solution()`` generator that
+  yields after each step — and ``compiled_solution.py``, a module of its own with imports and
+  helpers beside ``solution(apis, requester)``);
+- each ``evaluation.py`` is shaped as real ones are: ``assert answers match.`` first (every real
+  task has it; a no-op fails it, since the task was never completed), then ``assert model changes
+  match <models>.`` ("nothing else changed"), then the task's own tests;
+- ``test_data.json`` (each test's ``no_op_pass`` / ``no_op_fail`` label) comes from AppWorld's own
+  ``TestTracker.prepare_test_data`` over two plays in AppWorld's engine, as its task generator
+  labels them: the compiled solution run as AppWorld's ``verify`` runs it (the whole file, then
+  ``solution(apis, requester)``; it must pass every test) and a no-op;
 - ``data/datasets/{train,dev,test_normal,test_challenge}.txt``.
 
-``synthetic.json`` lists per task the code of its solution and of two wrong plays (a wrong
-answer, a collateral change) for the tests' scripted endpoint. The tasks and their wording are
-agentrig's own; nothing of AppWorld's task data is used or needed.
+The tasks themselves (wording, tests, solutions, wrong plays) are in ``synthetic_tasks.py``. One
+task uses two apps (Simple Note and Phone). ``synthetic.json`` lists per task the steps of
+its solution as an agent plays them (one block of code a step) and two wrong plays (a wrong
+answer or end state, a collateral change) for the tests' scripted endpoint. The tasks and their
+wording are agentrig's own; nothing of AppWorld's task data is used or needed.
 """
 
 from __future__ import annotations
@@ -28,179 +41,12 @@ import shutil
 import sys
 import textwrap
 
-SUPERVISOR = {"first_name": "Maya", "last_name": "Okafor", "email": "maya.okafor@example.com",
-              "phone_number": "5550142233", "birthday": "1991-03-14", "sex": "female"}
-NOTE_PASSWORD = "quill-7Rf2-lantern"
-WHEN = "2023-05-18T12:00:00"
-
-BASE_NOTES = [  # (title, content, tags)
-    ("Weekly plan", "gym on tuesday, call the bank on friday", ["work"]),
-    ("Reading list", "The Left Hand of Darkness; Piranesi", ["books"]),
-    ("Standup notes", "ship the exporter; review the doctor checks", ["work"]),
-    ("Old ideas", "a bicycle bell that plays chords", ["ideas"]),
-]
-
-LOGIN = textwrap.dedent("""\
-    passwords = {p["account_name"]: p["password"] for p in apis.supervisor.show_account_passwords()}
-    profile = apis.supervisor.show_profile()
-    token = apis.simple_note.login(username=profile["email"], password=passwords["simple_note"])["access_token"]
-    """)
-
-NO_OTHER_CHANGES = '''
-    with test("""
-        assert no model other than {shown} was changed
-        (models.changed_model_names)
-    """):
-        test.case(sorted(models.changed_model_names() - {allowed!r}), "==", [])
-'''
-
-EVAL_HEAD = '''from appworld.evaluator import TestTracker
-
-
-def evaluate(test: TestTracker, public_data, private_data, main_user, models, ground_truth_answer):
-    import json
-
-    predicted_answer = json.loads(models.end.supervisor.Task.all()[0].answer)
-'''
-
-
-def _create_note_task(title: str, content: str) -> dict:
-    evaluation = EVAL_HEAD + f'''
-    with test("""
-        assert the answer is empty (this task asks for no answer)
-    """):
-        test.case(predicted_answer, "in", [None, "<<NOT_GIVEN>>", ""])
-
-    with test("""
-        assert exactly one simple_note.Note was added, none updated or removed
-        (models.changed_records)
-    """):
-        added, updated, removed = models.changed_records("simple_note.Note")
-        test.case((len(added), len(updated), len(removed)), "==", (1, 0, 0))
-
-    with test("""
-        assert the added note has the requested title and content
-    """):
-        added, _, _ = models.changed_records("simple_note.Note")
-        test.case(added[0].title, "==", {title!r})
-        test.case(added[0].content.strip(), "==", {content!r})
-''' + NO_OTHER_CHANGES.format(allowed={"simple_note.Note"}, shown="simple_note.Note")
-    steps = [("login", LOGIN),
-             ("create_note", f"apis.simple_note.create_note(title={title!r}, content={content!r}, access_token=token)\n"),
-             ("complete_task", "apis.supervisor.complete_task()\n")]
-    solution = "".join(code for _, code in steps)
-    wrong = LOGIN + (f"apis.simple_note.create_note(title={title!r}, content='(to be written)', access_token=token)\n"
-                     "apis.supervisor.complete_task()\n")
-    collateral = solution.replace("apis.supervisor.complete_task()",
-                                  "apis.simple_note.update_account_name(first_name='Mae', access_token=token)\n"
-                                  "apis.supervisor.complete_task()")
-    return {"instruction": f"Create a new note in my Simple Note account titled \"{title}\" whose content is "
-                           f"exactly \"{content}\".",
-            "evaluation": evaluation, "solution": solution, "wrong_answer": wrong, "collateral": collateral,
-            "answer": None, "difficulty": 1, "steps": steps}
-
-
-def _count_task(tag: str, answer: int) -> dict:
-    evaluation = EVAL_HEAD + '''
-    with test("""
-        assert the answer matches the number of notes with the tag
-    """):
-        test.answer(predicted_answer, ground_truth_answer)
-''' + NO_OTHER_CHANGES.format(allowed=set(), shown="the supervisor's task")
-    steps = [("login", LOGIN),
-             ("search_notes", textwrap.dedent(f"""\
-                count = 0
-                page = 0
-                while True:
-                    notes = apis.simple_note.search_notes(tags=[{tag!r}], page_index=page, access_token=token)
-                    if not notes:
-                        break
-                    count += len(notes)
-                    page += 1
-                """)),
-             ("complete_task", "apis.supervisor.complete_task(answer=count)\n")]
-    solution = "".join(code for _, code in steps)
-    wrong = LOGIN + f"apis.supervisor.complete_task(answer={answer + 1})\n"
-    collateral = LOGIN + (f"apis.simple_note.create_note(title='count of {tag}', content='{answer}', access_token=token)\n"
-                          f"apis.supervisor.complete_task(answer={answer})\n")
-    return {"instruction": f"How many notes in my Simple Note account are tagged \"{tag}\"? Answer with the number.",
-            "evaluation": evaluation, "solution": solution, "wrong_answer": wrong, "collateral": collateral,
-            "answer": answer, "difficulty": 1, "steps": steps}
-
-
-def _delete_task(title: str) -> dict:
-    evaluation = EVAL_HEAD + f'''
-    with test("""
-        assert exactly one simple_note.Note was removed, none added or updated
-        (models.changed_records)
-    """):
-        added, updated, removed = models.changed_records("simple_note.Note")
-        test.case((len(added), len(updated), len(removed)), "==", (0, 0, 1))
-
-    with test("""
-        assert the removed note is the one with the requested title
-    """):
-        _, _, removed = models.changed_records("simple_note.Note")
-        test.case([note.title for note in removed], "==", [{title!r}])
-''' + NO_OTHER_CHANGES.format(allowed={"simple_note.Note"}, shown="simple_note.Note")
-    steps = [("login", LOGIN),
-             ("delete_note", textwrap.dedent(f"""\
-                notes = apis.simple_note.search_notes(query={title!r}, access_token=token)
-                note = next(n for n in notes if n["title"] == {title!r})
-                apis.simple_note.delete_note(note_id=note["note_id"], access_token=token)
-                """)),
-             ("complete_task", "apis.supervisor.complete_task()\n")]
-    solution = "".join(code for _, code in steps)
-    wrong = LOGIN + textwrap.dedent("""\
-        notes = apis.simple_note.search_notes(query="Weekly plan", access_token=token)
-        apis.simple_note.delete_note(note_id=notes[0]["note_id"], access_token=token)
-        apis.supervisor.complete_task()
-        """)
-    collateral = solution.replace("apis.supervisor.complete_task()",
-                                  "apis.simple_note.create_note(title='deleted', content='" + title + "', access_token=token)\n"
-                                  "apis.supervisor.complete_task()")
-    return {"instruction": f"Delete the note titled \"{title}\" from my Simple Note account.",
-            "evaluation": evaluation, "solution": solution, "wrong_answer": wrong, "collateral": collateral,
-            "answer": None, "difficulty": 2, "steps": steps}
-
-
-def _lenient_task(title: str) -> dict:
-    # every test is one a do-nothing play also passes (AppWorld labels them no_op_pass)
-    evaluation = EVAL_HEAD + f'''
-    with test("""
-        assert no note titled {title!r} exists at the end
-    """):
-        test.case([n.title for n in models.end.simple_note.Note.all() if n.title == {title!r}], "==", [])
-''' + NO_OTHER_CHANGES.format(allowed=set(), shown="the supervisor's task")
-    steps = [("login", LOGIN),
-             ("search_notes", textwrap.dedent(f"""\
-                notes = apis.simple_note.search_notes(query={title!r}, access_token=token)
-                for n in notes:
-                    if n["title"] == {title!r}:
-                        apis.simple_note.delete_note(note_id=n["note_id"], access_token=token)
-                """)),
-             ("complete_task", "apis.supervisor.complete_task()\n")]
-    solution = "".join(code for _, code in steps)
-    wrong = collateral = LOGIN + (f"apis.simple_note.create_note(title={title!r}, content='draft', access_token=token)\n"
-                                  "apis.supervisor.complete_task()\n")
-    return {"instruction": f"Make sure my Simple Note account has no note titled \"{title}\".",
-            "evaluation": evaluation, "solution": solution, "wrong_answer": wrong, "collateral": collateral,
-            "answer": None, "difficulty": 1, "lenient": True, "steps": steps}
-
-
-# task id → (its spec, the notes its own database adds over the base ones); ids as AppWorld's:
-# <scenario>_<number>
-TASKS = {
-    "5a1c0de_1": (_create_note_task("Groceries", "oat milk, eggs, lemons"), []),
-    "5a1c0de_2": (_create_note_task("Packing", "passport, charger, umbrella"), []),
-    "6b2d1ef_1": (_count_task("work", 3), [("Budget review", "numbers for q3", ["work"])]),
-    "7c3e2fa_1": (_delete_task("Old ideas"), []),
-    "8d4f3ab_1": (_lenient_task("Draft"), []),
-}
-# dev holds every task (the tests play them all); train and test_normal are disjoint (guidelines
-# are derived on train and compared before/after on test_normal)
-DATASETS = {"train": ["5a1c0de_1", "6b2d1ef_1", "7c3e2fa_1"], "dev": list(TASKS),
-            "test_normal": ["5a1c0de_2", "8d4f3ab_1"], "test_challenge": ["7c3e2fa_1"]}
+try:  # a module of agentrig's package (the tests that walk it) …
+    from .synthetic_tasks import (BASE_NOTES, COMPILED_HEAD, DATASETS, EXPERIMENT, FRIEND, NOTE_PASSWORD,
+                                  PHONE_PASSWORD, SOLUTION_HEAD, SUPERVISOR, TASKS, WHEN)
+except ImportError:  # … or a script run in AppWorld's venv, its tasks beside it
+    from synthetic_tasks import (BASE_NOTES, COMPILED_HEAD, DATASETS, EXPERIMENT, FRIEND, NOTE_PASSWORD,  # type: ignore
+                                 PHONE_PASSWORD, SOLUTION_HEAD, SUPERVISOR, TASKS, WHEN)
 
 
 def _write(path: str, text: str) -> None:
@@ -209,18 +55,123 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _solution_file(code: str) -> str:
-    body = textwrap.indent(code, "    ")
-    return f"def solution(apis, requester):\n{body}"
+def solution_file(steps: list[tuple[str, str]]) -> str:
+    """``solution.py`` in generator form: ``solution()`` drives ``_solution()``, which yields after each step."""
+    body = "".join(f"    # {label}\n" + textwrap.indent(code, "    ") + "    yield\n" for label, code in steps)
+    return SOLUTION_HEAD + body
+
+
+def _base(data: str, apps: list[str], user_apps: list[str], docs: dict) -> None:
+    from appworld.collections.models import ModelCollection
+
+    base = ":memory:agentrig-base"
+    m = ModelCollection.load(to_db_home_path=base, from_db_home_path=base, load_apps=apps, create_db=True)
+    m.admin.MainUser(**SUPERVISOR).save()
+    sup = m.supervisor.Supervisor(**SUPERVISOR)
+    sup.save()
+    own = {"simple_note": NOTE_PASSWORD, "phone": PHONE_PASSWORD}
+    for account in user_apps:
+        if account in ("api_docs", "supervisor"):
+            continue
+        m.supervisor.AccountPassword(supervisor_id=sup.id, account_name=account,
+                                     password=own.get(account, f"pw-{account}-91")).save()
+    user = m.simple_note.User(first_name=SUPERVISOR["first_name"], last_name=SUPERVISOR["last_name"],
+                              email=SUPERVISOR["email"], password=NOTE_PASSWORD, verified=True)
+    user.save()
+    for title, content, tags in BASE_NOTES:
+        m.simple_note.Note(user_id=user.id, title=title, content=content, tags=tags).save()
+    me = m.phone.User(first_name=SUPERVISOR["first_name"], last_name=SUPERVISOR["last_name"],
+                      phone_number=SUPERVISOR["phone_number"], password=PHONE_PASSWORD)
+    me.save()
+    m.phone.User(first_name=FRIEND["first_name"], last_name=FRIEND["last_name"], phone_number=FRIEND["phone_number"],
+                 password="friend-pw-6631").save()
+    m.phone.Contact(user_id=me.id, first_name=FRIEND["first_name"], last_name=FRIEND["last_name"],
+                    email=FRIEND["email"], phone_number=FRIEND["phone_number"], relationships=["friend"]).save()
+    for app in user_apps:
+        for d in docs[app]:
+            m.api_docs.ApiDoc(app_name_=d["app_name"], api_name=d["api_name"], path=d["path"], method=d["method"],
+                              description=d["description"], parameters=d["parameters"],
+                              response_schemas=d["response_schemas"]).save()
+    m.save(db_home_path=os.path.join(data, "base_dbs"), format="full", delete_if_exists=True)
+    m.close()
+
+
+def _ground_truth(task_id: str, spec: dict, test_data=None, api_calls=None):
+    from appworld.ground_truth import GroundTruth
+
+    return GroundTruth(task_id=task_id, required_apps=spec["apps"], public_data=spec["public"],
+                       private_data=spec["private"], answer=spec["answer"], evaluation_code=spec["evaluation"],
+                       solution_code=solution_file(spec["steps"]), compiled_solution_code=COMPILED_HEAD + spec["compiled"],
+                       generator_code="", test_data=test_data, api_calls=api_calls,
+                       # the count AppWorld makes of the compiled body (its own count needs `black`)
+                       metadata={"mode": "full", "difficulty": spec["difficulty"],
+                                 "num_solution_code_lines": len(spec["compiled"].strip().splitlines())})
+
+
+def _write_task(data: str, task_id: str, spec: dict, notes: list) -> None:
+    """specs.json and dbs/ by AppWorld's ``Task.save``; ground_truth/ (unlabelled yet) by ``GroundTruth.save``."""
+    from appworld.apps import get_all_apps
+    from appworld.apps.admin.models import MainUserMunch
+    from appworld.collections.models import ModelCollection
+    from appworld.common.constants import DB_VERSION
+    from appworld.common.datetime import DateTime
+    from appworld.task import Task
+
+    t = ModelCollection.load(to_db_home_path=f":memory:agentrig-task-{task_id}",
+                             from_db_home_path=os.path.join(data, "base_dbs"), load_apps=list(get_all_apps()))
+    sup_row = t.supervisor.Supervisor.all()[0]
+    t.supervisor.Task(supervisor_id=sup_row.id, instruction=spec["instruction"]).save()
+    owner = t.simple_note.User.all()[0]
+    for title, content, tags in notes:
+        t.simple_note.Note(user_id=owner.id, title=title, content=content, tags=tags).save()
+    supervisor = MainUserMunch(**{k: SUPERVISOR[k] for k in ("first_name", "last_name", "email", "phone_number")})
+    task = Task(id=task_id, instruction=spec["instruction"], supervisor=supervisor,
+                datetime=DateTime.fromisoformat(WHEN), allowed_apps=get_all_apps(skip_admin=True),
+                db_version=DB_VERSION, model_collection=t)
+    task.ground_truth = _ground_truth(task_id, spec)
+    task.save(delete_if_exists=True, save_ground_truth=True, ground_truth_mode="full", model_collection_format="changes")
+    task.close()
+
+
+def _label(task_id: str, spec: dict) -> list[str]:
+    """Play the compiled solution (as AppWorld's ``verify`` does) and a no-op in AppWorld's engine; write
+    the test labels with ``TestTracker.prepare_test_data`` and the solution's API calls. Returns the
+    tests' requirements."""
+    from appworld import AppWorld
+    from appworld.evaluator import TestTracker
+    from appworld.ground_truth import GroundTruth
+
+    with AppWorld(task_id=task_id, experiment_name=EXPERIMENT, raise_on_failure=False,
+                  ground_truth_mode="full") as world:
+        code = world.task.ground_truth.compiled_solution_code + "\nsolution(apis, requester)"
+        output = world.execute(code)
+        api_calls = [dict(r) for r in world.requester.requests]
+        solved = world.evaluate()
+        if not solved.success:
+            raise RuntimeError(f"{task_id}: its compiled solution fails its own tests: {output}\n"
+                               f"{[f['requirement'] for f in solved.failures]}")
+    with AppWorld(task_id=task_id, experiment_name=EXPERIMENT) as world:
+        noop = world.evaluate()
+    test_data = TestTracker.prepare_test_data([dict(p) for p in solved.passes], [dict(p) for p in noop.passes])
+    gt = _ground_truth(task_id, spec, test_data=test_data, api_calls=api_calls)
+    gt.verify_required_apps()  # AppWorld's own check: the solution's calls use exactly the required apps
+    gt.save(mode="full", delete_if_exists=True)
+    GroundTruth.load(task_id, mode="full")  # and it reads back
+    return [d["requirement"] for d in test_data]
 
 
 def build(root: str) -> None:
     os.environ["APPWORLD_ROOT"] = root
+    import appworld.ground_truth as aw_ground_truth
     from appworld.api_docs import prepare_api_docs
     from appworld.apps import get_all_apps
-    from appworld.collections.models import ModelCollection
-    from appworld.common.constants import CANARY_STRING, DB_VERSION
+    from appworld.apps.api_lib import set_local_date_and_time
+    from appworld.common.constants import CANARY_STRING
     from appworld.common.datetime import DateTime
+
+    # GroundTruth.save ends by formatting the folder with ruff (installing it when missing): the
+    # files here are written formatted already, and nothing is installed into AppWorld's venv
+    aw_ground_truth.run_ruff = lambda *args, **kwargs: None
 
     data = os.path.join(root, "data")
     shutil.rmtree(data, ignore_errors=True)
@@ -234,90 +185,47 @@ def build(root: str) -> None:
         standard = {d["api_name"]: {**d, "canary_string": CANARY_STRING} for d in docs[app]}
         _write(os.path.join(data, "api_docs", "standard", f"{app}.json"), json.dumps(standard, indent=1))
 
-    freeze = DateTime.fromisoformat(WHEN) if hasattr(DateTime, "fromisoformat") else None
-    from appworld.apps.api_lib import set_local_date_and_time
-
-    freezer = set_local_date_and_time(freeze)
+    freezer = set_local_date_and_time(DateTime.fromisoformat(WHEN))
     try:
-        base = ":memory:agentrig-base"
-        m = ModelCollection.load(to_db_home_path=base, from_db_home_path=base, load_apps=apps, create_db=True)
-        main = m.admin.MainUser(**SUPERVISOR)
-        main.save()
-        sup = m.supervisor.Supervisor(**SUPERVISOR)
-        sup.save()
-        for account in user_apps:
-            if account in ("api_docs", "supervisor"):
-                continue
-            m.supervisor.AccountPassword(supervisor_id=sup.id, account_name=account,
-                                         password=NOTE_PASSWORD if account == "simple_note" else f"pw-{account}-91").save()
-        user = m.simple_note.User(first_name=SUPERVISOR["first_name"], last_name=SUPERVISOR["last_name"],
-                                  email=SUPERVISOR["email"], password=NOTE_PASSWORD, verified=True)
-        user.save()
-        for title, content, tags in BASE_NOTES:
-            m.simple_note.Note(user_id=user.id, title=title, content=content, tags=tags).save()
-        for app in user_apps:
-            for d in docs[app]:
-                m.api_docs.ApiDoc(app_name_=d["app_name"], api_name=d["api_name"], path=d["path"], method=d["method"],
-                                  description=d["description"], parameters=d["parameters"],
-                                  response_schemas=d["response_schemas"]).save()
-        m.save(db_home_path=os.path.join(data, "base_dbs"), format="full", delete_if_exists=True)
-        m.close()
-
-        sidecar = {}
+        _base(data, apps, user_apps, docs)
         for task_id, (spec, notes) in TASKS.items():
-            where = f":memory:agentrig-task-{task_id}"
-            t = ModelCollection.load(to_db_home_path=where, from_db_home_path=os.path.join(data, "base_dbs"),
-                                     load_apps=apps)
-            sup_row = t.supervisor.Supervisor.all()[0]
-            t.supervisor.Task(supervisor_id=sup_row.id, instruction=spec["instruction"]).save()
-            owner = t.simple_note.User.all()[0]
-            for title, content, tags in notes:
-                t.simple_note.Note(user_id=owner.id, title=title, content=content, tags=tags).save()
-            folder = os.path.join(data, "tasks", task_id)
-            t.save(db_home_path=os.path.join(folder, "dbs"), format="changes", delete_if_exists=True)
-            t.close()
-            specs = {"instruction": spec["instruction"],
-                     "supervisor": {k: SUPERVISOR[k] for k in ("first_name", "last_name", "email", "phone_number")},
-                     "datetime": WHEN, "db_version": DB_VERSION, "canary_string": CANARY_STRING}
-            _write(os.path.join(folder, "specs.json"), json.dumps(specs, indent=1))
-            gt = os.path.join(folder, "ground_truth")
-            names = _requirements(spec["evaluation"])
-            no_op_pass = set(names) if spec.get("lenient") else {n for n in names if n.startswith("assert no model")}
-            if spec["answer"] is None:
-                no_op_pass |= {n for n in names if n.startswith("assert the answer is empty")}
-            test_data = [{"requirement": n, "label": "no_op_pass" if n in no_op_pass else "no_op_fail"} for n in names]
-            metadata = {"mode": "full", "difficulty": spec["difficulty"], "num_apps": 1,
-                        "num_solution_code_lines": len(spec["solution"].strip().splitlines())}
-            files = {"metadata.json": json.dumps(metadata, indent=1), "public_data.json": "{}",
-                     "private_data.json": "{}", "answer.json": json.dumps(spec["answer"]),
-                     "evaluation.py": spec["evaluation"], "test_data.json": json.dumps(test_data, indent=1),
-                     "required_apps.json": json.dumps(["simple_note"]),
-                     "solution.py": _solution_file(spec["solution"]),
-                     "compiled_solution.py": _solution_file(spec["solution"]),
-                     "generator.py": "", "api_calls.json": "[]"}
-            for name, text in files.items():
-                _write(os.path.join(gt, name), text)
-            sidecar[task_id] = {k: spec[k] for k in ("instruction", "solution", "wrong_answer", "collateral", "answer",
-                                                     "steps")}
-            sidecar[task_id]["lenient"] = bool(spec.get("lenient"))
-            sidecar[task_id]["tests"] = names
+            _write_task(data, task_id, spec, notes)
     finally:
         freezer.stop()
     for name, ids in DATASETS.items():
         _write(os.path.join(data, "datasets", f"{name}.txt"), "\n".join(ids) + "\n")
+    sidecar = {}
+    for task_id, (spec, _notes) in TASKS.items():
+        tests = _label(task_id, spec)
+        sidecar[task_id] = {k: spec[k] for k in ("instruction", "solution", "wrong_answer", "collateral", "answer",
+                                                 "steps", "apps")}
+        sidecar[task_id]["tests"] = tests
+    shutil.rmtree(os.path.join(root, "experiments"), ignore_errors=True)
     _write(os.path.join(root, "synthetic.json"), json.dumps({"tasks": sidecar, "datasets": DATASETS}, indent=1))
 
 
-def _requirements(evaluation: str) -> list[str]:
-    """The requirement texts of the evaluation's tests, as AppWorld's TestTracker records them."""
-    import re
+def ship_as_test_set(root: str, dataset: str) -> list[str]:
+    """Re-save the ground truth of a dataset's tasks as AppWorld ships its test sets: in ``minimal``
+    mode (AppWorld's ``GroundTruth.save``: evaluation, answer, test data, metadata — no solution,
+    compiled solution, required apps or API calls)."""
+    os.environ["APPWORLD_ROOT"] = root
+    import appworld.ground_truth as aw_ground_truth
+    from appworld.ground_truth import GroundTruth
+    from appworld.task import load_task_ids
 
-    out = []
-    for block in re.findall(r'with test\("""(.*?)"""\)', evaluation, re.S):
-        out.append(textwrap.dedent(block).strip())
-    return out
+    aw_ground_truth.run_ruff = lambda *args, **kwargs: None
+    ids = load_task_ids(dataset)
+    for task_id in ids:
+        gt = GroundTruth.load(task_id, mode="full")
+        gt.metadata["mode"] = "minimal"
+        gt.save(mode="minimal", delete_if_exists=True)
+    return ids
 
 
 if __name__ == "__main__":
-    build(os.path.abspath(sys.argv[1]))
-    print(json.dumps({"ok": True, "root": os.path.abspath(sys.argv[1])}))
+    if sys.argv[1] == "--ship-as-test-set":  # ROOT DATASET
+        done = ship_as_test_set(os.path.abspath(sys.argv[2]), sys.argv[3])
+        print(json.dumps({"ok": True, "tasks": done}))
+    else:
+        build(os.path.abspath(sys.argv[1]))
+        print(json.dumps({"ok": True, "root": os.path.abspath(sys.argv[1])}))

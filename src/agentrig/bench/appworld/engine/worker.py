@@ -7,7 +7,9 @@ gets exactly one answer line ``{"id": N, "ok": true, ...}`` or ``{"id": N, "ok":
 on the protocol pipe. Before the first request the worker says ``{"ready": true, "pid": …,
 "appworld": version, "import_s": …}``.
 
-    open      task_id, exec_timeout_s, max_interactions, random_seed  → instruction, supervisor, datetime,
+    open      task_id, exec_timeout_s, max_interactions, random_seed, raise_on_failure (default true;
+              false for the oracle, as AppWorld's verify opens its worlds)
+                                                                → instruction, supervisor, datetime,
               app_descriptions, open_s    (closes the previous world first: one world per process)
     execute   code                                              → output, exec_s
     completed                                                   → completed (the supervisor's task status)
@@ -21,6 +23,13 @@ world changes the whole process (the clock frozen at the task's date, ``os``/``o
 patched while code runs, a SIGALRM timeout that only works on the main thread). So each worker
 runs requests one at a time on its main thread, and holds one world.
 
+The worker dies with its runner: the runner holds the write end of a pipe whose read end the worker
+got (``$AGENTRIG_APPWORLD_LIFELINE``); a thread of the worker waits on it and, at its end of file
+(the runner exited, or was killed by SIGKILL) or when the worker's parent is no longer the runner
+(``$AGENTRIG_APPWORLD_PARENT``), kills the worker at once — even while a request runs. The
+functions it uses are taken before AppWorld is imported (its safety guard patches ``os`` while
+code runs).
+
 stdout is the protocol pipe only: the worker moves fd 1 to a private descriptor at start and points
 fd 1 at stderr, so that nothing AppWorld or the played code prints can corrupt an answer.
 Outputs of the engine (logs, saved databases) go to a scratch root whose ``data`` is a link to
@@ -31,9 +40,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -53,7 +65,34 @@ def _protocol_pipe():
     return os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
 
+LIFELINE_ENV, PARENT_ENV = "AGENTRIG_APPWORLD_LIFELINE", "AGENTRIG_APPWORLD_PARENT"
+_OS = (os.read, os.getppid, os.getpid, os.kill, select.select)  # before AppWorld patches anything
+
+
+def _die_with_parent() -> None:
+    fd, parent = os.environ.pop(LIFELINE_ENV, ""), os.environ.pop(PARENT_ENV, "")
+    if not fd.isdigit():
+        return
+    read, getppid, getpid, kill, wait = _OS
+    lifeline, owner = int(fd), int(parent) if parent.isdigit() else 0
+
+    def watch() -> None:
+        while True:
+            if owner and getppid() != owner:
+                break  # re-parented: the runner is gone
+            try:
+                ready, _, _ = wait([lifeline], [], [], 1.0)
+                if ready and not read(lifeline, 64):
+                    break  # end of file: the runner's end is closed
+            except OSError:
+                break
+        kill(getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="lifeline", daemon=True).start()
+
+
 def main() -> int:
+    _die_with_parent()
     pipe = _protocol_pipe()
     data_root = os.path.abspath(sys.argv[1])
     scratch = tempfile.mkdtemp(prefix="world-", dir=os.environ.get("AGENTRIG_APPWORLD_SCRATCH") or None)
@@ -83,7 +122,8 @@ def main() -> int:
         world = AppWorld(task_id=req["task_id"], experiment_name=experiment,
                          timeout_seconds=req.get("exec_timeout_s") or None,
                          max_interactions=int(req.get("max_interactions") or 1000),
-                         random_seed=req.get("random_seed", 100))
+                         random_seed=req.get("random_seed", 100),
+                         raise_on_failure=bool(req.get("raise_on_failure", True)))
         state["world"] = world
         task = world.task
         return {"instruction": task.instruction,
