@@ -35,6 +35,13 @@ $(APPWORLD_STAMP): $(STAMP)
 	  case "$$CI" in 1|true|yes) echo "error: AppWorld's environment could not be made (required under CI)"; exit 1;; \
 	  *) echo "note: AppWorld's environment could not be made; the AppWorld tests will skip";; esac; }
 
+# The anchors' own code for the export tests: Terminal-Bench, mini-SWE-agent and Harbor (pinned, from
+# PyPI; Python >= 3.12) in a venv of their own, .venv-anchors (tests/anchors.py; made once). Outside CI
+# a machine without Python >= 3.12 still runs the rest (those tests skip); under CI it fails the build.
+.PHONY: anchors
+anchors: setup
+	@$(BIN)/python -m tests.anchors
+
 # Debian's mmdebstrap: terminal tasks' base images are roots built from packages with it
 # (bench/terminal/images); installed when missing and we may, else those tests skip locally.
 mmdebstrap:
@@ -50,7 +57,7 @@ PYTEST_WORKERS ?= 3
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The whole suite, slow scale tests included (CI runs exactly this).
-test: setup chromium appworld mmdebstrap
+test: setup chromium appworld mmdebstrap anchors
 	$(BIN)/python -m pytest -q $(XDIST)
 
 # Everything but the slow scale tests.
