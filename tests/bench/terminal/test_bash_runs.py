@@ -431,6 +431,12 @@ def test_export_out_is_a_directory_or_a_file_as_the_format_writes(solved_run, tm
         assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists() and a_file.read_text() == "{}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.json"]
+    # an arm's folder that holds something else than an export is not replaced
+    (tmp_path / "mine" / "native").mkdir(parents=True)
+    (tmp_path / "mine" / "native" / "notes.txt").write_text("mine")
+    done = _agentrig("export", run_dir, "--format", "terminal-bench", "--arm", "native", "-o", tmp_path / "mine")
+    assert done.returncode == 1 and "is not a Terminal-Bench export (no results.json in it)" in done.stderr
+    assert [p.name for p in (tmp_path / "mine" / "native").iterdir()] == ["notes.txt"]
     helped = _agentrig("export", "--help")
     text = " ".join(helped.stdout.split())
     assert "jsonl, tau2: the output FILE" in text and "the output DIRECTORY (one folder per arm inside)" in text

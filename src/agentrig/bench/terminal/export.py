@@ -24,6 +24,9 @@ Mapping notes (where agentrig and those tools differ; docs/terminal.md has the t
   (``context_overflow``, or a context limit of older runs), ``unknown_agent_error`` (another limit); a trial whose tests ran keeps
   ``unset``, as Terminal-Bench leaves it. ``is_resolved`` and ``parser_results`` are null when
   the tests' result could not be read. agentrig's own names are kept under ``agentrig``;
+- Terminal-Bench's trial names and folders (``TASK.N-of-K.ARM``) count attempts from 1, as its
+  lock check requires (N = agentrig's trial index + 1, kept as ``agentrig.trial``); its run id is
+  the arm's name, agentrig's run id is kept under ``agentrig``;
 - a Harbor task (a reward file, no test names) has ``parser_results`` null;
 - the agent and test phase times are derived: the test phase is the verifier's duration at the
   end of the trial, the agent phase everything before it (sandbox start included);
