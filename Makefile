@@ -40,6 +40,14 @@ $(APPWORLD_STAMP): $(STAMP)
 	  case "$$CI" in 1|true|yes) echo "error: AppWorld's environment could not be made (required under CI)"; exit 1;; \
 	  *) echo "note: AppWorld's environment could not be made; the AppWorld tests will skip";; esac; }
 
+# The anchors' own code for the export tests: Terminal-Bench, mini-SWE-agent and Harbor (pinned, from
+# PyPI; Python >= 3.12) in a venv of their own, made once per set of pins and kept in the user's cache
+# (~/.cache/agentrig/anchors/…; AGENTRIG_ANCHORS_VENV overrides; tests/anchors.py). Outside CI
+# a machine without Python >= 3.12 still runs the rest (those tests skip); under CI it fails the build.
+.PHONY: anchors
+anchors: setup
+	@$(BIN)/python -m tests.anchors
+
 # Debian's mmdebstrap: terminal tasks' base images are roots built from packages with it
 # (bench/terminal/images); installed when missing unless AGENTRIG_MMDEBSTRAP=skip, else those tests
 # skip locally (and the demo says the host's root stands in).
@@ -54,7 +62,7 @@ XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The whole suite, slow scale tests included, with every system package its tests need (CI runs
 # exactly this: .ci/run only sets CI's variables).
-test: setup chromium containers appworld mmdebstrap
+test: setup chromium containers appworld mmdebstrap anchors
 	$(BIN)/python -m pytest -q $(XDIST)
 
 # Everything but the slow scale tests.

@@ -103,10 +103,12 @@ def run(
 def export(
     run_dir: Path = typer.Argument(..., help="A run directory (as `agentrig run` printed it)."),
     fmt: str = typer.Option(..., "--format", "-f", help="jsonl (every stored attempt); τ² runs: tau2 (tau2-bench's results.json); "
-                                                   "terminal runs: terminal-bench (results.json), mini-swe-agent (trajectory files)."),
+                                                   "terminal runs: terminal-bench (a Terminal-Bench run directory per arm), mini-swe-agent "
+                                                   "(trajectory files); AppWorld runs: appworld."),
     arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm (tau2: required when the run has several)."),
     domain: Optional[str] = typer.Option(None, "--domain", help="tau2: the domain (required when the run has several)."),
-    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (mini-swe-agent: a directory; default: RUN_DIR/exports/...)."),
+    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="jsonl, tau2: the output FILE; terminal-bench, mini-swe-agent, appworld: the output "
+                                                             "DIRECTORY (one folder per arm inside). Default: RUN_DIR/exports/...", metavar="PATH"),
 ) -> None:
     """Export a run's trials: JSONL of every record, or the files tau2-bench, Terminal-Bench or mini-SWE-agent tools open."""
     from agentrig.commands.export import export_command

@@ -308,7 +308,11 @@ def test_terminal_bench_results_json_holds_what_the_store_holds(solved_run):
         for entry in results["results"]:
             rec = stored[entry["task_id"]]
             tests = next(e.data for e in rec.trajectory.events if e.kind == "result")["tests"]
-            assert entry["trial_name"] == f"{rec.key.task_id}.trial-0.{config['run_id']}"  # 0-based, as every export
+            # Terminal-Bench's trial name and folder (attempts from 1, the arm as its run id); agentrig's index kept
+            assert entry["trial_name"] == f"{rec.key.task_id}.1-of-1.{arm}"
+            assert entry["agentrig"]["trial"] == 0 and entry["agentrig"]["run_id"] == config["run_id"]
+            folder = run_dir / "exports" / "terminal-bench" / arm / rec.key.task_id / entry["trial_name"]
+            assert json.loads((folder / "results.json").read_text()) == entry
             assert entry["instruction"] == instructions[rec.key.task_id]
             assert entry["is_resolved"] is True and entry["failure_mode"] == "unset"
             if tests:  # TB1 tasks: the pytest results by name; Harbor tasks (a reward file): none
@@ -331,7 +335,8 @@ def test_terminal_bench_results_json_holds_what_the_store_holds(solved_run):
 
 def test_every_export_numbers_a_trial_as_its_label_does(solved_run, tmp_path):
     """One numbering (issue 23.11e): the trial index of the store's key, 0-based — in the label
-    (ARM/DOMAIN/TASK#N), the jsonl records, Terminal-Bench's trial_name and mini-SWE-agent's file names."""
+    (ARM/DOMAIN/TASK#N), the jsonl records, mini-SWE-agent's file names and the `agentrig.trial` of
+    Terminal-Bench's entries; Terminal-Bench's own trial names are its attempts, N + 1 (issue 31.10)."""
     _, doc = solved_run
     run_dir = Path(doc["run_dir"])
     for fmt in ("jsonl", "terminal-bench", "mini-swe-agent"):
@@ -346,12 +351,14 @@ def test_every_export_numbers_a_trial_as_its_label_does(solved_run, tmp_path):
         assert key.label().endswith(f"#{key.trial}")
         assert (tmp_path / "mini-swe-agent" / arm / task / f"{task}.trial-{key.trial}.traj.json").is_file()
         results = json.loads((tmp_path / "terminal-bench" / arm / "results.json").read_text())["results"]
-        names = [e["trial_name"] for e in results if e["task_id"] == task]
-        assert names == [f"{task}.trial-{key.trial}.{run_id}"]
+        entries = [e for e in results if e["task_id"] == task]
+        assert [e["agentrig"]["trial"] for e in entries] == [key.trial] and entries[0]["agentrig"]["run_id"] == run_id
+        # Terminal-Bench's own name and folder count attempts from 1, as its tools require
+        assert [e["trial_name"] for e in entries] == [f"{task}.{key.trial + 1}-of-1.{arm}"]
 
 
 def test_terminal_bench_pass_at_k_is_terminal_benchs_estimate():
-    from agentrig.bench.terminal.export import pass_at_k
+    from agentrig.bench.terminal.export_tb import pass_at_k
 
     outcomes = {"a": [1, 0, 0, 0, 1, 0, 0, 0, 0, 0], "b": [0] * 10, "c": [1] * 10}
     results = [{"task_id": t, "is_resolved": bool(x)} for t, xs in outcomes.items() for x in xs]
@@ -405,6 +412,34 @@ def test_terminal_export_refuses_an_unknown_arm(solved_run):
     done = _agentrig("export", doc["run_dir"], "--format", "terminal-bench", "--arm", "nope")
     assert done.returncode == 1 and "no arm 'nope' in this run; arms: native, text" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_export_out_is_a_directory_or_a_file_as_the_format_writes(solved_run, tmp_path):
+    """Issue 31.10: `-o …/results.json` for terminal-bench made a folder of that name. The tools'
+    formats take a directory, jsonl and tau2 a file; a path of the other kind is refused (exit 1,
+    one line naming the option and the fix) and nothing is written."""
+    _, doc = solved_run
+    run_dir = doc["run_dir"]
+    a_file = tmp_path / "taken.json"
+    a_file.write_text("{}")
+    cases = [("terminal-bench", tmp_path / "out" / "results.json", "writes a directory (one folder per arm), not one file"),
+             ("mini-swe-agent", a_file, "writes a directory (one folder per arm), and this is a file"),
+             ("jsonl", tmp_path, "writes one file, and this is a directory")]
+    for fmt, out, message in cases:
+        done = _agentrig("export", run_dir, "--format", fmt, "-o", out)
+        assert done.returncode == 1 and message in done.stderr and "--out" in done.stderr, (fmt, done.stderr)
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists() and a_file.read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.json"]
+    # an arm's folder that holds something else than an export is not replaced
+    (tmp_path / "mine" / "native").mkdir(parents=True)
+    (tmp_path / "mine" / "native" / "notes.txt").write_text("mine")
+    done = _agentrig("export", run_dir, "--format", "terminal-bench", "--arm", "native", "-o", tmp_path / "mine")
+    assert done.returncode == 1 and "is not a Terminal-Bench export (no results.json in it)" in done.stderr
+    assert [p.name for p in (tmp_path / "mine" / "native").iterdir()] == ["notes.txt"]
+    helped = _agentrig("export", "--help")
+    text = " ".join(helped.stdout.split())
+    assert "jsonl, tau2: the output FILE" in text and "the output DIRECTORY (one folder per arm inside)" in text
 
 
 def test_mini_swe_agent_costs_come_from_the_runs_prices(solved_run):

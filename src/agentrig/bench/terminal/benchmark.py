@@ -129,7 +129,7 @@ class TerminalBenchmark(Benchmark):
     failure_classes = FAILURE_CLASSES
     component_names = ()  # one component per test, as each verdict names them
     viewer_hints = VIEWER_HINTS
-    export_formats = {"terminal-bench": "Terminal-Bench's results.json of one arm (n_resolved, accuracy, pass@k)",
+    export_formats = {"terminal-bench": "a Terminal-Bench run directory per arm (results.json, tb.lock, a folder per trial)",
                       "mini-swe-agent": "per trial a mini-SWE-agent trajectory file (info, messages)"}
 
     # -- tasks ------------------------------------------------------------------------------

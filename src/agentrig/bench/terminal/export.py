@@ -1,18 +1,18 @@
 """Exports of terminal runs in the shapes other tools read (``agentrig export RUN --format …``).
 
-``terminal-bench``: Terminal-Bench's ``results.json`` (its harness's ``BenchmarkResults``) per arm —
-``results`` (one entry per valid trial: ``trial_name``, ``task_id``, ``instruction``,
-``is_resolved``, ``failure_mode``, ``parser_results``, ``total_input_tokens``,
-``total_output_tokens``, ``n_commands``, the trial's times), then ``pass_at_k``, ``n_resolved``,
-``n_unresolved``, ``resolved_ids``, ``unresolved_ids``, ``accuracy`` — and a ``run_metadata.json``
-beside it. Written to ``<out>/<arm>/`` (default ``RUN/exports/terminal-bench/``).
+``terminal-bench``: per arm a Terminal-Bench run directory as its harness writes one —
+``results.json`` (``BenchmarkResults``: one entry per valid trial, ``pass_at_k``, ``accuracy`` …),
+``run_metadata.json``, ``tb.lock`` and a folder per trial — so that ``tb runs summarize`` and
+``tb runs status`` read it (``export_tb``). Written to ``<out>/<arm>/`` (default
+``RUN/exports/terminal-bench/``).
 
 ``mini-swe-agent``: per valid trial one trajectory file as mini-SWE-agent 2.x saves them
 (``trajectory_format: mini-swe-agent-1.1``): ``info`` (``exit_status``, ``submission``,
 ``model_stats`` with ``instance_cost`` and ``api_calls``, ``mini_version``, ``config``) and
 ``messages`` in the chat format with an ``extra`` field per message (the assistant's parsed
-``actions``, its ``cost``, an observation's ``returncode``, timestamps) ending with the ``exit``
-message. Written to ``<out>/<arm>/<task>/<task>.trial-<n>.traj.json`` (default
+``actions``, its ``cost`` and the model's ``response`` — usage, model, finish reason — as
+mini-SWE-agent's litellm model keeps them; an observation's ``returncode``; timestamps) ending
+with the ``exit`` message. Written to ``<out>/<arm>/<task>/<task>.trial-<n>.traj.json`` (default
 ``RUN/exports/mini-swe-agent/``).
 
 Mapping notes (where agentrig and those tools differ; docs/terminal.md has the table):
@@ -24,6 +24,9 @@ Mapping notes (where agentrig and those tools differ; docs/terminal.md has the t
   (``context_overflow``, or a context limit of older runs), ``unknown_agent_error`` (another limit); a trial whose tests ran keeps
   ``unset``, as Terminal-Bench leaves it. ``is_resolved`` and ``parser_results`` are null when
   the tests' result could not be read. agentrig's own names are kept under ``agentrig``;
+- Terminal-Bench's trial names and folders (``TASK.N-of-K.ARM``) count attempts from 1, as its
+  lock check requires (N = agentrig's trial index + 1, kept as ``agentrig.trial``); its run id is
+  the arm's name, agentrig's run id is kept under ``agentrig``;
 - a Harbor task (a reward file, no test names) has ``parser_results`` null;
 - the agent and test phase times are derived: the test phase is the verifier's duration at the
   end of the trial, the agent phase everything before it (sandbox start included);
@@ -36,65 +39,26 @@ Mapping notes (where agentrig and those tools differ; docs/terminal.md has the t
 from __future__ import annotations
 
 import json
-import math
 import re
-import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from agentrig import __version__
-from agentrig.agents.bash_prompts import SUBMIT_SENTINEL
 from agentrig.errors import ConfigError
 from agentrig.store.export import _atomic, _parse_time
 
-from .parsers import PASSING
+from .export_read import _instructions, failure_mode, submission, verifier_result
 
 FORMATS = ("terminal-bench", "mini-swe-agent")
 MINI_FORMAT = "mini-swe-agent-1.1"
-_NS = uuid.UUID("0c9a3f4e-7b1d-4a52-9e0f-5d2c8b6a1e37")
 _EXIT_CODE = re.compile(r"\Aexit code: (-?\d+)")
 _MINI_EXIT = {"submitted": "Submitted", "limits_exceeded": "LimitsExceeded", "agent_timeout": "TimeExceeded",
               "format_errors": "FormatError", "never_submitted": "NotSubmitted",
               "context_overflow": "LimitsExceeded"}
-_UNREADABLE = ("test_timeout", "parse_error", "broke_environment")
 
 
-# -- reading a stored trial ---------------------------------------------------------------------
-
-def _events(record: Any, plugin: str, kind: str) -> list[dict]:
-    return [e.data for e in record.trajectory.events if (e.plugin, e.kind) == (plugin, kind)]
-
-
-def verifier_result(record: Any) -> dict:
-    found = _events(record, "verifier", "result")
-    return found[-1] if found else {}
-
-
-def failure_mode(record: Any) -> str:
-    info = record.verdict.reward_info
-    return (info.notes.get("failure_mode") if info is not None else None) or record.verdict.termination
-
-
-def submission(record: Any) -> str:
-    """The submitted text: the ``agent``/``submit`` event; for trials stored before that event
-    existed, the output after the sentinel line of the last observation that holds it."""
-    found = _events(record, "agent", "submit")
-    if found:
-        return str(found[-1].get("submission", ""))
-    if record.verdict.termination != "submitted":
-        return ""
-    mark = f"output:\n{SUBMIT_SENTINEL}\n"
-    for m in reversed(record.trajectory.messages):
-        if m.role in ("tool", "user") and mark in (m.content or ""):
-            return (m.content or "").split(mark, 1)[1]
-    return ""
-
-
-def _tokens(record: Any) -> tuple[int, int]:
-    calls = record.trajectory.model_calls
-    return sum(c.usage.prompt_tokens for c in calls), sum(c.usage.completion_tokens for c in calls)
-
+# -- costs ----------------------------------------------------------------------------------------
 
 def _prices(config: dict) -> dict:
     from agentrig.config import Price
@@ -110,145 +74,27 @@ def _cost(call: Any, prices: dict) -> float:
     return cost_of(call, prices) or 0.0  # type: ignore[arg-type]  (a ModelCall has model and usage)
 
 
-def _iso(start: datetime, seconds: float) -> str:
-    return (start + timedelta(seconds=max(seconds, 0.0))).isoformat()
-
-
-def _instructions(config: dict, ids: set[str]) -> dict[str, str]:
-    from .taskfile import load_tasks
-
-    root = config.get("data_root")
-    if not root or not Path(root).is_dir():
-        return {}
-    try:
-        tasks, _ = load_tasks(Path(root), skip_invalid=True)
-    except Exception:  # noqa: BLE001 - the tasks moved or changed: the export goes on without them
-        return {}
-    return {t.id: t.instruction for t in tasks if t.id in ids}
-
-
-# -- Terminal-Bench results.json ----------------------------------------------------------------
-
-def tb_failure_mode(record: Any) -> str:
-    """Terminal-Bench's ``FailureMode`` value for a stored trial (see the module docstring)."""
-    mode, term = failure_mode(record), record.verdict.termination
-    if mode == "test_timeout":
-        return "test_timeout"
-    if mode in ("parse_error", "broke_environment"):
-        return "parse_error"
-    if term == "agent_timeout":
-        return "agent_timeout"
-    if term == "format_errors":
-        return "fatal_llm_parse_error"
-    if term == "context_overflow":
-        return "context_length_exceeded"
-    if term == "limits_exceeded":
-        stops = _events(record, "agent", "stop")
-        detail = str(stops[-1].get("detail", "")) if stops else ""
-        return "context_length_exceeded" if detail.startswith("context") else "unknown_agent_error"
-    return "unset"
-
-
-def tb_trial(record: Any, run_id: str, instruction: str) -> dict[str, Any]:
-    """One entry of ``results`` (Terminal-Bench's ``TrialResults``) for a valid stored trial. Its
-    ``trial_name`` carries agentrig's trial index, 0-based as in every export and label
-    (``TASK.trial-0.RUN_ID``; Terminal-Bench's own harness writes ``TASK.1-of-K.RUN_ID``)."""
-    v, key = record.verdict, record.key
-    result = verifier_result(record)
-    readable = failure_mode(record) not in _UNREADABLE and bool(result)
-    tests = result.get("tests") or []
-    parser_results = ({t["name"]: "passed" if t.get("outcome") in PASSING else "failed" for t in tests}
-                      if readable and tests else None)
-    prompt, completion = _tokens(record)
-    start = _parse_time(record.started_at)
-    test_s = float(result.get("duration_s") or 0.0)
-    agent_end = record.duration_s - test_s
-    return {
-        "id": str(uuid.uuid5(_NS, f"{run_id}/{key.label()}")),
-        "trial_name": f"{key.task_id}.trial-{key.trial}.{run_id}",
-        "task_id": key.task_id,
-        "instruction": instruction,
-        "is_resolved": bool(result.get("resolved")) if readable else None,
-        "failure_mode": tb_failure_mode(record),
-        "parser_results": parser_results,
-        "recording_path": None,
-        "total_input_tokens": prompt,
-        "total_output_tokens": completion,
-        "n_commands": len(_events(record, "sandbox", "command")),
-        "trial_started_at": _iso(start, 0),
-        "trial_ended_at": _iso(start, record.duration_s),
-        "agent_started_at": _iso(start, 0),
-        "agent_ended_at": _iso(start, agent_end),
-        "test_started_at": _iso(start, agent_end),
-        "test_ended_at": _iso(start, record.duration_s),
-        "agentrig": {"arm": key.arm, "trial": key.trial, "attempt": record.attempt, "seed": record.seed,
-                     "reward": v.reward, "termination": v.termination, "failure_mode": failure_mode(record),
-                     "components": dict(v.reward_info.components) if v.reward_info else {}},
-    }
-
-
-def pass_at_k(results: list[dict]) -> dict[str, float | None]:
-    """Terminal-Bench's pass@k: k = 2, 4, 8 … up to the fewest trials of a task (and 5, 10 when
-    every task has that many); per task the unbiased estimate 1 - C(n-c, k)/C(n, k), averaged
-    over the tasks with at least k trials."""
-    per_task: dict[str, list[bool]] = {}
-    for r in results:
-        per_task.setdefault(r["task_id"], []).append(bool(r["is_resolved"]))
-    if not per_task:
-        return {}
-    fewest = min(len(v) for v in per_task.values())
-    ks = sorted({2 ** i for i in range(1, int(math.log2(fewest)) + 1)} | {k for k in (5, 10) if fewest >= k})
-    out: dict[str, float | None] = {}
-    for k in ks:
-        values = []
-        for outcomes in per_task.values():
-            n, c = len(outcomes), sum(outcomes)
-            if n < k:
-                continue
-            values.append(1.0 if n - c < k else 1.0 - math.comb(n - c, k) / math.comb(n, k))
-        out[str(k)] = sum(values) / len(values) if values else None
-    return out
-
-
-def tb_results(results: list[dict], run_id: str, arm: str) -> dict[str, Any]:
-    resolved = [r["task_id"] for r in results if r["is_resolved"]]
-    unresolved = [r["task_id"] for r in results if not r["is_resolved"]]
-    return {
-        "id": str(uuid.uuid5(_NS, f"{run_id}/{arm}")),
-        "results": results,
-        "pass_at_k": pass_at_k(results),
-        "n_resolved": len(resolved),
-        "n_unresolved": len(unresolved),
-        "resolved_ids": resolved,
-        "unresolved_ids": unresolved,
-        "accuracy": len(resolved) / len(results) if results else 0.0,
-    }
-
-
-def tb_metadata(config: dict, arm: str, doc: dict, out_dir: Path, records: list) -> dict[str, Any]:
-    """Terminal-Bench's ``run_metadata.json`` for the arm, as far as agentrig has its parts."""
-    exp = config["experiment"]
-    arm_cfg = next(a for a in exp["arms"] if a["name"] == arm)
-    kind = arm_cfg["agent"]["kind"]
-    model = (config.get("resolved") or {}).get(arm, {}).get("roles", {}).get("agent", {}).get("model")
-    starts = sorted(r.started_at for r in records)
-    ends = sorted(_iso(_parse_time(r.started_at), r.duration_s) for r in records)
-    tasks = config.get("tasks") or {}
-    ids = sorted({t for group in tasks.values() for t in group})
-    return {
-        "run_id": config.get("run_id") or "", "uuid": str(uuid.uuid5(_NS, f"{config.get('run_id')}/{arm}/meta")),
-        "dataset_path": config.get("data_root"), "dataset_name": None, "dataset_version": None,
-        "output_path": str(out_dir), "agent_name": f"agentrig-{kind}", "no_rebuild": False, "cleanup": True,
-        "log_level": 20, "task_ids": ids, "exclude_task_ids": sorted(k.split("/", 1)[-1] for k in config.get("excluded") or {}),
-        "n_tasks": len(ids), "n_concurrent_trials": exp["run"]["concurrency"], "n_attempts": exp["run"]["trials"],
-        "dataset_size": len(ids), "accuracy": doc["accuracy"], "model_name": model if kind == "bash" else None,
-        "start_time": starts[0] if starts else None, "end_time": ends[-1] if ends else None, "commit_hash": "unknown",
-        "username": "unknown", "s3_bucket": None, "agent_kwargs": dict(arm_cfg["agent"]),
-        "pass_at_k": doc["pass_at_k"], "resumed_at": None,
-    }
-
-
 # -- mini-SWE-agent trajectories ----------------------------------------------------------------
+
+def _response(call: Any, message: dict, stamp: float) -> dict[str, Any]:
+    """The model's answer as mini-SWE-agent's litellm model saves it under ``extra.response`` (an
+    OpenAI chat completion: ``model``, ``choices`` with the message and ``finish_reason``,
+    ``usage``); Harbor's converter takes the token counts from it."""
+    u = call.usage
+    usage: dict[str, Any] = {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+                             "total_tokens": u.total_tokens}
+    if u.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": u.cached_tokens}
+    if u.reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": u.reasoning_tokens}
+    reply = {"role": "assistant", "content": message.get("content"), "tool_calls": message.get("tool_calls")}
+    if message.get("reasoning_content"):
+        reply["reasoning_content"] = message["reasoning_content"]
+    return {"id": call.request_id, "created": int(call.sent_at if call.sent_at is not None else stamp),
+            "model": call.model, "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": call.finish_reason, "message": reply}],
+            "usage": usage}
+
 
 def _mini_message(m: Any, record: Any, start: datetime, prices: dict) -> dict[str, Any]:
     stamp = (start + timedelta(seconds=m.t)).timestamp()
@@ -267,9 +113,7 @@ def _mini_message(m: Any, record: Any, start: datetime, prices: dict) -> dict[st
         calls = record.trajectory.model_calls
         if m.call is not None and 0 <= m.call < len(calls):
             call = calls[m.call]
-            extra.update(cost=_cost(call, prices), model=call.model, finish_reason=call.finish_reason,
-                         usage={"prompt_tokens": call.usage.prompt_tokens,
-                                "completion_tokens": call.usage.completion_tokens})
+            extra.update(response=_response(call, out, stamp), cost=_cost(call, prices))
         else:
             extra["cost"] = 0.0
     elif m.role == "tool" or m.role == "user":
@@ -352,8 +196,7 @@ def export_run(fmt: str, store: Any, config: dict, run_dir: Path, *, arm: str | 
     if fmt not in FORMATS:
         raise ConfigError(f"unknown terminal export format {fmt!r}; use one of: {', '.join(FORMATS)}")
     arms = _arms(config, arm)
-    base = Path(out_path) if out_path is not None else Path(run_dir) / "exports" / fmt
-    run_id = config.get("run_id") or ""
+    base = (Path(out_path) if out_path is not None else Path(run_dir) / "exports" / fmt).absolute()
     prices = _prices(config) if fmt == "mini-swe-agent" else {}
     n, written = 0, []
     for name in arms:
@@ -366,13 +209,11 @@ def export_run(fmt: str, store: Any, config: dict, run_dir: Path, *, arm: str | 
                 n += 1
             written.append(base / name)
             continue
+        from .export_tb import write_arm
+
+        args = ["export", str(run_dir), "--format", fmt, *(["--arm", arm] if arm else []), "--out", str(base)]
         instructions = _instructions(config, {r.key.task_id for r in records})
-        results = [tb_trial(r, run_id, instructions.get(r.key.task_id, "")) for r in records]
-        doc = tb_results(results, run_id, name)
-        target = base / name / "results.json"
-        _write_json(target, doc)
-        _write_json(base / name / "run_metadata.json", tb_metadata(config, name, doc, base / name, records))
-        n += len(results)
-        written.append(target)
+        n += write_arm(config, name, records, instructions, base, args)
+        written.append(base / name / "results.json")
     shown = written[0] if len(written) == 1 else base
     return n, shown, "trajectory file(s)" if fmt == "mini-swe-agent" else "trial result(s)"
