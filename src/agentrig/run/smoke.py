@@ -141,7 +141,9 @@ async def _smoke_arm(ex: Executor, r: Resolved, arm: ArmPlan, domain: str, task:
     return out
 
 
-async def run_smoke(r: Resolved, run_dir: Path) -> SmokeReport:
+async def run_smoke(r: Resolved, run_dir: Path, task: tuple[str, Any] | None = None) -> SmokeReport:
+    """``task``: the (domain, task) to play instead of the benchmark's smoke task (``--estimate``
+    plays a typical one)."""
     smoke_dir = run_dir / "smoke"
     smoke_dir.mkdir(parents=True, exist_ok=True)
     path = smoke_dir / "trials.sqlite"
@@ -154,13 +156,13 @@ async def run_smoke(r: Resolved, run_dir: Path) -> SmokeReport:
     channels = make_channels(r, run_id)
     try:
         ex = Executor(r, store, run_id, channels)
-        domain, task = smoke_task(r)
+        domain, played = task or smoke_task(r)
         config = snapshot.config_snapshot(r, run_id)  # what was played: one task, once per arm
-        config.update(smoke=True, tasks={domain: [task.id]})
+        config.update(smoke=True, tasks={domain: [played.id]})
         config["experiment"]["run"]["trials"] = 1
         config.pop("excluded", None)
         write_config(smoke_dir, store, config)
-        arms = await asyncio.gather(*(_smoke_arm(ex, r, arm, domain, task, store) for arm in r.arms))
+        arms = await asyncio.gather(*(_smoke_arm(ex, r, arm, domain, played, store) for arm in r.arms))
     finally:
         await close_channels(channels)
         store.close()

@@ -215,6 +215,20 @@ class Tau2Benchmark(Benchmark):
                     return domain, task
         return r.tasks[0]
 
+    def expected_calls(self, r: Any, arm: Any, domain: str, task: Any) -> dict[str, float] | None:
+        """The calls of a trial that plays the task's gold conversation: the agent makes each of its
+        gold actions and says one text per run of user actions it asks for, plus a closing one;
+        the user opens, answers each of those texts, makes each of its gold actions (one reply
+        each) and ends; the judge is asked once when the task needs it. A real model takes more
+        turns than the gold; ``run --estimate`` scales these on the trials it has."""
+        actions = task.gold_actions
+        asks = sum(1 for i, a in enumerate(actions) if a.requestor == "user"
+                   and (i == 0 or actions[i - 1].requestor != "user"))
+        by_user = sum(1 for a in actions if a.requestor == "user")
+        calls = {"agent": float(len(actions) - by_user + asks + 1), "user": float(2 + asks + by_user),
+                 "judge": 1.0 if _needs_nl_judge(task) else 0.0}
+        return {role: n for role, n in calls.items() if role in arm.roles_needed}
+
     # -- analysis ---------------------------------------------------------------------------
     def failure_context(self, config: dict) -> dict[str, tuple[dict, Any]]:
         from agentrig.errors import AgentrigError
