@@ -5,17 +5,28 @@ The figures come from sample trials:
 
 - the run's own stored trials (the same run directory, a comparable configuration): every valid
   trial of the plan is a sample; what is stored is counted as is, and each trial still to play
-  is extrapolated from the trials of its own task when there are some, else from the arm's;
+  is extrapolated from the trials of its own task when there are some, else from the model of
+  ``run/estimate_model.py`` fitted on all the arm's samples;
 - else a smoke play (``run/smoke.py``: one task once per arm, in ``<run dir>/smoke/``, which the
-  smoke check replaces anyway): one sample per arm, so the range is a plain ×0.5 … ×2 of the
-  point estimate — a rough guide, said so in the output.
+  smoke check replaces anyway; the task is ``estimate_model.sample_task``'s, a typical one when
+  the benchmark predicts the tasks' calls): one sample per arm, so the range is a plain
+  ×0.5 … ×2 of the point estimate — a rough guide, said so in the output.
 
-The range: for a group of r trials extrapolated from n samples with standard deviation s, the
-point estimate is r·mean and the half-width 2·√(r·s² + r²·s²/n) (the trials' own spread plus the
-uncertainty of the mean); s is the within-task spread where a task has two samples or more, else
-the spread across all the arm's samples (wider: tasks differ). Roles and groups add up linearly.
-Cost needs ``[prices]`` for the role's models; without one the cost is unknown and the output
-says "tokens only". Invalid attempts replayed during the run add calls not counted here.
+The model (``estimate_model``): a trial's calls per role as the task's structure predicts them
+(``Benchmark.expected_calls``; τ²: its gold actions), scaled to the samples; each call resends the
+history, so its prompt is P0 + g·j tokens at the role's j-th call — a trial's prompt tokens grow
+with the square of its turns. That gives each task a *size*; a task without samples is its size ×
+the samples' usage per unit of size (without a prediction every size is 1: the arm's mean).
+
+The range: ±2 standard deviations of the sum. A task with samples of its own adds r·s² + r²·s²/n
+for its r trials still to play (s, n: its samples' spread and number; the trials' own spread plus
+the uncertainty of their mean). The tasks without samples share one ratio, usage per unit of
+size, whose spread s across the n sampled tasks is taken at least ``RATIO_FLOOR`` of its mean (a
+few tasks, or a deterministic endpoint, show too little of how another task differs): each adds
+r·(s·x)², and the ratio's own uncertainty, common to them all, adds (Σ r·x)²·s²/n. Roles and
+groups add up linearly. Cost needs ``[prices]`` for the role's
+models; without one the cost is unknown and the output says "tokens only". Invalid attempts
+replayed during the run add calls not counted here.
 
 Nothing is stored: the run's store is opened read-only, and a smoke play writes only its own
 directory.
@@ -111,7 +122,7 @@ def extrapolate(samples: dict[Any, list[float]], remaining: dict[Any, int], know
         sd_ratio = max(sd_ratio, RATIO_FLOOR * mean_ratio)
     within = [sd for vs in samples.values() if len(vs) >= 2 and (sd := _stats(vs)[1]) is not None]
     sd_within = math.sqrt(sum(s * s for s in within) / len(within)) if within else None
-    point, var = 0.0, 0.0
+    point, var, shared = 0.0, 0.0, 0.0  # shared: the size of the groups that use the common ratio
     for group, r in remaining.items():
         if r <= 0:
             continue
@@ -120,13 +131,17 @@ def extrapolate(samples: dict[Any, list[float]], remaining: dict[Any, int], know
         sd_all = sd_ratio * x if sd_ratio is not None else None
         if own:
             mean, sd = _stats(own)
-            n = len(own)
             sd = sd if sd is not None else (sd_within if sd_within is not None else sd_all)
+            if sd is not None:  # this group's own mean: its uncertainty is its own
+                var += r * sd * sd + r * r * sd * sd / len(own)
         else:
-            mean, sd, n = mean_ratio * x, sd_all, n_tasks
+            mean, sd = mean_ratio * x, sd_all
+            shared += r * x
+            if sd is not None:
+                var += r * sd * sd
         point += r * mean
-        if sd is not None:
-            var += r * sd * sd + r * r * sd * sd / n
+    if sd_ratio is not None and n_tasks:  # one ratio for all those groups: its error is common to them
+        var += shared * shared * sd_ratio * sd_ratio / n_tasks
     if factor is not None and sd_ratio is None:
         return Figure(estimate=known + point, low=known + point / factor, high=known + point * factor)
     half = 2.0 * math.sqrt(var)
