@@ -199,6 +199,7 @@ def build(r: Resolved, store: Store, *, smoke: bool) -> Estimate:
     per, seq, models, unpriced = _trial_usage(store, r)
     planned_keys = [(arm.name, d, t.id, i) for arm in r.arms for d, t in r.tasks for i in range(r.exp.run.trials)]
     arms_out: list[ArmEstimate] = []
+    modelled = False  # some role's usage follows the benchmark's predicted calls
     for arm in r.arms:
         mine = {k: v for k, v in per.items() if k[0] == arm.name}
         roles = sorted({role for v in mine.values() for role in v})
@@ -210,6 +211,7 @@ def build(r: Resolved, store: Store, *, smoke: bool) -> Estimate:
         role_rows = []
         for role in roles:
             shape = fit(predicted.get(role), {k: ((k[1], k[2]), seq.get(k, {}).get(role, [])) for k in mine})
+            modelled = modelled or shape.k is not None
             figs: list[Figure] = []
             for m in range(3):
                 samples: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -223,12 +225,13 @@ def build(r: Resolved, store: Store, *, smoke: bool) -> Estimate:
         arms_out.append(ArmEstimate(arm=arm.name, planned=len(r.tasks) * r.exp.run.trials,
                                     stored=0 if smoke else len(mine), samples=len(mine), roles=role_rows,
                                     total=_total(role_rows)))
+    turns = ", each task's turns from its structure" if modelled else ""
     if smoke:
-        note = ("from a smoke play (one trial per arm): a rough guide, the range is ×0.5 … ×2; "
+        note = (f"from a smoke play (one trial per arm{turns}): a rough guide, the range is ×0.5 … ×2; "
                 "a run's first trials give a tighter estimate (rerun --estimate part way through)")
     else:
         n = sum(a.samples for a in arms_out)
-        note = f"from {n} valid trial(s) stored in the run directory; the range is ±2 standard errors"
+        note = f"from {n} valid trial(s) stored in the run directory{turns}; the range is ±2 standard errors"
     return Estimate(source="smoke" if smoke else "run", note=note, arms=arms_out,
                     total=_total([a.total for a in arms_out]), unpriced_models=sorted(unpriced))
 

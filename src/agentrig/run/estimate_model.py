@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Group = tuple[str, str]  # (domain, task id)
+Calls = list[tuple[float, float] | None]  # a trial's calls of one role: (prompt, completion) tokens, None: failed
 
 
 @dataclass
@@ -60,7 +61,7 @@ def _line(points: list[tuple[int, float]]) -> tuple[float, float]:
     return max(0.0, mean_p - g * mean_j), g
 
 
-def fit(predicted: dict[Group, float] | None, trials: dict[Any, tuple[Group, list[tuple[float, float] | None]]]) -> RoleShape:
+def fit(predicted: dict[Group, float] | None, trials: dict[Any, tuple[Group, Calls]]) -> RoleShape:
     """The shape of a role from its sampled trials: trial → (its task, the role's calls in order, each
     (prompt, completion) tokens or None for a call that failed); ``predicted``: calls per task, or None."""
     shape = RoleShape()

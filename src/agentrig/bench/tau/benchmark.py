@@ -227,7 +227,8 @@ class Tau2Benchmark(Benchmark):
                    and (i == 0 or actions[i - 1].requestor != "user"))
         by_user = sum(1 for a in actions if a.requestor == "user")
         criteria = task.evaluation_criteria
-        transferred = bool(actions) and actions[-1].requestor != "user" and actions[-1].name == "transfer_to_human_agents"
+        last = actions[-1] if actions else None
+        transferred = last is not None and last.requestor != "user" and last.name == "transfer_to_human_agents"
         told = 0 if transferred and not (criteria is not None and criteria.communicate_info) else 1
         calls = {"agent": float(len(actions) - by_user + asks + told), "user": float(1 + asks + by_user + told),
                  "judge": 1.0 if _needs_nl_judge(task) else 0.0}
