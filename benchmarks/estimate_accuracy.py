@@ -89,7 +89,7 @@ def main() -> None:
             smoke = agentrig(served.base_url, data, "run", str(exp), "--estimate", "--dir", str(run_dir))
             budget = int(0.05 * smoke["total"]["tokens"]["estimate"])
             part = Path(tmp) / f"{domain}_part.toml"
-            part.write_text(exp.read_text().replace("concurrency = 8 ", f"concurrency = 1\nmax_tokens = {budget} ", 1))
+            part.write_text(exp.read_text().replace("\nconcurrency = ", f"\nmax_tokens = {budget}\nconcurrency = 1 # ", 1))
             agentrig(served.base_url, data, "run", str(part), "--dir", str(run_dir))
             resumed = agentrig(served.base_url, data, "run", str(exp), "--estimate", "--dir", str(run_dir))
             stored = sum(a["stored"] for a in resumed["arms"])

@@ -66,7 +66,9 @@ def test_the_estimate_holds_the_outcome_of_the_airline_example_on_the_gold_endpo
 
     # part way through: the same experiment stopped by a token budget after a few trials
     part = tmp_path / "airline_part.toml"
-    part.write_text(EXAMPLE.read_text().replace("concurrency = 8 ", "concurrency = 1\nmax_tokens = 60000 ", 1)
+    text = EXAMPLE.read_text()
+    assert "\nconcurrency = " in text and '# dir = "runs/airline"' in text
+    part.write_text(text.replace("\nconcurrency = ", "\nmax_tokens = 60000\nconcurrency = 1 # ", 1)
                     .replace('# dir = "runs/airline"', f'dir = "{run_dir}"'), encoding="utf-8")
     p = agentrig(served, tau2_root, "run", str(part), "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "budget", p.stderr
