@@ -24,9 +24,9 @@ the uncertainty of their mean). The tasks without samples share one ratio, usage
 size, whose spread s across the n sampled tasks is taken at least ``RATIO_FLOOR`` of its mean (a
 few tasks, or a deterministic endpoint, show too little of how another task differs): each adds
 r·(s·x)², and the ratio's own uncertainty, common to them all, adds (Σ r·x)²·s²/n. Roles and
-groups add up linearly. Cost needs ``[prices]`` for the role's
-models; without one the cost is unknown and the output says "tokens only". Invalid attempts
-replayed during the run add calls not counted here.
+groups add up linearly. Cost needs ``[prices]`` for the role's models; without one the cost is
+unknown and the output says "tokens only". Invalid attempts replayed during the run add calls not
+counted here.
 
 Nothing is stored: the run's store is opened read-only, and a smoke play writes only its own
 directory.
