@@ -35,6 +35,10 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
         smoke_task(r) -> (domain, task)              # the task `run --smoke` plays
         smoke_transcript(record) -> [(label, text)]  # what `run --smoke` shows of its trial ([]: nothing)
         smoke_problem(record) -> str | None          # a valid smoke trial that still fails the check
+        expected_calls(r, arm, domain, task) -> {role: n} | None   # a trial's model calls per role as
+                                                     # the task's structure predicts (run --estimate)
+        prepare(exp, source, selection) -> None      # build what the selected tasks need before a
+                                                     # run plays them (not run by --smoke/--estimate)
         failure_context(config) -> Any               # what classify needs (AgentrigError: none)
         classify(record, context) -> FailureLabel | None
         action_sequence(record) -> tuple[token, …]   # for divergence; default: the tool calls
@@ -215,6 +219,19 @@ class Benchmark:
         """Why a valid smoke trial still fails the smoke check (e.g. the model's replies could not
         be parsed into actions); None: a valid trial passes, whatever its reward."""
         return None
+
+    def expected_calls(self, r: Any, arm: Any, domain: str, task: Any) -> dict[str, float] | None:
+        """The model calls per role that one trial of ``task`` by ``arm`` makes, as the task's
+        structure predicts (τ²: its gold actions). Only relative sizes matter: ``run --estimate``
+        calibrates them on played trials (run/estimate_model.py). None, or a role left out: no
+        prediction (the estimate uses the role's mean per trial)."""
+        return None
+
+    def prepare(self, exp: Any, source: Path, selection: Selection) -> None:
+        """Make the selected tasks ready before a run plays them (build what they need, cached);
+        a task that cannot be made ready moves from ``selection.tasks`` to ``selection.excluded``
+        with why. ``run --smoke`` and ``run --estimate`` skip it: a trial builds what it plays
+        itself. Default: nothing."""
 
     def first_requests(self, r: Any) -> list[FirstRequest] | None:
         """What the LLM agents of the experiment ``r`` send first (the doctor sends alike: the same

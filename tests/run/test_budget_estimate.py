@@ -4,6 +4,7 @@ gold-scripting endpoint (real HTTP, real SQLite, the real CLI in a subprocess)."
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import subprocess
@@ -204,3 +205,34 @@ def test_extrapolate_uses_each_tasks_own_samples_and_widens_with_fewer():
     single = extrapolate({"a": [10.0]}, {"a": 4}, known=0.0, factor=2.0)
     assert (single.low, single.estimate, single.high) == (20.0, 40.0, 80.0)
     assert extrapolate({}, {"a": 3}, known=7.0).estimate == 7.0
+
+
+def test_the_usage_model_grows_with_the_square_of_the_turns_and_scales_the_predicted_calls():
+    from agentrig.run.estimate_model import fit
+
+    # a sampled trial of task a: predicted 2 calls, it made 4, each prompt 100 tokens longer
+    calls = [(1000.0 + 100 * j, 10.0) for j in range(4)]
+    shape = fit({("d", "a"): 2.0, ("d", "b"): 5.0}, {("arm", "d", "a", 0): (("d", "a"), calls)})
+    assert shape.k == pytest.approx(2.0) and shape.p0 == pytest.approx(1000) and shape.g == pytest.approx(100)
+    assert shape.size(("d", "a"), 0) == pytest.approx(4)
+    assert shape.size(("d", "a"), 1) == pytest.approx(sum(p + c for p, c in calls))
+    # task b: 10 calls, prompts 1000 … 1900: not 2.5 × task a's tokens, the history makes it more
+    assert shape.size(("d", "b"), 1) == pytest.approx(10 * 1000 + 100 * 45 + 10 * 10)
+    # no prediction for the role, or one the samples contradict: every task's size is 1
+    assert fit(None, {("arm", "d", "a", 0): (("d", "a"), calls)}).size(("d", "b"), 1) == 1.0
+    assert fit({("d", "a"): 0.0}, {("arm", "d", "a", 0): (("d", "a"), calls)}).k is None
+
+
+def test_tasks_without_samples_share_the_error_of_one_ratio():
+    from agentrig.run.estimate import extrapolate
+
+    # 8 sampled tasks of size 1 … 8 whose usage is 10 × size ± 5 %; 40 unsampled tasks of size 4
+    sizes = {f"s{i}": float(i) for i in range(1, 9)} | {f"u{i}": 4.0 for i in range(40)}
+    samples = {f"s{i}": [10.0 * i * (1.05 if i % 2 else 0.95)] for i in range(1, 9)}
+    fig = extrapolate(samples, {f"u{i}": 4 for i in range(40)}, known=0.0, size=sizes.__getitem__)
+    ratio = sum(v for vs in samples.values() for v in vs) / 36  # the samples' usage over their sizes
+    assert fig.estimate == pytest.approx(40 * 4 * 4.0 * ratio)
+    # the ratio's spread is taken as at least 25 % of it, and its error is common to the 160 trials:
+    # ±2 × 25 % / √8 of the whole, not that divided by √40 as independent errors would be
+    assert (fig.high - fig.low) / 2 >= 2 * 0.25 / math.sqrt(8) * fig.estimate
+    assert fig.high - fig.low < 0.5 * fig.estimate

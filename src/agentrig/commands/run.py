@@ -184,7 +184,8 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
     logger = logging.getLogger("agentrig")
     if not logger.handlers:
         logger.addHandler(logging.NullHandler())
-    r = experiment.load(path, run_dir)
+    # --smoke / --estimate play one task per arm: its trial builds what it needs, nothing else is built
+    r = experiment.load(path, run_dir, prepare=not (smoke or estimate))
     if estimate:  # tokens and cost of the whole plan, from a smoke play or the run's stored trials
         from agentrig.run.estimate import estimate_command
 

@@ -168,10 +168,15 @@ def _check_arm(exp: Experiment, source: Path, arm: ArmSettings, cfg: ChannelConf
         raise ConfigError(f"{where}: the {role} role has no model, but {why}.\n  fix: {fix}")
 
 
-def resolve(exp: Experiment, source: Path, run_dir: str | Path | None = None) -> Resolved:
-    """Read the data and check the experiment as a whole (before anything is played)."""
+def resolve(exp: Experiment, source: Path, run_dir: str | Path | None = None, *, prepare: bool = True) -> Resolved:
+    """Read the data and check the experiment as a whole (before anything is played).
+    ``prepare``: build what every selected task needs now (``Benchmark.prepare``; a task whose
+    build fails is excluded); ``run --smoke``/``--estimate`` pass False (their trials build what
+    they play)."""
     bench = get_benchmark(exp.benchmark.kind)
     selection = bench.select(exp, source)
+    if prepare:
+        bench.prepare(exp, source, selection)
     tasks = selection.tasks
     bench.check(exp, source, selection)
     arms: list[ArmPlan] = []
@@ -198,6 +203,6 @@ def resolve(exp: Experiment, source: Path, run_dir: str | Path | None = None) ->
                     excluded=dict(selection.excluded))
 
 
-def load(path: str | Path, run_dir: str | Path | None = None) -> Resolved:
+def load(path: str | Path, run_dir: str | Path | None = None, *, prepare: bool = True) -> Resolved:
     exp, source = load_experiment(path)
-    return resolve(exp, source, run_dir)
+    return resolve(exp, source, run_dir, prepare=prepare)

@@ -142,13 +142,15 @@ async def _smoke_arm(ex: Executor, r: Resolved, arm: ArmPlan, domain: str, task:
     return out
 
 
-async def run_smoke(r: Resolved, run_dir: Path) -> SmokeReport:
-    # RUN/smoke is a run directory of its own: made, checked and held as one (store/owner.py)
+async def run_smoke(r: Resolved, run_dir: Path, task: tuple[str, Any] | None = None) -> SmokeReport:
+    """``task``: the (domain, task) to play instead of the benchmark's smoke task (``--estimate``
+    plays a typical one). RUN/smoke is a run directory of its own: made, checked and held as one
+    (store/owner.py)."""
     with claim(make_dir(run_dir) / "smoke", "agentrig run --smoke") as owner:
-        return await _smoke_into(r, owner.directory)
+        return await _smoke_into(r, owner.directory, task)
 
 
-async def _smoke_into(r: Resolved, smoke_dir: Path) -> SmokeReport:
+async def _smoke_into(r: Resolved, smoke_dir: Path, task: tuple[str, Any] | None) -> SmokeReport:
     path = smoke_dir / "trials.sqlite"
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
@@ -159,13 +161,13 @@ async def _smoke_into(r: Resolved, smoke_dir: Path) -> SmokeReport:
     channels = make_channels(r, run_id)
     try:
         ex = Executor(r, store, run_id, channels)
-        domain, task = smoke_task(r)
+        domain, played = task or smoke_task(r)
         config = snapshot.config_snapshot(r, run_id)  # what was played: one task, once per arm
-        config.update(smoke=True, tasks={domain: [task.id]})
+        config.update(smoke=True, tasks={domain: [played.id]})
         config["experiment"]["run"]["trials"] = 1
         config.pop("excluded", None)
         write_config(smoke_dir, store, config)
-        arms = await asyncio.gather(*(_smoke_arm(ex, r, arm, domain, task, store) for arm in r.arms))
+        arms = await asyncio.gather(*(_smoke_arm(ex, r, arm, domain, played, store) for arm in r.arms))
     finally:
         await close_channels(channels)
         store.close()

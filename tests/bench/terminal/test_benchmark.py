@@ -101,6 +101,36 @@ def test_tasks_the_sandbox_cannot_run_are_excluded_never_failed(tmp_path, cache)
     assert rows["write-marker"]["bwrap"]["ok"] is True
 
 
+def test_smoke_and_estimate_build_only_the_image_of_the_task_they_play(tmp_path, cache, monkeypatch):
+    # issue 31 item 8: the smoke check plays write-marker (TB's ubuntu-24-04 base); the experiment
+    # also selects tasks on TB's python-3-13 and on debian:bookworm-slim — whose images it must not build
+    from agentrig.bench.terminal.images import ensure_base_root, list_roots, resolve_base
+
+    from .test_images import _need_mmdebstrap
+
+    _need_mmdebstrap()
+    played = resolve_base("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624")
+    shared = ensure_base_root(played)  # cached across sessions in images_dir()
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / played.key()).symlink_to(shared.parent)  # this run's images dir holds the played base only
+    monkeypatch.setenv("AGENTRIG_IMAGES_DIR", str(images))
+    tasks = _builtin(tmp_path / "tasks", "write-marker", "csv-region-totals")
+    write_task(tasks, "on-debian", dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\n")
+    path = experiment(tmp_path, "smoke-builds", ORACLE, cache=cache, tasks=tasks)
+    for flag in ("--smoke", "--estimate"):
+        proc = agentrig("run", path, flag, "--json")
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        doc = json.loads(proc.stdout)
+        if flag == "--smoke":
+            assert doc["ok"] and [a["task"] for a in doc["arms"]] == ["terminal/write-marker"]
+        else:
+            assert doc["source"] == "smoke" and doc["arms"][0]["planned"] == 3
+        assert "building base image" not in proc.stderr
+        assert [m["key"] for m in list_roots(images)] == [played.key()]
+        assert sorted(p.name for p in images.iterdir() if p.is_dir()) == [played.key()]
+
+
 def test_the_verifier_runs_after_an_agent_timeout(tmp_path, cache):
     tasks = tmp_path / "tasks"
     write_task(tasks, "done-then-hangs", solution="#!/bin/bash\necho ok > /app/out.txt\nsleep 60\n", agent_timeout=2)

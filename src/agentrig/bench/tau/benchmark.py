@@ -215,6 +215,25 @@ class Tau2Benchmark(Benchmark):
                     return domain, task
         return r.tasks[0]
 
+    def expected_calls(self, r: Any, arm: Any, domain: str, task: Any) -> dict[str, float] | None:
+        """The calls of a trial that plays the task's gold conversation: the agent makes each of its
+        gold actions and says one text per run of user actions it asks for, plus one stating the
+        outcome (none when it ends by a transfer to a human with nothing to communicate); the user
+        opens, answers each of those texts, makes each of its gold actions (one reply each); the
+        judge is asked once when the task needs it. A real model takes more turns than the gold;
+        ``run --estimate`` scales these on the trials it has."""
+        actions = task.gold_actions
+        asks = sum(1 for i, a in enumerate(actions) if a.requestor == "user"
+                   and (i == 0 or actions[i - 1].requestor != "user"))
+        by_user = sum(1 for a in actions if a.requestor == "user")
+        criteria = task.evaluation_criteria
+        last = actions[-1] if actions else None
+        transferred = last is not None and last.requestor != "user" and last.name == "transfer_to_human_agents"
+        told = 0 if transferred and not (criteria is not None and criteria.communicate_info) else 1
+        calls = {"agent": float(len(actions) - by_user + asks + told), "user": float(1 + asks + by_user + told),
+                 "judge": 1.0 if _needs_nl_judge(task) else 0.0}
+        return {role: n for role, n in calls.items() if role in arm.roles_needed}
+
     # -- analysis ---------------------------------------------------------------------------
     def failure_context(self, config: dict) -> dict[str, tuple[dict, Any]]:
         from agentrig.errors import AgentrigError

@@ -100,6 +100,12 @@ def run_sync(coro: Any) -> Any:
     return box["value"]
 
 
+def _none_runs(source: Path, kind: str, excluded: dict[str, str]) -> None:
+    shown = "; ".join(f"{k}: {v.splitlines()[0]}" for k, v in list(excluded.items())[:5])
+    raise ConfigError(f"{source}: no selected task can run in the {kind} sandbox ({shown}).\n"
+                      "  fix: choose other tasks, or another [sandbox] kind (see `agentrig tasks list --bench terminal`)")
+
+
 def task_dir_hash(path: Path) -> str:
     """A hash of every file under a task directory (relative names and bytes)."""
     parts: list[bytes] = []
@@ -139,7 +145,6 @@ class TerminalBenchmark(Benchmark):
         return _rel(source, exp.benchmark.tasks) if exp.benchmark.tasks else builtin_tasks_dir()
 
     def select(self, exp: Any, source: Path) -> Selection:
-        from .sandbox import SandboxError
         from .taskfile import load_tasks
 
         b = exp.benchmark
@@ -162,14 +167,6 @@ class TerminalBenchmark(Benchmark):
                 raise ConfigError(f"{source}: [sandbox] kind = \"bwrap\"{' (the default)' if 'kind' not in exp.sandbox.model_fields_set else ''} "
                                   f"cannot run here: {problem}.\n  fix: see `agentrig doctor --sandbox`; "
                                   "or set [sandbox] kind = \"docker\" / \"podman\" (docker: its daemon must answer; podman: `podman info` must) or \"local\" (no isolation)")
-            try:
-                broken = run_sync(build_check(runnable, sb))
-            except SandboxError as exc:
-                raise ConfigError(f"{source}: the bwrap sandbox could not build the tasks' layers: {exc}\n"
-                                  "  fix: check the sandbox with `agentrig doctor --sandbox bwrap`") from None
-            for task_id, why in broken.items():
-                excluded[f"{GROUP}/{task_id}"] = why
-            runnable = [t for t in runnable if t.id not in broken]
         if sb.kind in ("docker", "podman") and runnable:
             from .sandbox.docker import engine_problem
 
@@ -178,10 +175,28 @@ class TerminalBenchmark(Benchmark):
                 raise ConfigError(f"{source}: [sandbox] kind = \"{sb.kind}\" cannot run here: {problem}.\n"
                                   "  fix: start the daemon (see `agentrig doctor --sandbox`), or use [sandbox] kind = \"bwrap\"")
         if not runnable:
-            shown = "; ".join(f"{k}: {v.splitlines()[0]}" for k, v in list(excluded.items())[:5])
-            raise ConfigError(f"{source}: no selected task can run in the {sb.kind} sandbox ({shown}).\n"
-                              "  fix: choose other tasks, or another [sandbox] kind (see `agentrig tasks list --bench terminal`)")
+            _none_runs(source, sb.kind, excluded)
         return Selection([(GROUP, t) for t in runnable], root, excluded=excluded)
+
+    def prepare(self, exp: Any, source: Path, selection: Selection) -> None:
+        """Under bwrap, build (or find cached) every selected task's layers — its base image and
+        its own steps — before the run: a task whose own build fails is excluded (``broken_task``).
+        ``run --smoke``/``--estimate`` skip this: their one trial builds what it plays."""
+        from .sandbox import SandboxError
+
+        sb = sandbox_settings(exp, source)
+        if sb.kind != "bwrap" or not selection.tasks:
+            return
+        try:
+            broken = run_sync(build_check([t for _, t in selection.tasks], sb))
+        except SandboxError as exc:
+            raise ConfigError(f"{source}: the bwrap sandbox could not build the tasks' layers: {exc}\n"
+                              "  fix: check the sandbox with `agentrig doctor --sandbox bwrap`") from None
+        for task_id, why in broken.items():
+            selection.excluded[f"{GROUP}/{task_id}"] = why
+        selection.tasks = [(g, t) for g, t in selection.tasks if t.id not in broken]
+        if not selection.tasks:
+            _none_runs(source, sb.kind, selection.excluded)
 
     # -- runs -------------------------------------------------------------------------------
     def comparability(self, r: Any) -> dict[str, Any]:
