@@ -202,6 +202,8 @@ class Executor:
                 finally:
                     self.stats.in_flight -= 1
                 self._gc.trial_done()
+                if self.on_record is not None:  # its spend counts now (run/budget.py), even if it is held
+                    self.on_record(record)
                 # judged against what other trials showed of the server's ceiling (run/truncation.py)
                 for done, judged in self.cuts.admit(spec, record):
                     self._finish(done, judged, queue)
@@ -229,8 +231,6 @@ class Executor:
             if self._streak >= self._stall_limit and self.stalled_cause is None:
                 self.stalled_cause = record.verdict.invalid_cause or "invalid trials"
                 self._stop.set()
-        if self.on_record is not None:
-            self.on_record(record)
         if again and queue is not None:
             self.stats.replays += 1
             queue.put_nowait(TrialSpec(spec.key, spec.task, spec.arm, spec.seed,
