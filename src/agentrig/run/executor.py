@@ -8,9 +8,10 @@ cancelled (not stored), every finished one is kept. ``request_stop`` (Ctrl-C) do
 So does a server that silently cuts prompts: when most of the session's first trial attempts
 (``TRUNCATION_SAMPLE``) come back invalid with ``PROMPT_TRUNCATED``, the run stops as for a fatal
 error (code ``PROMPT_TRUNCATED``, with the fix: the server's window), since every further trial
-would be cut the same way. An endpoint that goes down mid-run holds its calls in the channel
-(channel/breaker.py): its trials wait rather than come back invalid; the session's outages are
-recorded in the store at the end (run/outages.py).
+would be cut the same way; the ceiling such trials show is held against every other trial, and
+the sample's valid trials are stored once it is complete (run/truncation.py). An endpoint that
+goes down mid-run holds its calls in the channel (channel/breaker.py): its trials wait rather than
+come back invalid; the session's outages are recorded in the store at the end (run/outages.py).
 """
 
 from __future__ import annotations

@@ -28,6 +28,10 @@ window, whereas a server that leaves cached tokens out of ``prompt_tokens`` (whi
 does not do, but a proxy might) reports small, varying counts. Cached tokens a server does report
 (``prompt_tokens_details.cached_tokens``) are added to the count, which can only make it larger.
 A response without usage is never judged.
+
+What one trial cannot tell — a role's only request cut behind a gateway that hides the server's
+window — the run tells across trials, from the ceiling other trials' counts stopped at
+(``run/truncation.py``).
 """
 
 from __future__ import annotations
