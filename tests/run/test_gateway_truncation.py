@@ -50,7 +50,7 @@ def test_ten_airline_tasks_behind_a_gateway_store_no_valid_trial(tmp_path, tau2_
     recs = records(doc["run_dir"])
     assert recs and not [r.key.label() for r in recs if r.verdict.valid]  # never a valid result
     # the trials with one agent request over the window are judged by the ceiling the others showed
-    by_ceiling = [r for r in recs if "at the ceiling where its count stopped growing" in (r.verdict.invalid_cause or "")]
+    by_ceiling = [r for r in recs if "at the ceiling where the server cut the prompt of trial" in (r.verdict.invalid_cause or "")]
     assert by_ceiling, [r.verdict.invalid_cause for r in recs]
     r = by_ceiling[0]
     assert r.verdict.invalid_cause.startswith("PROMPT_TRUNCATED: the server cut role 'agent''s prompt: it counted 2,048")
@@ -69,13 +69,13 @@ def test_a_roomy_gateway_keeps_every_gold_trial_valid(tmp_path, tau2_root):
 
 
 # ------------------------------------------------------------------ the rules themselves
-def record(task: str, counts: list[tuple[str, int]], *, cut: int | None = None) -> TrialRecord:
+def record(task: str, counts: list[tuple[str, int]], *, cut: int | None = None, window: int | None = None) -> TrialRecord:
     calls = [ModelCall(role=role, purpose=role, turn=i, model="m", usage=Usage(prompt_tokens=n, reported=True))
              for i, (role, n) in enumerate(counts)]
     events, verdict = [], Verdict(reward=1.0, termination="user_stop")
     if cut is not None:
         events = [PluginEvent(plugin="channel", turn=1, kind="prompt_truncated",
-                              data={"role": "agent", "call": 1, "prompt_tokens": cut, "window": None, "fix": "F"})]
+                              data={"role": "agent", "call": 1, "prompt_tokens": cut, "window": window, "fix": "F"})]
         verdict = Verdict(valid=False, termination="channel_error", invalid_cause="PROMPT_TRUNCATED: grew")
     return TrialRecord(key=TrialKey(arm="a", domain="d", task_id=task, trial=0), run_id="r", seed=1, attempt=0,
                        started_at="2026-01-01T00:00:00+00:00", duration_s=1.0,
@@ -108,6 +108,10 @@ def test_no_ceiling_no_judgement_and_counts_away_from_the_ceiling_are_spared():
     for n in (1500, 5000):  # under 90 % of the ceiling, or clearly past it: not at the ceiling
         assert cuts.judge(record("3", [("agent", n)])).verdict.valid
     assert cuts.judge(record("4", [("user", 2048)])).verdict.valid  # another endpoint (here: role) of its own
+    # a cut against a window the server told teaches nothing: that window already judges every trial
+    told = CutCeilings(lambda arm, role: role)
+    told.learn(record("5", [("agent", 2048)], cut=2048, window=2048))
+    assert told.ceilings == {} and told.judge(record("6", [("agent", 2048)])).verdict.valid
     assert cuts.flush() == []
 
 

@@ -7,9 +7,10 @@ URL in front of the servers — the window cannot be asked, and a trial whose ro
 request past the window (the agent answers once, the user stops) has nothing to compare: its one
 cut request looks like any other. The run sees more than the trial:
 
-- **the ceiling.** A trial whose count stopped growing shows where the server cuts: the count it
-  stopped at (``prompt_truncated``'s ``prompt_tokens``; the window itself when the server told it).
-  The run keeps that ceiling per endpoint and model (``CutCeilings.learn``).
+- **the ceiling.** A trial whose count stopped growing (or fell under the request's size) shows
+  where the server cuts: the count it stopped at (``prompt_truncated``'s ``prompt_tokens``). The
+  run keeps that ceiling per endpoint and model (``CutCeilings.learn``). A cut found against a
+  window the server told is not learned from: every trial is held against that window already.
 - **the trials at the ceiling.** From then on a valid trial with a request of the same endpoint
   and model counted at that ceiling (within ``CEILING``, 90 %, either side of it) was cut like the
   others: the server filled its window and answered, so the trial is invalid ``PROMPT_TRUNCATED``
@@ -63,9 +64,9 @@ class CutCeilings:
         if record.verdict.valid or not cause.startswith("PROMPT_TRUNCATED"):
             return
         cut = next((e.data for e in reversed(record.trajectory.events) if e.kind == "prompt_truncated"), None)
-        if not cut or not cut.get("role"):
-            return
-        tokens = cut.get("window") or cut.get("prompt_tokens") or 0
+        if not cut or not cut.get("role") or cut.get("window") is not None:
+            return  # a window the server told: the trials' own window rule holds every trial against it
+        tokens = cut.get("prompt_tokens") or 0
         if tokens < MIN_CUT_TOKENS:
             return
         key = self.endpoint(record.key.arm, cut["role"])
@@ -86,9 +87,9 @@ class CutCeilings:
                 continue
             same = "" if ceiling.role == call.role else f" (role '{ceiling.role}', same endpoint and model)"
             message = (f"the server cut role '{call.role}''s prompt: it counted {counted:,} prompt tokens, at the "
-                       f"ceiling where its count stopped growing while a conversation grew in trial "
-                       f"{ceiling.trial}{same} ({ceiling.tokens:,} tokens): the endpoint does not tell its window, "
-                       f"and a prompt counted at that ceiling was cut to fit it, so the model did not see all of it")
+                       f"ceiling where the server cut the prompt of trial {ceiling.trial}{same} ({ceiling.tokens:,} "
+                       f"tokens): the endpoint does not tell its window, and a prompt counted at that ceiling was "
+                       f"cut to fit it, so the model did not see all of it")
             trajectory = record.trajectory.model_copy(deep=True)
             trajectory.events.append(PluginEvent(plugin="channel", turn=call.turn, kind="prompt_truncated", data={
                 "role": call.role, "call": i, "prompt_tokens": call.usage.prompt_tokens, "window": ceiling.tokens,
