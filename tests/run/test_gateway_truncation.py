@@ -49,7 +49,10 @@ def test_ten_airline_tasks_behind_a_gateway_store_no_valid_trial(tmp_path, tau2_
     assert code == 1 and doc["status"] == "fatal" and doc["error"]["code"] == "PROMPT_TRUNCATED", doc
     recs = records(doc["run_dir"])
     assert recs and not [r.key.label() for r in recs if r.verdict.valid]  # never a valid result
+    if concurrency > 1:  # which trials finish before the early stop depends on timing: none is valid
+        return
     # the trials with one agent request over the window are judged by the ceiling the others showed
+    # (task 0, played first, is one: held until the sample is complete)
     by_ceiling = [r for r in recs if "at the ceiling where the server cut the prompt of trial" in (r.verdict.invalid_cause or "")]
     assert by_ceiling, [r.verdict.invalid_cause for r in recs]
     r = by_ceiling[0]
