@@ -99,6 +99,16 @@ async def test_ollama_small_window_is_prompt_truncated():
     assert s.startswith("Ollama 0.6.2") and "api/version" in s and "window 2048" in s
 
 
+async def test_ollama_behind_a_gateway_is_prompt_truncated_from_usage_alone():
+    """No route tells the server or its window; the counts alone show the cut (the rule the run
+    uses too: channel/servers.py's stopped_growing)."""
+    checks, report, _ = await doctor("ollama-behind-gateway")
+    c = checks["prompt"]
+    assert (c.status, c.code) == ("fail", "PROMPT_TRUNCATED") and not report.ok
+    assert "2048, a round number" in c.message and "window is" not in c.message
+    assert checks["server"].message.startswith("an OpenAI-compatible server (not one agentrig recognises")
+
+
 @pytest.mark.parametrize("name", ["llama-cpp-overflow", "llama-cpp-overflow-old"])
 async def test_llama_cpp_window_from_props_and_context_too_small(name):
     shape = RequestShape(where="arm a, domain retail", tools=[], first_request_tokens=3000, max_tokens=1500)

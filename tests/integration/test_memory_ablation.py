@@ -176,3 +176,19 @@ def test_memory_ablation_whole_file(gold, tau2_root, tmp_path):
     check_arms(out, tasks, 4)
     check_compare(run_dir, tasks)
     check_analysis(run_dir, tasks)
+
+
+def test_the_smoke_check_of_the_example_passes_on_the_gold_endpoint(gold, tau2_root, tmp_path):
+    """Issue 31, item 6: `--smoke` checks each arm's roles as the arm calls them. The baseline (no
+    memory plug-in) never calls the memory role, so it does not probe it — its probe used to be a
+    bare direct call the gold endpoint refuses (no X-Agentrig-Domain / X-Agentrig-Task headers)."""
+    toml = copy_example(tmp_path, gold.base_url, tau2_root, num_tasks=None, trials=None)
+    done = agentrig("run", str(toml), "--smoke", "--json")
+    assert done.returncode == 0, f"--smoke failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    out = json.loads(done.stdout)
+    assert out["ok"] and [a["arm"] for a in out["arms"]] == list(ARMS)
+    roles = {a["arm"]: {c["role"]: c["status"] for c in a["roles"]} for a in out["arms"]}
+    assert roles["baseline"] == {"agent": "ok", "user": "ok"}
+    for variant in VARIANTS:
+        assert roles[variant] == {"agent": "ok", "user": "ok", "memory": "ok"}, roles[variant]
+    assert "BAD_REQUEST" not in done.stdout + done.stderr

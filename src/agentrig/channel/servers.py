@@ -42,6 +42,23 @@ def estimate_tokens(messages: list[dict], tools: list[dict] | None = None) -> in
     return chars // 4 + 4 * len(messages)
 
 
+GROWTH_MIN_TOKENS = 12  # a prompt that grew by this many tokens (estimated: 48 characters) clearly grew
+
+
+def stopped_growing(grew_tokens: float, before: int, after: int, *, share: float) -> bool:
+    """Silent truncation told from usage alone, the one rule of the doctor and the run: a prompt
+    that grew by a clear margin (``grew_tokens``, estimated at ~4 characters a token) while the
+    server's ``prompt_tokens`` grew by no more than ``share`` of that was cut to the server's window
+    (``before`` / ``after``: the counts of the shorter and the longer prompt).
+
+    The doctor sends two prompts of known sizes, one far longer than the other (``share`` 0.5: any
+    tokenizer counts at least half the estimated growth of plain prose). The run compares a
+    conversation's consecutive requests, whose growth can be text a tokenizer packs densely (a
+    progress bar of repeated characters), so it asks that the count did not grow at all
+    (``share`` 0: ``trial/truncation.py``)."""
+    return grew_tokens >= GROWTH_MIN_TOKENS and after - before <= share * grew_tokens
+
+
 class ServerInfo(BaseModel):
     kind: str | None = None  # one of the names above, None = not recognised
     evidence: str = ""  # how it was recognised

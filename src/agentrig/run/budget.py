@@ -2,7 +2,9 @@
 
 The budget is per run (the run directory), and what counts is what the store holds: the tokens
 and priced cost of every stored attempt of every trial (valid or not — an invalid attempt's calls
-were sent and billed too). After each stored trial the executor's ``on_record`` hook adds it; when
+were sent and billed too). After each finished trial the executor's ``on_record`` hook adds it (a
+trial the truncation watch holds until its sample is complete is stored at the latest when the run
+stops: run/truncation.py); when
 the spend reaches a limit the run stops the way Ctrl-C stops it: trials in flight are cancelled
 (not stored; their calls so far are not counted), every finished trial is kept, the summary says
 the budget stopped the run. The same command again resumes — and stops again at once, playing

@@ -2,8 +2,8 @@
 of the experiment resolves to, each with the arms and roles that use it.
 
 An experiment that resolves (its data found) gives each arm's roles as a run calls them (the
-agent's, the benchmark's participants', the plug-ins') plus every role configured with a model of
-its own; one that parses but does not resolve gives each arm every role that has a model; a file
+agent's, the benchmark's participants', the plug-ins'; a role configured with a model that the arm
+never calls is not checked for it, ``smoke.roles_to_check``); one that parses but does not resolve gives each arm every role that has a model; a file
 that is only a channel ([channel] + [roles.X], no [benchmark]/[[arms]]) gives its configured roles.
 """
 

@@ -8,9 +8,10 @@ cancelled (not stored), every finished one is kept. ``request_stop`` (Ctrl-C) do
 So does a server that silently cuts prompts: when most of the session's first trial attempts
 (``TRUNCATION_SAMPLE``) come back invalid with ``PROMPT_TRUNCATED``, the run stops as for a fatal
 error (code ``PROMPT_TRUNCATED``, with the fix: the server's window), since every further trial
-would be cut the same way. An endpoint that goes down mid-run holds its calls in the channel
-(channel/breaker.py): its trials wait rather than come back invalid; the session's outages are
-recorded in the store at the end (run/outages.py).
+would be cut the same way; the ceiling such trials show is held against every other trial, and
+the sample's valid trials are stored once it is complete (run/truncation.py). An endpoint that
+goes down mid-run holds its calls in the channel (channel/breaker.py): its trials wait rather than
+come back invalid; the session's outages are recorded in the store at the end (run/outages.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from agentrig.errors import Diagnosis, FatalChannelError, Signal
 from agentrig.types import TrialRecord
 
 from . import outages
+from .truncation import CutCeilings
 from agentrig.trial.context import TrialContext
 from .experiment import Resolved
 from .runner import TrialSpec
@@ -164,8 +166,16 @@ class Executor:
         self.stalled_cause: str | None = None
         self._seen = self._truncated = 0  # attempts finished / cut by the server, this session
         self.truncation: _Fatal | None = None
+        self.cuts = CutCeilings(self._endpoint_of)  # the server's ceiling across trials (run/truncation.py)
         self.outages: list = []  # this session's endpoint outages (channel/breaker.py), recorded in the store
         self.stats.outage_now = lambda: outages.ongoing(self.channels)
+
+    def _endpoint_of(self, arm: str, role: str) -> tuple[str, ...]:
+        try:
+            rr = self.channels[arm].role(role)
+            return (rr.base_url.strip().rstrip("/"), rr.model or "")
+        except Exception:  # noqa: BLE001 - a role the channel cannot resolve has a ceiling of its own
+            return (arm, role)
 
     def request_stop(self) -> None:
         """Stop soon (Ctrl-C): in-flight trials are cancelled, finished ones are kept."""
@@ -184,7 +194,6 @@ class Executor:
             raise _Fatal(exc, last_failed_role(ctx), spec.key.label()) from None
 
     async def _worker(self, queue: asyncio.Queue[TrialSpec]) -> None:
-        max_replays = self.r.exp.run.max_invalid_retries
         while True:
             spec = await queue.get()
             try:
@@ -193,33 +202,40 @@ class Executor:
                     record = await self.play(spec)
                 finally:
                     self.stats.in_flight -= 1
-                if self.store.append(record):
-                    self.stored += 1
                 self._gc.trial_done()
-                # a trial whose clock ran out while an outage held its calls (trial/context.py) is
-                # replayed without using up a replay or feeding the stall count: the breaker alone
-                # decides when an outage is too long (outage_wait_s)
-                outage = (record.verdict.invalid_cause or "").startswith("OUTAGE:")
-                again = not record.verdict.valid and (outage or spec.replays < max_replays)
-                self.stats.add(record, final=not again)
-                self._watch_truncation(record)
-                if record.verdict.valid:
-                    self._streak = 0
-                elif outage:
-                    pass
-                else:
-                    self._streak += 1
-                    if self._streak >= self._stall_limit and self.stalled_cause is None:
-                        self.stalled_cause = record.verdict.invalid_cause or "invalid trials"
-                        self._stop.set()
-                if self.on_record is not None:
+                if self.on_record is not None:  # its spend counts now (run/budget.py), even if it is held
                     self.on_record(record)
-                if again:
-                    self.stats.replays += 1
-                    queue.put_nowait(TrialSpec(spec.key, spec.task, spec.arm, spec.seed,
-                                               attempt=spec.attempt + 1, replays=spec.replays + (not outage)))
+                # judged against what other trials showed of the server's ceiling (run/truncation.py)
+                for done, judged in self.cuts.admit(spec, record):
+                    self._finish(done, judged, queue)
             finally:
                 queue.task_done()
+
+    def _finish(self, spec: TrialSpec, record: TrialRecord, queue: asyncio.Queue[TrialSpec] | None) -> None:
+        """Store a finished attempt, count it, and queue its replay (not once the run stops: no ``queue``)."""
+        max_replays = self.r.exp.run.max_invalid_retries
+        if self.store.append(record):
+            self.stored += 1
+        # a trial whose clock ran out while an outage held its calls (trial/context.py) is
+        # replayed without using up a replay or feeding the stall count: the breaker alone
+        # decides when an outage is too long (outage_wait_s)
+        outage = (record.verdict.invalid_cause or "").startswith("OUTAGE:")
+        again = not record.verdict.valid and (outage or spec.replays < max_replays)
+        self.stats.add(record, final=not again)
+        self._watch_truncation(record)
+        if record.verdict.valid:
+            self._streak = 0
+        elif outage:
+            pass
+        else:
+            self._streak += 1
+            if self._streak >= self._stall_limit and self.stalled_cause is None:
+                self.stalled_cause = record.verdict.invalid_cause or "invalid trials"
+                self._stop.set()
+        if again and queue is not None:
+            self.stats.replays += 1
+            queue.put_nowait(TrialSpec(spec.key, spec.task, spec.arm, spec.seed,
+                                       attempt=spec.attempt + 1, replays=spec.replays + (not outage)))
 
     def _watch_truncation(self, record: TrialRecord) -> None:
         self._seen += 1
@@ -241,6 +257,7 @@ class Executor:
 
     async def run(self, specs: list[TrialSpec]) -> Outcome:
         self.stats.planned = len(specs)
+        self.cuts.sample = min(len(specs), TRUNCATION_SAMPLE)
         if not specs:
             return Outcome("done")
         queue: asyncio.Queue[TrialSpec] = asyncio.Queue()
@@ -260,6 +277,8 @@ class Executor:
                 t.cancel()
             results = await asyncio.gather(*workers, return_exceptions=True)
             await asyncio.gather(joined, stopped, return_exceptions=True)
+            for spec, record in self.cuts.flush():  # the sample's trials still held: finished, so kept
+                self._finish(spec, record, None)
             self._gc.restore()
             self.outages = outages.session_outages(self.channels)
             outages.record(self.store, self.outages)

@@ -1,11 +1,14 @@
-"""``agentrig run exp.toml --smoke``: one task once per arm, every configured role exercised.
+"""``agentrig run exp.toml --smoke``: one task once per arm, every role the arm calls exercised.
 
 The smoke trials go to their own store (``<run dir>/smoke/trials.sqlite``, replaced each time),
 never to the run's. That directory is a run directory of its own — its configuration snapshot
 (``config.json`` and the store's ``config`` meta, ``"smoke": true``) names the one task played
-once — so ``agentrig export``, ``analyze`` and ``report`` read it like any run. A role the trial did not call (a judge on a task without NL assertions, a
-memory role no plug-in used) — or whose call failed — gets one small direct call, so that every
-role ends with "ok" or the doctor's diagnosis (code, message, fix).
+once — so ``agentrig export``, ``analyze`` and ``report`` read it like any run. A role the arm
+calls that the trial did not (a memory plug-in that did not trigger on this task) — or whose call
+failed — gets one small direct call, sent as the trial's own calls are (its arm, domain, task and
+trial headers), so that every role ends with "ok" or the doctor's diagnosis (code, message, fix).
+A role configured with a model that the arm never calls (``[roles.memory]`` for an arm without the
+memory plug-in) is not checked: ``roles_to_check``, which the doctor's ``--config`` follows too.
 """
 
 from __future__ import annotations
@@ -81,15 +84,16 @@ def smoke_task(r: Resolved) -> tuple[str, Any]:
 
 
 def roles_to_check(r: Resolved, arm: ArmPlan) -> list[str]:
-    """The roles the arm's trials call, plus every role configured with a model of its own."""
-    configured = set(r.exp.roles) | set(next(a for a in r.exp.arms if a.name == arm.name).roles)
-    wanted = set(arm.roles_needed) | {role for role in configured if arm.channel.resolve(role).model}
-    return [role for role in ROLES if role in wanted]
+    """The roles the arm's trials call (``ArmPlan.roles_needed``): a role configured with a model
+    that the arm never calls (``[roles.memory]`` for an arm without the memory plug-in) is not checked."""
+    return [role for role in ROLES if role in arm.roles_needed]
 
 
-async def _probe(channel: Any, role: str, arm: str) -> RoleCheck:
+async def _probe(channel: Any, role: str, key: TrialKey) -> RoleCheck:
+    """One small direct call of ``role``, sent as the smoke trial's own calls are (its task's headers)."""
     try:
-        done = await channel.complete(role, PROBE, context=CallContext(arm=arm, task="smoke"))
+        context = CallContext(arm=key.arm, domain=key.domain, task=key.task_id, trial=key.trial)
+        done = await channel.complete(role, PROBE, context=context)
     except ChannelError as exc:
         d = exc.diagnosis
         return RoleCheck(role, "fail", d.message, d.code, d.fix)
@@ -133,7 +137,7 @@ async def _smoke_arm(ex: Executor, r: Resolved, arm: ArmPlan, domain: str, task:
             tokens = sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in mine)
             out.roles.append(RoleCheck(role, "ok", f"{len(mine)} call(s) in the trial, {tokens} tokens"))
             continue
-        check = await _probe(channel, role, arm.name)
+        check = await _probe(channel, role, key)
         if failed and check.status == "ok":  # the trial's call failed; the endpoint answers now
             check = RoleCheck(role, "fail", f"a call in the trial failed ({failed[0].error}); a direct call "
                               "succeeded afterwards — the endpoint is flaky", failed[0].error,

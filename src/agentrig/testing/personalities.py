@@ -24,6 +24,9 @@ headers as the server's source and its users' reports show them (studied, not co
   answered 200 with ``usage.prompt_tokens`` equal to the window. ``/api/version``, ``/api/show``
   (``parameters`` text with ``num_ctx``; ``model_info`` with the *trained* ``<arch>.context_length``),
   ``/api/ps`` (``context_length`` = the window actually allocated), ``/api/tags``, ``GET /``.
+  ``ollama-behind-gateway``: the same server behind a gateway (one base URL in front of the
+  servers): cut and answered 200 alike, but none of Ollama's routes answer and the model list says
+  ``owned_by "openai"``, so only the usage can tell the cut.
 - ``llama-cpp-overflow``: llama.cpp's ``llama-server`` (``Server: llama.cpp`` header, ``/props`` with
   ``default_generation_settings.n_ctx``, ``/health``, ``owned_by "llamacpp"``): a prompt of ``n_ctx``
   tokens or more is a 400 ``exceed_context_size_error`` carrying ``n_prompt_tokens`` and ``n_ctx``.
@@ -344,6 +347,18 @@ class OllamaSmallWindow(Personality):
                                  "digest": "0" * 64, "details": self._details()} for m in ep.models]}
 
 
+class OllamaBehindGateway(OllamaSmallWindow):
+    """The same Ollama behind a gateway (one base URL in front of the servers, e.g. LiteLLM's proxy):
+    prompts are still cut to the window and answered 200, but the gateway answers none of Ollama's
+    own routes and lists the model as its own, so nothing tells the server or its window."""
+
+    name = "ollama-behind-gateway"
+    owned_by = "openai"
+
+    def routes(self):
+        return []
+
+
 # ------------------------------------------------------------------------------ llama.cpp server
 class LlamaCppOverflow(Personality):
     name = "llama-cpp-overflow"
@@ -407,8 +422,8 @@ class ForcedToolsOnly(Personality):
 
 
 PERSONALITIES: dict[str, type[Personality]] = {p.name: p for p in (
-    Personality, VllmNoAutoToolChoice, Vllm, LlamaCppPythonChatml, OllamaSmallWindow, LlamaCppOverflow, LlamaCppOverflowOld,
-    LlamaCppNoJinja, ForcedToolsOnly)}
+    Personality, VllmNoAutoToolChoice, Vllm, LlamaCppPythonChatml, OllamaSmallWindow, OllamaBehindGateway,
+    LlamaCppOverflow, LlamaCppOverflowOld, LlamaCppNoJinja, ForcedToolsOnly)}
 
 
 def make_personality(value: "str | Personality | None", window: int | None = None) -> Personality | None:

@@ -28,6 +28,10 @@ window, whereas a server that leaves cached tokens out of ``prompt_tokens`` (whi
 does not do, but a proxy might) reports small, varying counts. Cached tokens a server does report
 (``prompt_tokens_details.cached_tokens``) are added to the count, which can only make it larger.
 A response without usage is never judged.
+
+What one trial cannot tell — a role's only request cut behind a gateway that hides the server's
+window — the run tells across trials, from the ceiling other trials' counts stopped at
+(``run/truncation.py``).
 """
 
 from __future__ import annotations
@@ -37,11 +41,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrig.channel.servers import ServerInfo, estimate_tokens, fix_window
+from agentrig.channel.servers import GROWTH_MIN_TOKENS, ServerInfo, estimate_tokens, fix_window, stopped_growing
 from agentrig.errors import Diagnosis
 
 MAX_CHARS_PER_TOKEN = 12
-GROWTH_MIN_CHARS = 48
+GROWTH_MIN_CHARS = 4 * GROWTH_MIN_TOKENS  # 48: a clear growth (channel/servers.py's stopped_growing)
 MIN_CUT_TOKENS = 512
 CEILING = 0.9
 
@@ -121,7 +125,7 @@ class TruncationWatch:
                 f"the server cut role '{role}''s prompt: it counted {counted:,} prompt tokens for a request of "
                 f"{chars:,} characters (at least {floor:,} tokens by any tokenizer); the model did "
                 f"not see the whole conversation, so the trial measures nothing"), TRUNCATION_FIX)
-        if before is not None and chars - before.chars >= GROWTH_MIN_CHARS and counted <= before.counted:
+        if before is not None and stopped_growing((chars - before.chars) / 4, before.counted, counted, share=0):
             return Diagnosis("PROMPT_TRUNCATED", (
                 f"the server cut role '{role}''s prompt: the conversation grew by {chars - before.chars:,} characters "
                 f"since the previous request, but the server's prompt token count did not grow "

@@ -33,6 +33,7 @@ from agentrig.channel.servers import (
     fix_jinja,
     fix_no_tool_calls,
     fix_window,
+    stopped_growing,
 )
 
 AUTO_TOOL_CHOICE_OFF, NO_TOOL_CALLS, NO_TOOL_SUPPORT = "AUTO_TOOL_CHOICE_OFF", "NO_TOOL_CALLS", "NO_TOOL_SUPPORT"
@@ -187,8 +188,7 @@ async def check_prompt_growth(client: openai.AsyncOpenAI, rr: ResolvedRole, head
             return _ok("prompt", "the endpoint reports no usage: prompt truncation cannot be checked", _ms(latency))
         counts.append(u.prompt_tokens)
     small, large = counts
-    expected = sizes[1] - sizes[0]
-    if large - small < 0.5 * expected:
+    if stopped_growing(sizes[1] - sizes[0], small, large, share=0.5):
         at = ", a round number" if _round(large) else ""
         window = f"; its window is {info.window} tokens ({info.window_source})" if info.window else ""
         return Check(name="prompt", status="fail", code=PROMPT_TRUNCATED, latency_ms=_ms(latency),
