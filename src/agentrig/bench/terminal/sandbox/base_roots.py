@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,5 +27,17 @@ async def base_root(plan: BuildPlan, settings: SandboxSettings) -> tuple[Any, Pa
     def progress(message: str) -> None:
         print(f"agentrig: {message}", file=sys.stderr, flush=True)
 
-    root = await asyncio.to_thread(ensure_base_root, recipe, progress, host_settings=settings.build_network == "host-settings")
+    cancel = threading.Event()
+    build = asyncio.ensure_future(asyncio.to_thread(ensure_base_root, recipe, progress, cancel=cancel,
+                                                    host_settings=settings.build_network == "host-settings"))
+    try:
+        root = await asyncio.shield(build)
+    except asyncio.CancelledError:  # the run stops (Ctrl-C): the thread gives up its wait or its build,
+        cancel.set()  # and ends before the loop does (a loop's end waits for its threads)
+        while not build.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait([build])
+        if not build.cancelled():
+            build.exception()  # retrieved: InterruptedError, or the build's own end
+        raise
     return recipe, root
