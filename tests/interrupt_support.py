@@ -22,7 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
@@ -124,7 +124,6 @@ class Interrupted:
     signal_at: float
     stderr: str
     reached: bool  # the chosen moment came before the run ended by itself
-    extra_stderr: str = field(default="")
 
     @property
     def added(self) -> list[Row]:

@@ -68,9 +68,10 @@ async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, 
         ex.request_stop()
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C interrupts at once
 
-    previous: Any = None
+    installed, previous = False, None
     try:
         previous = signal.signal(signal.SIGINT, on_sigint)
+        installed = True
     except ValueError:  # not the main thread: no signals here
         pass
     try:
@@ -81,8 +82,8 @@ async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, 
             outcome.status = "budget"
         return outcome
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        if installed:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
         await close_channels(channels)
 
 

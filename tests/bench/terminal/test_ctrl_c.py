@@ -14,13 +14,11 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.interrupt_support import assert_clean_stop, interrupt, when_running, when_stored
+from tests.interrupt_support import assert_clean_stop, interrupt, rows, when_running, when_stored
 from tests.support import EndpointProcess
 
 from .run_support import experiment, write_task
@@ -34,11 +32,11 @@ TIMES = 20
 def _task(root: Path, token: str) -> Path:
     return write_task(
         root, "slow-phases",
-        dockerfile=f"FROM ubuntu:24.04\nWORKDIR /app\nRUN sh -c 'sleep 2' {token}-build\n",
-        solution=f"#!/bin/bash\nsh -c 'sleep 1.5' {token}-play\necho ok > /app/out.txt\n",
+        dockerfile=f"FROM ubuntu:24.04\nWORKDIR /app\nRUN sh -c 'sleep 1.5' {token}-build\n",
+        solution=f"#!/bin/bash\nsh -c 'sleep 1' {token}-play\necho ok > /app/out.txt\n",
         test=("import subprocess\nfrom pathlib import Path\n\n"
               "def test_out():\n"
-              f"    subprocess.run(['sh', '-c', 'sleep 1.5', '{token}-verify'], check=True)\n"
+              f"    subprocess.run(['sh', '-c', 'sleep 1', '{token}-verify'], check=True)\n"
               "    assert Path('/app/out.txt').read_text().strip() == 'ok'\n"))
 
 
@@ -68,8 +66,6 @@ def test_ctrl_c_stops_a_terminal_run_at_every_phase(tmp_path):
                 shutil.rmtree(cache / "layers", ignore_errors=True)
                 until = when_running(f"{token}-build")
             elif phase == "stored":
-                from tests.interrupt_support import rows
-
                 until = when_stored(len(rows(store)) + 1)
             else:
                 until = when_running(f"{token}-{phase}")

@@ -113,7 +113,7 @@ def _finish(root: Path, recipe: BaseRecipe) -> None:
         os.chmod(root / name, 0o1777)
 
 
-def _lock(path: Path, cancel: threading.Event | None = None) -> int:
+def lock_file(path: Path, cancel: threading.Event | None = None) -> int:
     """An exclusive flock; with ``cancel``, polled, and given up when it is set (``InterruptedError``):
     a run stopped by Ctrl-C does not wait for another process's build to end."""
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
@@ -155,7 +155,7 @@ def ubuntu_keyring(base: Path) -> Path:
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd = _lock(target.parent / ".lock")
+    fd = lock_file(target.parent / ".lock")
     try:
         if not target.is_file():
             fetch_ubuntu_keyring(target)
@@ -183,7 +183,7 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
     if (final / "meta.json").exists():
         return final / "root"
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd = _lock(final.parent / f"{recipe.key()}.lock", cancel)
+    fd = lock_file(final.parent / f"{recipe.key()}.lock", cancel)
     try:
         if (final / "meta.json").exists():
             return final / "root"
