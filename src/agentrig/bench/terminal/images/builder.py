@@ -130,21 +130,30 @@ def lock_file(path: Path, cancel: threading.Event | None = None) -> int:
                 raise InterruptedError(f"stopped while waiting for {path}") from None
 
 
+STOP_GRACE_S = 3.0  # a cancelled build not ended this long after (its own Ctrl-C) gets SIGINT from here
+
+
 def _run_build(argv: list[str], cancel: threading.Event | None) -> subprocess.CompletedProcess:
-    """mmdebstrap, to its end; with ``cancel`` set midway it gets SIGINT (as from a terminal: it
-    unmounts and removes what it made) and ``InterruptedError`` is raised once it has ended."""
+    """mmdebstrap, to its end. With ``cancel`` set midway: a Ctrl-C from a terminal reached it too
+    (it unmounts and removes what it made, then exits); one that has not ended ``STOP_GRACE_S``
+    later gets SIGINT from here (a stop without a terminal's signal: a fatal error, a budget).
+    ``InterruptedError`` is raised once it has ended."""
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stopped = False
+    seen: float | None = None
+    signalled = False
     while True:
         try:
             out, err = proc.communicate(timeout=0.2)
             break
         except subprocess.TimeoutExpired:
-            if cancel is not None and cancel.is_set() and not stopped:
-                stopped = True
+            if cancel is None or not cancel.is_set():
+                continue
+            seen = seen if seen is not None else time.monotonic()
+            if not signalled and time.monotonic() - seen >= STOP_GRACE_S:
+                signalled = True
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGINT)
-    if stopped:
+    if seen is not None or (cancel is not None and cancel.is_set()):
         raise InterruptedError("the base image build was stopped")
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
