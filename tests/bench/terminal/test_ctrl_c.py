@@ -59,7 +59,7 @@ def test_ctrl_c_stops_a_terminal_run_at_every_phase(tmp_path):
             phase = phases[i % len(phases)]
             if i % 5 == 0:  # a fresh run: a run directory of its own; the others resume it
                 toml = experiment(tmp_path, f"ctrlc{i}", channel, cache=cache, tasks=tasks, sandbox='root = "host"',
-                                  run="trials = 40\nconcurrency = 2")
+                                  run="trials = 40\nconcurrency = 4")
             assert toml is not None
             store = tmp_path / "runs" / toml.stem / "trials.sqlite"
             if phase == "build":  # the layer is built again (same key: the run stays comparable)
