@@ -62,17 +62,17 @@ async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, 
         ex = Executor(r, run.store, run.run_id, channels, stats)
     if budget is not None:  # [run] max_cost / max_tokens: stop as Ctrl-C does once spent (run/budget.py)
         ex.on_record = budget.hook(ex, ex.on_record)
-    loop = asyncio.get_running_loop()
-    installed = False
-
-    def on_sigint() -> None:
+    # a Python-level handler, not the loop's: it runs before the next line of any trial, so a
+    # trial that comes back after Ctrl-C (its sandbox got the signal too) is never stored
+    def on_sigint(_signum: int, _frame: Any) -> None:
         ex.request_stop()
-        loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C interrupts at once
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C interrupts at once
 
+    installed, previous = False, None
     try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        previous = signal.signal(signal.SIGINT, on_sigint)
         installed = True
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / no signals here
+    except ValueError:  # not the main thread: no signals here
         pass
     try:
         with progress:
@@ -83,7 +83,7 @@ async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, 
         return outcome
     finally:
         if installed:
-            loop.remove_signal_handler(signal.SIGINT)
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
         await close_channels(channels)
 
 

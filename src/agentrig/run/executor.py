@@ -4,12 +4,18 @@ per finished trial.
 A trial spoiled by the channel (an invalid verdict) is stored as an attempt and replayed, at the
 back of the queue, up to ``max_invalid_retries`` times per session; a long row of spoiled
 attempts stops the run (``stalled``). A ``FatalChannelError`` stops the run: in-flight trials are
-cancelled (not stored), every finished one is kept. ``request_stop`` (Ctrl-C) does the same.
+cancelled (not stored), every finished one is kept. ``request_stop`` (Ctrl-C) does the same:
+from the moment a stop is asked nothing more is stored — a trial that comes back after it (one
+whose sandbox died of the same Ctrl-C, or whose cancellation something inside swallowed, as
+Python 3.11's ``asyncio.wait_for`` does when what it waits for ends in the same instant) is
+dropped, not stored as an attempt, and its worker ends; a worker still running is cancelled
+again until it ends, so a swallowed cancellation never keeps the run going.
 So does a server that silently cuts prompts: when most of the session's first trial attempts
 (``TRUNCATION_SAMPLE``) come back invalid with ``PROMPT_TRUNCATED``, the run stops as for a fatal
 error (code ``PROMPT_TRUNCATED``, with the fix: the server's window), since every further trial
 would be cut the same way; the ceiling such trials show is held against every other trial, and
-the sample's valid trials are stored once it is complete (run/truncation.py). An endpoint that
+the sample's valid trials are stored once it is complete (run/truncation.py) — or when the run
+stops: they finished before the stop, so they are kept like every finished trial. An endpoint that
 goes down mid-run holds its calls in the channel (channel/breaker.py): its trials wait rather than
 come back invalid; the session's outages are recorded in the store at the end (run/outages.py).
 """
@@ -122,6 +128,25 @@ class _Fatal(Signal):
 
 
 
+RECANCEL_S = 0.5  # a worker still running this long after its cancellation is cancelled again
+
+
+async def _cancel_until_done(tasks: list[asyncio.Task]) -> None:
+    """Cancel ``tasks`` and wait for them, cancelling again the ones that swallowed it (a trial
+    awaiting ``asyncio.wait_for`` on a process that ended in the same instant goes on in 3.11)."""
+    pending = {t for t in tasks if not t.done()}
+    while pending:
+        for t in pending:
+            t.cancel()
+        _, pending = await asyncio.wait(pending, timeout=RECANCEL_S)
+
+
+def _result(task: asyncio.Task) -> BaseException | None:
+    if task.cancelled():
+        return asyncio.CancelledError()
+    return task.exception()
+
+
 class _CollectorTuning:
     """The cyclic collector, tuned for a run: a trial allocates ~10^5 containers (its copy of the
     state) that reference counting frees, while the long-lived data (parsed tasks, pristine dbs,
@@ -160,6 +185,8 @@ class Executor:
         self.limits = Limits(max_steps=run.max_steps, max_errors=run.max_errors, trial_timeout_s=run.trial_timeout_s)
         self.bench = self.r.benchmark  # plays the trials (benchmark.py)
         self._stop = asyncio.Event()
+        self.stopping = False  # a stop was asked (request_stop): nothing more is stored
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of ``run`` (request_stop from a signal handler)
         self.stored = 0
         self._streak = 0  # invalid attempts since the last valid trial
         self._stall_limit = stall_limit(run.concurrency)
@@ -178,8 +205,20 @@ class Executor:
             return (arm, role)
 
     def request_stop(self) -> None:
-        """Stop soon (Ctrl-C): in-flight trials are cancelled, finished ones are kept."""
-        self._stop.set()
+        """Stop soon (Ctrl-C): in-flight trials are cancelled, finished ones are kept; nothing is
+        stored from now on. Safe to call from a signal handler (``stopping`` is set at once; the
+        event is set by the loop)."""
+        self.stopping = True
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(self._stop.set)
+        else:
+            self._stop.set()
+
+    def accepting(self) -> bool:
+        """No stop asked yet: a finished trial may be stored. (A call, so that a signal that came
+        just before runs its Python handler first: the check sees it.)"""
+        return not self.stopping and not self._stop.is_set()
 
     def context(self, spec: TrialSpec) -> TrialContext:
         ctx = TrialContext(key=spec.key, task=spec.task, seed=spec.seed, channel=self.channels[spec.arm.name],
@@ -194,7 +233,7 @@ class Executor:
             raise _Fatal(exc, last_failed_role(ctx), spec.key.label()) from None
 
     async def _worker(self, queue: asyncio.Queue[TrialSpec]) -> None:
-        while True:
+        while self.accepting():
             spec = await queue.get()
             try:
                 self.stats.in_flight += 1
@@ -202,6 +241,8 @@ class Executor:
                     record = await self.play(spec)
                 finally:
                     self.stats.in_flight -= 1
+                if not self.accepting():  # it came back after the stop (Ctrl-C): dropped, like a cancelled one
+                    return
                 self._gc.trial_done()
                 if self.on_record is not None:  # its spend counts now (run/budget.py), even if it is held
                     self.on_record(record)
@@ -258,6 +299,7 @@ class Executor:
     async def run(self, specs: list[TrialSpec]) -> Outcome:
         self.stats.planned = len(specs)
         self.cuts.sample = min(len(specs), TRUNCATION_SAMPLE)
+        self._loop = asyncio.get_running_loop()
         if not specs:
             return Outcome("done")
         queue: asyncio.Queue[TrialSpec] = asyncio.Queue()
@@ -273,9 +315,11 @@ class Executor:
             await asyncio.wait([joined, stopped, *workers], return_when=asyncio.FIRST_COMPLETED)
             complete = joined.done() and not joined.cancelled()
         finally:
-            for t in (joined, stopped, *workers):
-                t.cancel()
-            results = await asyncio.gather(*workers, return_exceptions=True)
+            self.stopping = True  # from here on nothing is stored (a trial that still comes back is dropped)
+            joined.cancel()
+            stopped.cancel()
+            await _cancel_until_done(workers)
+            results = [_result(t) for t in workers]
             await asyncio.gather(joined, stopped, return_exceptions=True)
             for spec, record in self.cuts.flush():  # the sample's trials still held: finished, so kept
                 self._finish(spec, record, None)

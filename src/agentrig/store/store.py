@@ -188,8 +188,9 @@ class Store:
                                  ("store", json.dumps({"schema": SCHEMA_VERSION, "created_at": now,
                                                        "agentrig": __version__})))
                 conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException:  # Ctrl-C may come after the COMMIT: nothing left to roll back then
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             app_id, version = APPLICATION_ID, SCHEMA_VERSION
         if app_id != APPLICATION_ID:

@@ -169,10 +169,13 @@ class Worker:
         finally:
             os.close(life_r)
         worker = cls(proc, {}, life_w)
+        _STARTING.add(proc)  # killed by close_pools should the run end while it starts (Ctrl-C)
         try:
             info = json.loads(worker._readline(START_TIMEOUT_S, "start") or b"{}")
-        except (WorkerError, ValueError):
+        except (WorkerError, ValueError, OSError):
             info = {}
+        finally:
+            _STARTING.discard(proc)
         if not info.get("ready"):
             worker.kill()
             why = info.get("error") or ("it exited" if proc.poll() is not None else "no ready line")
@@ -360,6 +363,7 @@ class WorkerPool:
 
 
 _POOLS: dict[tuple[str, str], WorkerPool] = {}
+_STARTING: set[subprocess.Popen] = set()  # workers started, not yet ready (their thread waits for the ready line)
 
 
 def get_pool(python: Path, data_root: Path, size: int) -> WorkerPool:
@@ -376,11 +380,20 @@ def get_pool(python: Path, data_root: Path, size: int) -> WorkerPool:
 
 @atexit.register
 def close_pools() -> None:
-    """Kill every worker this process started (they are in their own process groups) and remove
-    their scratch directories."""
+    """Kill every worker this process started (they are in their own process groups), those still
+    starting too, and remove their scratch directories."""
+    for proc in list(_STARTING):
+        _kill(proc)
     for pool in _POOLS.values():
         pool.close()
     with _SCRATCH_LOCK:
         for parent in _SCRATCH:
             shutil.rmtree(parent, ignore_errors=True)
         _SCRATCH.clear()
+
+
+# At the interpreter's exit, threading joins the executor's threads before ``atexit`` runs; a thread
+# still waits on a worker's pipe (a request of a trial cancelled by Ctrl-C, a worker starting) until
+# the worker answers. The workers are killed first (threading's exit hooks run last registered
+# first, after concurrent.futures' own): the threads see the pipes end, and the process exits now.
+threading._register_atexit(close_pools)  # type: ignore[attr-defined]

@@ -13,7 +13,9 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -111,10 +113,49 @@ def _finish(root: Path, recipe: BaseRecipe) -> None:
         os.chmod(root / name, 0o1777)
 
 
-def _lock(path: Path) -> int:
+def lock_file(path: Path, cancel: threading.Event | None = None) -> int:
+    """An exclusive flock; with ``cancel``, polled, and given up when it is set (``InterruptedError``):
+    a run stopped by Ctrl-C does not wait for another process's build to end."""
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
+    if cancel is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if cancel.wait(0.1):
+                os.close(fd)
+                raise InterruptedError(f"stopped while waiting for {path}") from None
+
+
+STOP_GRACE_S = 3.0  # a cancelled build not ended this long after (its own Ctrl-C) gets SIGINT from here
+
+
+def _run_build(argv: list[str], cancel: threading.Event | None) -> subprocess.CompletedProcess:
+    """mmdebstrap, to its end. With ``cancel`` set midway: a Ctrl-C from a terminal reached it too
+    (it unmounts and removes what it made, then exits); one that has not ended ``STOP_GRACE_S``
+    later gets SIGINT from here (a stop without a terminal's signal: a fatal error, a budget).
+    ``InterruptedError`` is raised once it has ended."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: float | None = None
+    signalled = False
+    while True:
+        try:
+            out, err = proc.communicate(timeout=0.2)
+            break
+        except subprocess.TimeoutExpired:
+            if cancel is None or not cancel.is_set():
+                continue
+            seen = seen if seen is not None else time.monotonic()
+            if not signalled and time.monotonic() - seen >= STOP_GRACE_S:
+                signalled = True
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGINT)
+    if seen is not None or (cancel is not None and cancel.is_set()):
+        raise InterruptedError("the base image build was stopped")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def ubuntu_keyring(base: Path) -> Path:
@@ -123,7 +164,7 @@ def ubuntu_keyring(base: Path) -> Path:
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd = _lock(target.parent / ".lock")
+    fd = lock_file(target.parent / ".lock")
     try:
         if not target.is_file():
             fetch_ubuntu_keyring(target)
@@ -140,16 +181,18 @@ def _remove(path: Path) -> None:
 
 
 def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, cache: Path | None = None,
-                     host_settings: bool = False) -> Path:
+                     host_settings: bool = False, cancel: threading.Event | None = None) -> Path:
     """The built root directory for `recipe`: from the cache, or built now with mmdebstrap.
 
     `host_settings`: pass the host's apt proxy options to the build (never stored in the root).
-    Raises SandboxError when mmdebstrap is missing or the build fails (its last lines quoted)."""
+    Raises SandboxError when mmdebstrap is missing or the build fails (its last lines quoted).
+    `cancel` (set from another thread: the run stops): the wait for another build's lock and the
+    build itself end soon, with ``InterruptedError``; the partial build is removed."""
     final = root_path(recipe, cache)
     if (final / "meta.json").exists():
         return final / "root"
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd = _lock(final.parent / f"{recipe.key()}.lock")
+    fd = lock_file(final.parent / f"{recipe.key()}.lock", cancel)
     try:
         if (final / "meta.json").exists():
             return final / "root"
@@ -183,7 +226,11 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
                 argv.append(f"--customize-hook={ADD_USER}")
         argv += [recipe.suite, str(staging / "root"), *sources]
         started = time.monotonic()
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        try:
+            proc = _run_build(argv, cancel)
+        except InterruptedError:
+            _remove(staging)
+            raise
         if proc.returncode != 0:
             _remove(staging)
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])

@@ -31,11 +31,13 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from ..netfail import network_failure, registry_outage
 from .base import DISK_FULL, SandboxError, TaskBuildError
+from .base_roots import in_thread
 from .containerfile import HEREDOC_CONTEXT, without_heredocs
 from .engine import OWNER_LABEL, _call, _owner, engine_cli
 from .hostsettings import container_settings
@@ -98,12 +100,14 @@ def qualified(ref: str) -> str:
 
 
 def import_base(ref: str, engine: str, progress: Callable[[str], None] | None = None, *,
-                host_settings: bool = False) -> str:
+                host_settings: bool = False, cancel: threading.Event | None = None) -> str:
     """Import the root built from packages for `ref` into `engine` under the name `ref` (building
     the root first when needed); returns the image reference. Nothing is done when the engine already
     has it imported from the same recipe. A short name is imported under its full name (``qualified``).
-    Raises SandboxError (no recipe, build or import failed)."""
+    Raises SandboxError (no recipe, build or import failed); ``InterruptedError`` when ``cancel``
+    is set while it waits for another import or builds the root (``base_roots.in_thread``)."""
     from ..images import ensure_base_root, images_dir, resolve_base
+    from ..images.builder import lock_file
 
     recipe = resolve_base(ref)
     if recipe is None:
@@ -112,14 +116,13 @@ def import_base(ref: str, engine: str, progress: Callable[[str], None] | None = 
     ref = qualified(ref)
     base = images_dir()
     base.mkdir(parents=True, exist_ok=True)
-    fd = os.open(base / f"{recipe.key()}.import-{engine}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    fd = lock_file(base / f"{recipe.key()}.import-{engine}.lock", cancel)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         if _label_of(cli, ref) == recipe.key():
             return ref
         before = subprocess.run([*cli, "image", "inspect", "--format", "{{.Id}}", ref], capture_output=True, text=True,
                                 timeout=60).stdout.strip()
-        root = ensure_base_root(recipe, progress, host_settings=host_settings)
+        root = ensure_base_root(recipe, progress, host_settings=host_settings, cancel=cancel)
         (progress or (lambda _m: None))(f"importing base image {ref} into {engine} from {root}")
         # import --change takes no SHELL (the recipes' shell is the default /bin/sh -c anyway)
         changes = [c for c in recipe.image_changes() if not c.startswith("SHELL ")]
@@ -196,7 +199,7 @@ async def ensure_bases(engine: str, dockerfile_text: str, *, host_settings: bool
         def progress(message: str) -> None:
             print(f"agentrig: {message}", file=sys.stderr, flush=True)
 
-        imported = await asyncio.to_thread(import_base, ref, engine, progress, host_settings=host_settings)
+        imported = await in_thread(import_base, ref, engine, progress, host_settings=host_settings)
         if "@" in ref:
             renamed[ref] = imported
     for ref in copy_from_images(dockerfile_text):  # podman's builder does not pull these itself
