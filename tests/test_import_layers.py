@@ -11,7 +11,7 @@ The floors, bottom to top (docs/architecture.md draws them). A module may import
 own floor and of the floors below; never one above, and never a neighbour on the same level (two
 folders on one level know nothing of each other):
 
-  0  core       errors, types, redact, config, tables, cli_errors, task_values (and the package)
+  0  core       errors, types, redact, config, tables, cli_errors, task_values, owners (and the package)
   1  channel    the only code that speaks HTTP to models          store   the run directory and its SQLite store
   2  benchmark  the seam (benchmark.py)                          trial   one trial's context, envelope, truncation watch
   3  analysis   pure figures from stored trials
@@ -32,7 +32,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # floor → (level, the packages and modules it holds)
 FLOORS: dict[str, tuple[int, tuple[str, ...]]] = {
     "core": (0, ("agentrig", "agentrig.errors", "agentrig.types", "agentrig.redact", "agentrig.config",
-                 "agentrig.tables", "agentrig.cli_errors", "agentrig.task_values")),
+                 "agentrig.tables", "agentrig.cli_errors", "agentrig.task_values", "agentrig.owners")),
     "channel": (1, ("agentrig.channel",)),
     "store": (1, ("agentrig.store",)),
     "benchmark": (2, ("agentrig.benchmark",)),

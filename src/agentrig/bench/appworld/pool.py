@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.errors import InfrastructureFault
+from agentrig.owners import owner_alive, owner_tag
 
 from .env import ENGINE_DIR
 
@@ -84,26 +85,6 @@ LIFELINE_ENV, PARENT_ENV = "AGENTRIG_APPWORLD_LIFELINE", "AGENTRIG_APPWORLD_PARE
 _SCRATCH: list[Path] = []
 
 
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return "unknown"
-
-
-def _owner_alive(owner: str) -> bool:
-    pid, _, boot = owner.strip().partition("@")
-    if boot != _boot_id():
-        return False  # made before this boot
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError):
-        return True
-    return True
-
-
 def reap_scratch(where: Path | None = None) -> list[Path]:
     """Remove the scratch directories (``agentrig-appworld-*`` in the temporary directory) whose owner
     process is gone (a runner killed by SIGKILL); directories without an owner file are left alone."""
@@ -113,7 +94,7 @@ def reap_scratch(where: Path | None = None) -> list[Path]:
             owner = (path / "owner").read_text(encoding="utf-8")
         except OSError:
             continue
-        if not _owner_alive(owner):
+        if not owner_alive(owner):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
@@ -127,7 +108,7 @@ def _scratch_parent() -> Path:
         if not _SCRATCH or not _SCRATCH[0].is_dir():
             reap_scratch()
             parent = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
-            (parent / "owner").write_text(f"{os.getpid()}@{_boot_id()}\n", encoding="utf-8")
+            (parent / "owner").write_text(f"{owner_tag()}\n", encoding="utf-8")
             _SCRATCH[:] = [parent]
         return _SCRATCH[0]
 

@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from agentrig.owners import boot_id, owner_alive, owner_tag
+
 
 async def _call(argv: list[str], timeout: float = 30) -> tuple[int, str]:
     try:
@@ -86,28 +88,8 @@ async def engine_problem(engine: str) -> str | None:
 OWNER_LABEL = "agentrig.owner"  # "<pid>@<boot id>" of the process that started the container
 
 
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return "unknown"
-
-
-def _owner() -> str:
-    return f"{os.getpid()}@{_boot_id()}"
-
-
-def _owner_alive(owner: str) -> bool:
-    pid, _, boot = owner.partition("@")
-    if boot != _boot_id():
-        return False  # started before this boot: its owner is gone
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError):
-        return True
-    return True
+# "<pid>@<boot id>" of a container's owner and whether it still runs (agentrig/owners.py)
+_boot_id, _owner, _owner_alive = boot_id, owner_tag, owner_alive
 
 
 def _no_grace(cli: list[str]) -> list[str]:
