@@ -89,8 +89,9 @@ def test_nothing_is_done_when_the_commands_are_there(tmp_path):
 def test_make_test_installs_what_ci_installs_and_ci_only_calls_it():
     """The README's `make test` is CI's suite: every install lives in the Makefile's `test`
     prerequisites, and `.ci/run` installs nothing itself."""
-    dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         env={k: v for k, v in os.environ.items() if k != "MAKEFLAGS"}).stdout
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # under `make test`
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "test"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env=env).stdout
     for what, pkgs in (("browser", "chromium"), ("containers", "podman runc slirp4netns"), ("mmdebstrap", "mmdebstrap")):
         assert re.search(rf"install-debian\.sh .*{what} .*-- {pkgs}$", dry, re.M), (what, dry)
     assert dry.rstrip().splitlines()[-1].startswith(".venv/bin/python -m pytest")

@@ -54,7 +54,7 @@ SPLITS_FILE = "split_tasks.json"  # tau2-bench: split_<stem of the tasks file>.j
 # every command that reads τ² data can show it: name only what works where (``run`` has no --data)
 HOW_TO_SET = (
     f"export {ENV_VAR}=DIR; or set `data = \"DIR\"` in the experiment's [benchmark] table (`agentrig run`); "
-    "or give --data DIR to `agentrig tasks …` and `agentrig audit` "
+    "or give --data DIR to `agentrig tasks` and `agentrig audit` "
     "(DIR holds domains/ and user_simulator/, e.g. a tau2-bench checkout's data/tau2, "
     "or run `agentrig data pull tau2 --dest DIR`)"
 )
