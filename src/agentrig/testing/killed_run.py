@@ -93,19 +93,40 @@ def valid_count(db: Path) -> int:
         return 0
 
 
-def owned(engine: str, pid: int) -> dict[str, list[str]]:
-    """The containers and task images the runner `pid` made that the engine still holds."""
+def owned(engine: str, pid: int, *, running: bool = False) -> dict[str, list[str]]:
+    """The containers (``running``: only those running) and task images the runner `pid` made that
+    the engine still holds."""
     from ..bench.terminal.sandbox.engine import OWNER_LABEL, engine_cli
 
     cli = engine_cli(engine)
     out: dict[str, list[str]] = {}
-    for what, cmd, name in (("containers", ["ps", "-a"], "{{.Names}}"), ("images", ["images"], "{{.ID}}")):
+    for what, cmd, name in (("containers", ["ps"] if running else ["ps", "-a"], "{{.Names}}"),
+                            ("images", ["images"], "{{.ID}}")):
         fmt = f'{name} {{{{index .Labels "{OWNER_LABEL}"}}}}'
         done = subprocess.run([*cli, *cmd, "--filter", f"label={OWNER_LABEL}", "--format", fmt],
                               capture_output=True, text=True, timeout=120)
         out[what] = sorted({line.split()[0] for line in done.stdout.splitlines()
                             if len(line.split()) == 2 and line.split()[1].startswith(f"{pid}@")})
     return out
+
+
+def _removing(pid: int) -> bool:
+    """A child of the runner `pid` is removing or stopping a container (a trial's teardown)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if any(a in (b"rm", b"stop", b"kill") for a in argv[1:4]):
+            return True
+    return False
 
 
 def volumes(engine: str) -> set[str]:
@@ -145,9 +166,20 @@ def killed_and_resumed(workdir: Path, *, tasks: Path | None = None, task_ids: li
             while valid_count(db) < kill_after and runner.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
             if sandbox in ("podman", "docker"):  # kill while a trial's container is up: the next run must reap it
+                # the runner frozen (SIGSTOP: it starts nothing more) with a container of its own up
+                # and no teardown of one under way — a container's `rm -f` goes on after the kill
+                # and would leave nothing to reap — then killed
                 until = time.monotonic() + 120
-                while runner.poll() is None and time.monotonic() < until and not owned(sandbox, runner.pid)["containers"]:
-                    time.sleep(0.2)
+                while runner.poll() is None and time.monotonic() < until:
+                    if owned(sandbox, runner.pid, running=True)["containers"]:
+                        runner.send_signal(signal.SIGSTOP)
+                        settle = time.monotonic() + 60
+                        while _removing(runner.pid) and time.monotonic() < settle:
+                            time.sleep(0.05)
+                        if owned(sandbox, runner.pid)["containers"]:
+                            break
+                        runner.send_signal(signal.SIGCONT)
+                    time.sleep(0.1)
             report["killed"] = runner.poll() is None
             report["valid_at_kill"] = valid_count(db)
             if runner.poll() is None:
