@@ -21,17 +21,18 @@ import argparse
 import json
 import os
 import platform
-import sqlite3
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 
 from agentrig.bench.tau.data import load_tasks
 from agentrig.bench.tau.judge import needs_nl_judge
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.testing.gold_endpoint import GoldEndpoint
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.run.test_estimate_airline import outcome  # noqa: E402 - the test's own reading of the store
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "airline.toml"
 KEY = "sk-estimate-accuracy-0011223344556677"
@@ -45,18 +46,6 @@ def agentrig(base_url: str, data: str, *args: str) -> dict:
     if p.returncode != 0:
         raise SystemExit(f"agentrig {' '.join(args)} exited {p.returncode}:\n{p.stderr[-2000:]}")
     return json.loads(p.stdout)
-
-
-def outcome(run_dir: Path) -> dict[str, float]:
-    price = tomllib.loads(EXAMPLE.read_text())["prices"]["gpt-4.1"]
-    con = sqlite3.connect(run_dir / "trials.sqlite")
-    try:
-        calls, prompt, completion = con.execute(
-            "SELECT count(*), sum(prompt_tokens), sum(completion_tokens) FROM model_calls").fetchone()
-    finally:
-        con.close()
-    return {"calls": calls, "tokens": prompt + completion,
-            "cost_usd": (prompt * price["input"] + completion * price["output"]) / 1e6}
 
 
 def cell(fig: dict, real: float, money: bool = False) -> str:

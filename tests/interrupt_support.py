@@ -17,6 +17,7 @@ to the whole group at a chosen moment, then what the store holds (issue 31, item
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -181,3 +182,27 @@ def assert_clean_stop(r: Interrupted, label: str = "") -> None:
     invalid = [(x.key, x.cause) for x in r.after if not x.valid]
     assert not invalid, f"{where}invalid attempt(s) stored: {invalid}"
     assert "Traceback" not in r.stderr, f"{where}{r.stderr[-3000:]}"
+
+
+def interrupt_at_start_play_and_store(times: int, fresh: Callable[[int], Path], workdir: Path, *,
+                                      env: dict[str, str], start_jitter_s: float) -> None:
+    """Ctrl-C ``times`` runs, each in turn as its store has just been opened (planning, the first
+    trials starting: up to ``start_jitter_s`` later), while trials play, right as one is stored;
+    ``fresh(i)`` makes a new experiment every fifth time (its runs dir ``workdir/runs/<stem>``), the
+    next four resume it. Each must stop cleanly (``assert_clean_stop``)."""
+    rng = random.Random(31)
+    toml: Path | None = None
+    for i in range(times):
+        if i % 5 == 0:
+            toml = fresh(i)
+        assert toml is not None
+        store = workdir / "runs" / toml.stem / "trials.sqlite"
+        phase = ("start", "playing", "stored")[i % 3]
+        if phase == "start":
+            until: Callable[[View], bool] = lambda v, s=store: v.holds_open(s)  # noqa: E731
+            jitter = rng.uniform(0.0, start_jitter_s)
+        else:
+            until = when_stored(len(rows(store)) + 1)
+            jitter = rng.uniform(0.05, 0.6) if phase == "playing" else 0.0
+        result = interrupt(["run", toml], store, until, env=env, jitter_s=jitter, workdir=workdir)
+        assert_clean_stop(result, f"#{i} {toml.stem} {phase}")

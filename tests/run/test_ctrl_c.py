@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +26,7 @@ from agentrig.run.runner import close_channels, make_channels, open_run, plan
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.types import TrialRecord, Verdict
 
-from tests.interrupt_support import assert_clean_stop, interrupt, rows, when_stored
+from tests.interrupt_support import interrupt_at_start_play_and_store
 
 KEY = "sk-ctrl-c-test-0f1e2d3c4b5a6978"
 KEY_ENV = "AGENTRIG_CTRL_C_KEY"
@@ -68,23 +67,9 @@ def _experiment(tmp_path: Path, name: str, base_url: str, *, trials: int = 60, c
 def test_ctrl_c_stops_a_tau2_run_at_every_phase(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.endswith("_PROXY")}
     env.update({KEY_ENV: KEY})
-    rng = random.Random(31)
     with ThreadedFakeEndpoint(api_key=KEY, delay_s=0.05) as slow:
-        toml = None
-        for i in range(TIMES):
-            if i % 5 == 0:  # a fresh run; the next four resume it
-                toml = _experiment(tmp_path, f"tau{i}", slow.base_url)
-            assert toml is not None
-            store = tmp_path / "runs" / toml.stem / "trials.sqlite"
-            phase = ("start", "playing", "stored")[i % 3]
-            if phase == "start":  # the store just opened: planning, the channels, the first trials starting
-                until = lambda v, s=store: v.holds_open(s)  # noqa: E731
-                jitter = rng.uniform(0.0, 0.3)
-            else:
-                until = when_stored(len(rows(store)) + 1)
-                jitter = rng.uniform(0.05, 0.6) if phase == "playing" else 0.0
-            result = interrupt(["run", toml], store, until, env=env, jitter_s=jitter, workdir=tmp_path)
-            assert_clean_stop(result, f"#{i} {toml.stem} {phase}")
+        interrupt_at_start_play_and_store(TIMES, lambda i: _experiment(tmp_path, f"tau{i}", slow.base_url), tmp_path,
+                                          env=env, start_jitter_s=0.3)
 
 
 class _SwallowsCancellation(Executor):
