@@ -17,7 +17,7 @@ they are recorded in the trajectory.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
@@ -61,6 +61,15 @@ class AgentSettings(Strict):
     # error); old observations are elided to fit, keeping elided_keep_chars (head + tail) of each
     context_tokens: int | None = Field(None, ge=256)
     elided_keep_chars: int = Field(600, ge=0)
+    # agents we did not write (terminal: kind mini-swe-agent, codex, claude-code — installed once
+    # into a cached tool root — and command, a user's own program; docs/agents.md). Each talks to
+    # the trial's measuring proxy; step_limit, cost_limit and token_limit are enforced there.
+    version: str | None = None  # the agent package's version (None: agentrig's pinned default)
+    run: str | None = None  # kind command: the shell command, {instruction} replaced by the task's (quoted)
+    config: dict[str, Any] = {}  # the agent's own settings: mini/codex `-c key=value` each; claude-code: settings.json keys
+    config_file: str | None = None  # mini: its YAML config (default mini.yaml); codex: config.toml lines; claude-code: settings.json
+    args: list[str] = []  # extra flags for the agent's command line
+    mount: str | None = None  # kind command: your agent's directory, bound read-only at /run/agentrig/tool ({tool} in run)
 
 
 class Agent(Protocol):

@@ -185,6 +185,10 @@ def resolve(exp: Experiment, source: Path, run_dir: str | Path | None = None, *,
         if agent.prompt != "default":
             agent = agent.model_copy(update={"prompt": str(rel_path(source, agent.prompt))})
             arm = arm.model_copy(update={"agent": agent})
+        for field in ("config_file", "mount"):  # an external agent's own files, beside the experiment
+            if getattr(agent, field) is not None:
+                agent = agent.model_copy(update={field: str(rel_path(source, getattr(agent, field)))})
+                arm = arm.model_copy(update={"agent": agent})
         located = [_plugin_paths(p, source) for p in arm.plugins]
         if located != list(arm.plugins):
             arm = arm.model_copy(update={"plugins": located})

@@ -1,6 +1,8 @@
 """The agent of one terminal trial, as the arm's ``agent`` settings say: ``kind="bash"`` is the LLM
 bash agent (``agentrig.agents.bash``); ``"oracle"`` / ``"flaky-oracle"`` / ``"noop"`` are the
-reference agents (``reference.py``). Each has ``async run(session)``."""
+reference agents (``reference.py``); ``"mini-swe-agent"`` / ``"codex"`` / ``"claude-code"`` / ``"command"``
+are agents we did not write, run inside the sandbox through the trial's proxy (``installed.py``).
+Each has ``async run(session)``."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 from agentrig.agents.base import AgentSettings
 from agentrig.errors import ConfigError
 
-TERMINAL_KINDS = ("bash", "oracle", "flaky-oracle", "noop")
+TERMINAL_KINDS = ("bash", "oracle", "flaky-oracle", "noop", "mini-swe-agent", "codex", "claude-code", "command")
 
 
 def build_terminal_agent(settings: AgentSettings, session: Any) -> Any:
@@ -21,6 +23,12 @@ def build_terminal_agent(settings: AgentSettings, session: Any) -> Any:
         from agentrig.agents.bash import BashAgent
 
         return BashAgent(settings, session)
+    from .installed import EXTERNAL_KINDS
+
+    if kind in EXTERNAL_KINDS:
+        from .installed import InstalledAgent
+
+        return InstalledAgent(settings, session)
     if kind in ("oracle", "flaky-oracle", "noop"):
         from .reference import build_reference
 

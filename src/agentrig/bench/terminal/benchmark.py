@@ -129,7 +129,7 @@ class TerminalBenchmark(Benchmark):
     kind = "terminal"
     settings_model = TerminalSettings
     tables = {"sandbox": SandboxSettings}
-    agent_kinds = ("bash", "oracle", "flaky-oracle", "noop")
+    agent_kinds = ("bash", "oracle", "flaky-oracle", "noop", "mini-swe-agent", "codex", "claude-code", "command")
     llm_agent = ("bash", "the LLM bash agent")
     reference_agents = ("oracle", "noop")
     failure_classes = FAILURE_CLASSES
@@ -137,6 +137,31 @@ class TerminalBenchmark(Benchmark):
     viewer_hints = VIEWER_HINTS
     export_formats = {"terminal-bench": "a Terminal-Bench run directory per arm (results.json, tb.lock, a folder per trial)",
                       "mini-swe-agent": "per trial a mini-SWE-agent trajectory file (info, messages)"}
+
+    def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
+        """``agent`` for the bash agent and for every agent we did not write (through its proxy)."""
+        from .installed import EXTERNAL_KINDS
+
+        return {"agent"} if arm.agent.kind in ("bash", *EXTERNAL_KINDS) else set()
+
+    def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
+        from .installed import EXTERNAL_KINDS
+
+        if role == "agent" and arm.agent.kind in EXTERNAL_KINDS:
+            return (f"its agent kind is '{arm.agent.kind}' (its model calls go through the trial's proxy to [roles.agent])",
+                    "set `model` in [roles.agent] (or [channel])")
+        return super().role_reason(exp, role, arm, tasks)
+
+    def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:
+        super().check_arm(exp, where, arm, tasks)
+        from .installed import EXTERNAL_KINDS, check_settings
+
+        if arm.agent.kind in EXTERNAL_KINDS:
+            check_settings(arm.agent, where)
+            if exp.sandbox.kind == "local":
+                raise ConfigError(f"{where}: agent kind {arm.agent.kind!r} runs inside the task's sandbox, which "
+                                  "[sandbox] kind = \"local\" does not have.\n  fix: use [sandbox] kind = \"bwrap\", "
+                                  "\"podman\" or \"docker\"")
 
     # -- tasks ------------------------------------------------------------------------------
     def tasks_root(self, exp: Any, source: Path) -> Path:
@@ -184,6 +209,7 @@ class TerminalBenchmark(Benchmark):
         ``run --smoke``/``--estimate`` skip this: their one trial builds what it plays."""
         from .sandbox import SandboxError
 
+        _install_agents(exp)
         sb = sandbox_settings(exp, source)
         if sb.kind != "bwrap" or not selection.tasks:
             return
@@ -351,3 +377,26 @@ class TerminalBenchmark(Benchmark):
         from .commands import sandbox_doctor
 
         return sandbox_doctor(target, as_json)
+
+
+def _install_agents(exp: Any) -> None:
+    """Install (or find cached) the tool root of every arm's installed agent before the run, with a
+    progress line; a failed install is a ConfigError naming the arm's agent."""
+    import sys
+
+    from agentrig.errors import AgentrigError
+
+    from .installed import INSTALLED_KINDS
+
+    seen: set[tuple[str, str | None]] = set()
+    for arm in exp.arms:
+        a = arm.agent
+        if a.kind not in INSTALLED_KINDS or (a.kind, a.version) in seen:
+            continue
+        seen.add((a.kind, a.version))
+        from agentrig.agents.installed.toolroot import ensure_tool_root
+
+        try:
+            ensure_tool_root(a.kind, a.version, progress=lambda line: print(line, file=sys.stderr, flush=True))
+        except AgentrigError as exc:
+            raise ConfigError(f"arm {arm.name!r}: agent {a.kind!r} could not be installed: {exc}") from None

@@ -343,6 +343,16 @@ class BwrapSandbox:
                                  {"PATH": os.defpath})
         return await self._verifier_process(spawn, command_dir, timeout_s)
 
+    async def run_agent(self, command: str, timeout_s: float, env: dict[str, str],
+                        ro_binds: dict[str, str], rw_binds: dict[str, str]) -> CommandResult:
+        """An installed agent's ``bash -c command``: a fresh process in a private copy of the
+        sandbox's mount namespace holding its tool root (read-only) and its home (writable), with
+        the capabilities and cgroup of every agent command, in the sandbox's pid and network
+        namespaces. The agent's own commands are its children: they see the task's files as any
+        command does (the writable layer is shared) and the binds as well. Killed with its whole
+        cgroup at ``timeout_s`` or when cancelled."""
+        return await self.run_verifier(command, timeout_s, env, ro_binds, rw_binds)
+
     async def run_pytest(self, args: list[str], timeout_s: float, env: dict[str, str], extra_ro_binds: dict[str, str],
                          **kw) -> CommandResult | None:
         """pytest ARGS played by the warm verifier as ``run_verifier`` would run the cold command

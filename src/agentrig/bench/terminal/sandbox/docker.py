@@ -201,6 +201,17 @@ class ContainerSandbox:
         spawn = subprocess_spawn(self._exec(["bash", "-c", command], {**self.env, **env}), {"PATH": BASE_ENV["PATH"]})
         return await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, drainers=self._drainers)
 
+    async def run_agent(self, command: str, timeout_s: float, env: dict[str, str],
+                        ro_binds: dict[str, str], rw_binds: dict[str, str]) -> CommandResult:
+        """An installed agent's ``bash -c command`` with its tool root and home bound in, as under
+        bwrap (``BwrapSandbox.run_agent``): a private copy of the container's mount namespace, its
+        cgroups, capabilities, pid and network namespaces. It needs the container's init on this
+        host (agentrig running as root)."""
+        if not self.binds_verifier:
+            raise SandboxError(f"an installed agent needs its tool root bound into the {self.engine} container, "
+                               "which needs agentrig to run as root (fix: run as root, or use [sandbox] kind = \"bwrap\")")
+        return await self._nsutil_verifier(command, timeout_s, env, ro_binds, rw_binds, None)
+
     async def run_pytest(self, *_args: Any, **_kw: Any) -> None:
         return None  # no warm verifier in a container: the cold command runs
 
