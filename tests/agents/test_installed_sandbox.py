@@ -70,7 +70,8 @@ async def test_mini_swe_agent_runs_from_the_tool_root_and_its_commands_see_the_i
     script = (
         f"test ! -e {root.path} && echo HOST-PATH-ABSENT; touch {MOUNT}/x 2>/dev/null || echo READ-ONLY; "
         f"{MOUNT}/lib/ld-linux-x86-64.so.2 --library-path {MOUNT}/lib {MOUNT}/python/bin/{pyver} -I -c "
-        "'import sys, ssl, sqlite3, ctypes, pydantic_core, numpy, tokenizers; print(\"OURS\", sys.executable, sys.prefix); "
+        "'import sys, ssl, socket, sqlite3, ctypes, pydantic_core, numpy, tokenizers; socket.getaddrinfo(\"localhost\", 80); "
+        "print(\"OURS\", sys.executable, sys.prefix); "
         f"print(\"FOREIGN\", sorted({{p for p in (l.split()[-1] for l in open(\"/proc/self/maps\")) if \".so\" in p "
         f"and not p.startswith(\"{MOUNT}/\")}}))'; "
         "ln -s /run/agentrig/tool/bin/mini /tmp/mini && /tmp/mini --help >/dev/null 2>&1 && echo VIA-SYMLINK; "

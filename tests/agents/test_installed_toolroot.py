@@ -28,6 +28,8 @@ def _fake(dest: Path, version: str, say, final: Path) -> dict:
     say(f"installing fake {version}")
     (dest / "bin").mkdir()
     (dest / "bin" / "fake").write_text("#!/bin/sh\necho fake\n")
+    (dest / "bin" / "fake").chmod(0o700)  # as a umask of 077 leaves it
+    (dest / "bin").chmod(0o700)
     with open(os.environ["FAKE_COUNT"], "a") as fh:
         fh.write("x")
     time.sleep(float(os.environ.get("FAKE_SLEEP", "0.3")))
@@ -66,9 +68,35 @@ def test_two_processes_asking_at_once_install_once_and_get_the_same_root(tmp_pat
     assert (root.kind, root.version, root.entry, root.how) == ("codex", "0.0.1", "bin/fake", "a test's stand-in")
     assert root.size == len("#!/bin/sh\necho fake\n")  # the root's files at install time (the marker came after)
     assert root.command("/run/agentrig/tool/") == "/run/agentrig/tool/bin/fake"
+    modes = [oct(p.stat().st_mode & 0o777) for p in (root.path / "bin", root.path / "bin" / "fake")]
+    assert modes == ["0o755", "0o755"]  # any user of the sandbox (a task's USER) may run it
     marker = json.loads((root.path / MARKER).read_text())
     assert marker["kind"] == "codex" and marker["version"] == "0.0.1" and marker["size"] == root.size and marker["installed_at"]
     assert sorted(p.name for p in cache.iterdir()) == [".locks", "codex-0.0.1"]
+
+
+def test_an_install_says_where_it_goes_and_its_size_when_done(tmp_path, count, monkeypatch):
+    from agentrig.agents.installed.common import installing_line
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    said: list[str] = []
+    ensure_tool_root("codex", "0.0.1", said.append, cache=tmp_path / "agents", _installers_override=FAKE)
+    assert said[0] == "installing fake 0.0.1"
+    assert said[-1].startswith("installed codex 0.0.1: 20 B in ") and said[-1].endswith(" s")
+    assert installing_line("codex", "0.169.0", tmp_path / "agents" / "codex-0.169.0", "npm") == \
+        "installing codex 0.169.0 into ~/agents/codex-0.169.0 (npm) …"
+    said.clear()
+    ensure_tool_root("codex", "0.0.1", said.append, cache=tmp_path / "agents", _installers_override=FAKE)
+    assert said == []  # installed already: nothing to say
+
+
+def test_two_trials_of_one_process_asking_at_once_install_once(tmp_path, count, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("FAKE_SLEEP", "0.5")
+    with ThreadPoolExecutor(3) as pool:  # as trials do, each from its own thread (asyncio.to_thread)
+        paths = list(pool.map(_ensure, [tmp_path / "agents"] * 3))
+    assert count.read_text() == "x" and len(set(paths)) == 1
 
 
 def test_a_failed_install_leaves_nothing_and_says_why(tmp_path, count):

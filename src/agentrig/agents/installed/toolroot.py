@@ -21,6 +21,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 import time
 from pathlib import Path
 from typing import Optional
@@ -111,6 +112,17 @@ def _locked(lock: Path):
         os.close(fd)
 
 
+def _readable_by_all(root: Path) -> None:
+    """Whatever the umask, any user of the sandbox (a task's USER) may read and run the root."""
+    for dirpath, dirs, files in os.walk(root):
+        os.chmod(dirpath, os.stat(dirpath).st_mode | 0o555)
+        for name in files:
+            path = os.path.join(dirpath, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode):
+                os.chmod(path, mode | 0o444 | (0o111 if mode & 0o100 else 0))
+
+
 def ensure_tool_root(kind: str, version: str | None = None, progress: Progress | None = None, *,
                      cache: Path | None = None, _installers_override: dict | None = None) -> ToolRoot:
     """The tool root of ``kind`` at ``version`` (its default when None), installed first when missing.
@@ -138,6 +150,7 @@ def ensure_tool_root(kind: str, version: str | None = None, progress: Progress |
         started = time.monotonic()
         try:
             info = installers[kind](partial, version, say, target)
+            _readable_by_all(partial)
             os.rename(partial, target)
         except BaseException:
             remove_tree(partial)
