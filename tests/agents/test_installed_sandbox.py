@@ -66,12 +66,14 @@ async def test_mini_swe_agent_runs_from_the_tool_root_and_its_commands_see_the_i
     probe = tmp_path / "probe"
     probe.mkdir()
     (probe / "probe.yaml").write_text(json.dumps(PROBE))  # YAML is a superset of JSON
-    pyver = next((root.path / "python" / "bin").glob("python3.*")).name
+    pyver = next((root.path / "python" / "bin").glob("python3.*")).name  # the interpreter's launcher
     script = (
         f"test ! -e {root.path} && echo HOST-PATH-ABSENT; touch {MOUNT}/x 2>/dev/null || echo READ-ONLY; "
-        f"{MOUNT}/lib/ld-linux-x86-64.so.2 --library-path {MOUNT}/lib {MOUNT}/python/bin/{pyver} -I -c "
-        "'import sys, ssl, socket, sqlite3, ctypes, pydantic_core, numpy, tokenizers; socket.getaddrinfo(\"localhost\", 80); "
-        "print(\"OURS\", sys.executable, sys.prefix); "
+        f"{MOUNT}/python/bin/python3 -I -c "
+        "'import sys, ssl, socket, sqlite3, ctypes, subprocess, pydantic_core, numpy, tokenizers; "
+        "socket.getaddrinfo(\"localhost\", 80); print(\"OURS\", sys.executable, sys.prefix); "
+        "print(\"CHILD\", subprocess.run([sys.executable, \"-c\", \"import sys; print(sys.prefix)\"], "
+        "capture_output=True, text=True).stdout.strip()); "
         f"print(\"FOREIGN\", sorted({{p for p in (l.split()[-1] for l in open(\"/proc/self/maps\")) if \".so\" in p "
         f"and not p.startswith(\"{MOUNT}/\")}}))'; "
         "ln -s /run/agentrig/tool/bin/mini /tmp/mini && /tmp/mini --help >/dev/null 2>&1 && echo VIA-SYMLINK; "
@@ -85,6 +87,7 @@ async def test_mini_swe_agent_runs_from_the_tool_root_and_its_commands_see_the_i
     out = result.output
     assert "HOST-PATH-ABSENT" in out and "READ-ONLY" in out, out
     assert f"OURS {MOUNT}/python/bin/{pyver} {MOUNT}/python\n" in out, out  # the prefix found from where it is mounted
+    assert f"CHILD {MOUNT}/python\n" in out, out  # sys.executable starts our Python again, through the loader
     assert "FOREIGN []\n" in out, out  # every library it loaded (C library, libssl, extension modules') is the root's
     assert "VIA-SYMLINK" in out and "VIA-PATH" in out, out
     assert "HELP=0\n1\n" in out and "RUN=0\n" in out, out

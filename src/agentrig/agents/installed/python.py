@@ -4,9 +4,12 @@ The layout (``ROOT`` is wherever the root is mounted, read-only)::
 
     bin/mini                 #!/bin/sh launcher: finds ROOT from "$0", then execs
                              ROOT/lib/ld-linux-x86-64.so.2 --library-path ROOT/lib
-                                 ROOT/python/bin/python3.X -I ROOT/launch.py "$@"
+                                 --argv0 ROOT/python/bin/python3.X ROOT/python/bin/.python3.X
+                                 -I ROOT/launch.py "$@"
     launch.py                runs mini's console-script entry point
-    python/bin/python3.X     the host's interpreter (``sys.base_prefix`` of the Python running agentrig)
+    python/bin/.python3.X    the host's interpreter (``sys.base_prefix`` of the Python running agentrig)
+    python/bin/python3.X     the same kind of launcher for the interpreter alone: ``sys.executable``
+                             (the name ``--argv0`` gives it), so mini's Python may start Python too
     python/lib/python3.X/    its standard library (tests, idlelib, tkinter, ensurepip, lib2to3 and the
                              static libpython pruned), ``site-packages/`` holding mini-swe-agent and
                              its dependencies (``pip install --target``, the host's pip settings)
@@ -42,8 +45,8 @@ LAUNCHER = """#!/bin/sh
 # agentrig tool root: {package} {version}, run by its own CPython {python} and C library.
 self=$(readlink -f "$0" 2>/dev/null) || self=$0
 case "$self" in */*) ;; *) self=$(command -v "$self") ;; esac
-root=$(cd "${{self%/*}}/.." && pwd -P)
-exec "$root/lib/{loader}" --library-path "$root/lib" "$root/python/bin/python{pyver}" -I "$root/launch.py" "$@"
+root=$(cd "${{self%/*}}/{up}" && pwd -P)
+exec "$root/lib/{loader}" --library-path "$root/lib" {argv0}"$root/python/bin/.python{pyver}" {args}"$@"
 """
 
 LAUNCH_PY = '''"""agentrig tool root: run {package}'s `{script}` command with this root's interpreter."""
@@ -86,7 +89,7 @@ def copy_python(dest: Path) -> str:
     ``site-packages`` already there); returns "3.X"."""
     prefix, pyver, exe = host_python()
     (dest / "python" / "bin").mkdir(parents=True)
-    shutil.copy2(os.path.realpath(exe), dest / "python" / "bin" / f"python{pyver}")
+    shutil.copy2(os.path.realpath(exe), dest / "python" / "bin" / f".python{pyver}")  # run by python{pyver}
     os.symlink(f"python{pyver}", dest / "python" / "bin" / "python3")
     stdlib = dest / "python" / "lib" / f"python{pyver}"
     shutil.copytree(prefix / "lib" / f"python{pyver}", stdlib, symlinks=True, ignore=_ignore, dirs_exist_ok=True)
@@ -121,6 +124,11 @@ def _pip(site: Path, spec: str) -> None:
                            "settings, then run `agentrig agents install mini-swe-agent` again)")
 
 
+def _has_argv0(loader: Path) -> bool:
+    done = run_tool([str(loader), "--help"], timeout_s=30)
+    return "--argv0" in done.stdout
+
+
 def install_mini(dest: Path, version: str, say: Progress, final: Path) -> dict:
     """Build mini-swe-agent ``version``'s tool root in ``dest`` (renamed to ``final`` afterwards)."""
     say(installing_line(PACKAGE, version, final, "pip"))
@@ -134,9 +142,14 @@ def install_mini(dest: Path, version: str, say: Progress, final: Path) -> dict:
     if missing:
         say(f"note: not bundled (not on this machine; the image's are used if present): {', '.join(missing)}")
     (dest / "bin").mkdir()
-    launcher = dest / "bin" / SCRIPT
-    launcher.write_text(LAUNCHER.format(package=PACKAGE, version=version, python=sys.version.split()[0],
-                                        loader=LOADER, pyver=pyver), encoding="utf-8")
-    launcher.chmod(0o755)
+    # the loader runs the interpreter under the name of its wrapper (glibc ≥ 2.33's --argv0): that is
+    # sys.executable, so a process mini's Python starts with it runs through the loader too
+    argv0 = '--argv0 "$root/python/bin/python{pyver}" '.format(pyver=pyver) if _has_argv0(dest / "lib" / LOADER) else ""
+    fill = {"package": PACKAGE, "version": version, "python": sys.version.split()[0], "loader": LOADER, "pyver": pyver,
+            "argv0": argv0}
+    for path, up, args in ((dest / "bin" / SCRIPT, "..", '-I "$root/launch.py" '),
+                           (dest / "python" / "bin" / f"python{pyver}", "../..", "")):
+        path.write_text(LAUNCHER.format(up=up, args=args, **fill), encoding="utf-8")
+        path.chmod(0o755)
     return {"entry": f"bin/{SCRIPT}", "glibc_floor": None,
             "how": f"CPython {sys.version.split()[0]} with its own loader and C library (lib/)"}
