@@ -139,14 +139,17 @@ def test_a_root_renamed_but_never_marked_is_rebuilt(tmp_path, count):
 
 def test_list_and_remove(tmp_path, count):
     cache = tmp_path / "agents"
+    (cache / ".partial-codex-0.0.1-beta-4242").mkdir(parents=True)  # another version's install under way: not ours
     for v in ("0.0.1", "0.0.2"):
         ensure_tool_root("codex", v, cache=cache, _installers_override=FAKE)
     assert [(r.kind, r.version) for r in list_tool_roots(cache)] == [("codex", "0.0.1"), ("codex", "0.0.2")]
     assert remove_tool_root("codex", "0.0.1", cache=cache) == [cache / "codex-0.0.1"]
     assert [r.version for r in list_tool_roots(cache)] == ["0.0.2"]
     assert remove_tool_root("codex", "0.0.1", cache=cache) == []
-    assert remove_tool_root("codex", cache=cache) == [cache / "codex-0.0.2"]  # every version
-    assert list_tool_roots(cache) == [] and not list(cache.glob("codex-*"))
+    assert (cache / ".partial-codex-0.0.1-beta-4242").is_dir()
+    (cache / "codex-0.0.3").mkdir()  # half-made: removed with every version too
+    assert remove_tool_root("codex", cache=cache) == [cache / "codex-0.0.2", cache / "codex-0.0.3"]  # every version
+    assert list_tool_roots(cache) == [] and not list(cache.glob("codex-*")) and not list(cache.glob(".partial-*"))
 
 
 def test_the_cache_follows_the_override_then_xdg(tmp_path, monkeypatch):

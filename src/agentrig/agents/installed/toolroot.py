@@ -112,6 +112,12 @@ def _locked(lock: Path):
         os.close(fd)
 
 
+def _partials(base: Path, kind: str, version: str) -> list[Path]:
+    """The half-made installs of exactly this kind and version (``.partial-<kind>-<version>-<pid>``)."""
+    pattern = re.compile(rf"\.partial-{re.escape(kind)}-{re.escape(version)}-\d+")
+    return [p for p in base.glob(".partial-*") if pattern.fullmatch(p.name)]
+
+
 def _readable_by_all(root: Path) -> None:
     """Whatever the umask, any user of the sandbox (a task's USER) may read and run the root."""
     for dirpath, dirs, files in os.walk(root):
@@ -141,7 +147,7 @@ def ensure_tool_root(kind: str, version: str | None = None, progress: Progress |
         found = read_root(target)  # another process finished it while we waited
         if found is not None:
             return found
-        for stale in target.parent.glob(f".partial-{kind}-{version}-*"):  # a killed install's leftovers (we hold the lock)
+        for stale in _partials(target.parent, kind, version):  # a killed install's leftovers (we hold the lock)
             remove_tree(stale)
         if target.exists():  # renamed but never marked: half-made
             remove_tree(target)
@@ -182,13 +188,17 @@ def remove_tool_root(kind: str, version: str | None = None, cache: Path | None =
     half-made copy of it; the paths removed (none: nothing was installed)."""
     check_kind_version(kind, version)
     base = agents_dir(cache)
-    versions = [version] if version is not None else sorted(
-        {r.version for r in list_tool_roots(cache) if r.kind == kind})
+    if version is not None:
+        versions = [version]
+    else:  # every version there, complete or half-made
+        names = [p.name for p in base.iterdir()] if base.is_dir() else []
+        versions = sorted({n[len(kind) + 1:] for n in names if n.startswith(f"{kind}-")} |
+                          {m[1] for n in names if (m := re.fullmatch(rf"\.partial-{re.escape(kind)}-(.+)-\d+", n))})
     removed = []
     for v in versions:
         target = root_path(kind, v, cache)
         with _locked(base / ".locks" / f"{kind}-{v}.lock"):
-            for stale in base.glob(f".partial-{kind}-{v}-*"):
+            for stale in _partials(base, kind, v):
                 remove_tree(stale)
             if target.exists():
                 remove_tree(target)
