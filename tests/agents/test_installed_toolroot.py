@@ -226,3 +226,14 @@ def test_the_agents_commands(tmp_path, count, monkeypatch):
     assert result.exit_code == 0 and f"removed {cache / 'codex-0.0.1'}" in result.output
     result = runner.invoke(app, ["agents", "rm", "codex"])
     assert result.exit_code == 0 and "codex is not installed; nothing removed" in result.output
+
+
+def test_an_installers_output_in_an_error_keeps_no_registry_credentials():
+    from agentrig.agents.installed.common import tail
+
+    out = ("npm http fetch GET 401 https://ci-bot:s3cr3t-t0ken@registry.example/@openai%2fcodex\n"
+           "npm error code E401\nnpm error Unable to authenticate")
+    said = tail(out)
+    assert "s3cr3t-t0ken" not in said and "ci-bot" not in said
+    assert "https://[redacted]@registry.example/@openai%2fcodex | npm error code E401" in said
+

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Callable
 
 from agentrig.errors import AgentrigError
+from agentrig.redact import REDACTED, redact
 
 Progress = Callable[[str], None]
 
@@ -63,8 +65,6 @@ def installing_line(kind: str, version: str, target: Path, tool: str) -> str:
     return f"installing {kind} {version} into {_display(target)} ({tool}) …"
 
 
-
-
 def run_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
              timeout_s: float = 1800) -> subprocess.CompletedProcess:
     """Run an installer's command; its stdout and stderr together in ``.stdout``."""
@@ -77,7 +77,11 @@ def run_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | 
         raise ToolInstallError(f"{' '.join(argv[:3])} … did not finish within {timeout_s:.0f} s") from None
 
 
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+
+
 def tail(text: str, lines: int = 6) -> str:
-    """The last lines of a command's output, on one line (for an error message)."""
+    """The last lines of a command's output, on one line (for an error message), with no registry
+    credentials (``https://user:token@host`` loses its ``user:token``) and no known key."""
     kept = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-lines:]
-    return " | ".join(kept)[-600:]
+    return redact(_URL_CREDENTIALS.sub(lambda m: m[1] + REDACTED + "@", " | ".join(kept)))[-600:]

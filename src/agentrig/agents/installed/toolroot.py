@@ -120,7 +120,7 @@ def _partials(base: Path, kind: str, version: str) -> list[Path]:
 
 def _readable_by_all(root: Path) -> None:
     """Whatever the umask, any user of the sandbox (a task's USER) may read and run the root."""
-    for dirpath, dirs, files in os.walk(root):
+    for dirpath, _dirs, files in os.walk(root):
         os.chmod(dirpath, os.stat(dirpath).st_mode | 0o555)
         for name in files:
             path = os.path.join(dirpath, name)
