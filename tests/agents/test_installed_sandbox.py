@@ -1,8 +1,9 @@
 """The installed agents' tool roots are relocatable, for real: each is installed once (into the shared
 cache, ``agentrig agents install``'s, for they are big) and then run, bound read-only at
 ``/run/agentrig/tool``, inside bwrap sandboxes of built task images with no network — Debian
-bookworm-slim (glibc 2.36, no Python at all) and Ubuntu 24.04 (glibc 2.39, its own Python 3.12) —
-where the host's install path does not exist. mini-swe-agent runs a real episode with its own
+bullseye-slim (glibc 2.31, older than the host's) and bookworm-slim (glibc 2.36), neither with a
+Python, and Ubuntu 24.04 (glibc 2.39, its own Python 3.12) — where the host's install path does
+not exist. mini-swe-agent runs a real episode with its own
 deterministic model, and the command it runs sees the image's Python and environment, not ours."""
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from ..bench.terminal.test_images import UBUNTU_ARCHIVE, _need_mmdebstrap, _need
 pytestmark = [needs_root_bwrap(), pytest.mark.slow]
 
 MOUNT = "/run/agentrig/tool"
-IMAGES = {"bookworm-slim": "debian:bookworm-slim", "ubuntu-24.04": "ghcr.io/laude-institute/t-bench/ubuntu-24-04"}
+IMAGES = {"bullseye-slim": "debian:bullseye-slim", "bookworm-slim": "debian:bookworm-slim",
+          "ubuntu-24.04": "ghcr.io/laude-institute/t-bench/ubuntu-24-04"}
 LEAKS = ("PYTHONHOME", "PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD")
 
 # mini's own deterministic model: one command that reports what the agent's commands see, then submit
@@ -121,5 +123,5 @@ async def test_claude_code_runs_from_the_tool_root(tool_roots, image, tmp_path):
               f"{MOUNT}/{root.entry} --version; echo \"RC=$?\"; {MOUNT}/{root.entry} --help | grep -c -- '--print'")
     result, image_root = await _run_in(image, tmp_path, script, {str(root.path): MOUNT})
     assert f"{root.version} (Claude Code)\nRC=0\n" in result.output, result.output
-    assert root.glibc_floor == "2.17" and image_glibc(image_root) in ("2.36", "2.39")
+    assert root.glibc_floor == "2.17" and image_glibc(image_root) in ("2.31", "2.36", "2.39")
     assert image_problem(root, image_root) is None

@@ -28,9 +28,9 @@ def _err() -> Console:
 @user_errors
 def install(
     kind: str = typer.Argument(..., help=f"The agent: {KINDS}."),
-    version: Optional[str] = typer.Option(None, "--version", help="The version to install (default: the pinned one)."),
+    version: Optional[str] = typer.Option(None, "--version", metavar="VERSION", help="The version to install (default: the pinned one)."),
 ) -> None:
-    """Install an agent into its cached tool root (nothing to do when it is there already)."""
+    """Install an agent's tool root (once: nothing to do when cached)."""
     from agentrig.agents.installed import ensure_tool_root
     from agentrig.agents.installed.common import human_size
 
@@ -63,7 +63,7 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print a JSON ar
 @user_errors
 def rm(
     kind: str = typer.Argument(..., help=f"The agent: {KINDS}."),
-    version: Optional[str] = typer.Option(None, "--version", help="Only this version (default: every installed version)."),
+    version: Optional[str] = typer.Option(None, "--version", metavar="VERSION", help="Only this version (default: every installed version)."),
 ) -> None:
     """Remove an installed agent's tool root."""
     from agentrig.agents.installed import remove_tool_root
