@@ -227,6 +227,9 @@ from agentrig.commands.channel import channel_app  # noqa: E402
 
 app.add_typer(channel_app, name="channel", help="Write the channel as another client's file (Codex, Claude Code, mini-swe-agent, .env).")
 app.command("audit", context_settings=AUDIT_SETTINGS, add_help_option=False)(audit_command)
+from agentrig.commands.agents import agents_app  # noqa: E402
+
+app.add_typer(agents_app, name="agents", help="Install, list and remove the installed agents' tool roots (mini-swe-agent, codex, claude-code).")
 from .benchmark import command_groups  # noqa: E402
 
 for _name, _group in command_groups().items():  # each benchmark's own groups (τ²: data; terminal: images; AppWorld: appworld)

@@ -17,6 +17,8 @@ against the code: a new exception class must be drawn here, under its real base.
     │   │                                                     it is excluded (``needs_network`` / ``needs_container``)
     │   ├── RunDirBusy              store/owner               user error: another process holds the run directory
     │   │                                                     (its owner lock); names the holder's pid, host, command
+    │   ├── ToolInstallError        agents/installed/common   an installed agent's tool root could not be made (no npm
+    │   │                                                     or pip, the registry unreachable): names the step, the fix
     │   └── InfrastructureFault     errors                    the machinery under a trial failed, never the agent:
     │       │                                                 the trial is invalid and replayed (trial/envelope.py)
     │       ├── ChannelError        errors                    a model call that did not produce a completion
