@@ -55,8 +55,11 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.bash import parse_action
-from ..agents.bash_prompts import ACTION_LABEL, SUBMIT_SENTINEL, TOOL_NAME
+from ..agents.bash_prompts import ACTION_LABEL
 from ..errors import AgentrigError
+from ._agent_protocols import (AGENTRIG_NATIVE, AGENTRIG_TEXT, CODEX, CODEX_POLL_TOOL, MINI_ACTION_LABEL,
+                               MINI_NATIVE, MINI_SUBMIT_SENTINEL, MINI_TEXT, SIDE_REPLY, Protocol, codex_poll,
+                               protocol_of)
 from ._fake_server import FakeEndpoint
 from ._gold_texts import GoldRequestError, header_form
 from ._noise import Noise, add_noise_arguments, noise_of, obeys, wrong_word
@@ -68,10 +71,9 @@ __all__ = ["FLAVORS", "MINI_SUBMIT_SENTINEL", "SOLUTION_MODELS", "SolutionEndpoi
 
 SOLUTION_MODELS = ("solution", "solution-agent", "solution-memory")
 FLAVORS = ("agentrig", "mini")
-MINI_ACTION_LABEL = "mswea_bash_command"  # mini-SWE-agent 2.x's text-mode fence label and submit sentinel
-MINI_SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 _MINI_ACTION = re.compile(r"```" + MINI_ACTION_LABEL + r"\s*\n(.*?)\n```", re.DOTALL)
 SUBMIT_NOTE = "solution played"
+FINAL_TEXT = "The solution is played; the task is done."
 NOISE_COMMAND = "echo 'not sure what to do yet'"
 NOISE_GROUP = "terminal"
 
@@ -130,37 +132,55 @@ class SolutionScript:
             raise GoldRequestError(f"task {task.id!r} has no solution (solution.yaml, solution.sh or solution/solve.sh)")
         return cls(task.id, tuple(commands))
 
-    def submit_command(self) -> str:
-        sentinel = MINI_SUBMIT_SENTINEL if self.flavor == "mini" else SUBMIT_SENTINEL
-        return f"echo {sentinel} && echo {shlex.quote(SUBMIT_NOTE)}"
-
-    def _one_action(self, content: str) -> bool:
+    def protocol(self, native: bool) -> Protocol:
+        """The protocol of this script's flavor (agentrig's bash agent or mini), in a tool mode."""
         if self.flavor == "mini":
-            return len(_MINI_ACTION.findall(content)) == 1
-        return parse_action(content)[0] is not None
+            return MINI_NATIVE if native else MINI_TEXT
+        return AGENTRIG_NATIVE if native else AGENTRIG_TEXT
+
+    def submit_command(self, protocol: Protocol | None = None) -> str:
+        sentinel = (protocol or self.protocol(True)).sentinel
+        return f"echo {sentinel} && echo {shlex.quote(SUBMIT_NOTE)}"
 
     def first_step_text(self) -> str:  # the memory plug-in's note (gold endpoint's memory replies)
         return "run: " + self.commands[0].splitlines()[0][:200]
 
-    def played(self, messages: list[dict], native: bool) -> int:
-        return actions_played(messages, native, TOOL_NAME, self._one_action)
+    def played(self, messages: list[dict], native: bool | Protocol) -> int:
+        protocol = native if isinstance(native, Protocol) else self.protocol(native)
+        if protocol.label == MINI_ACTION_LABEL:
+            def one_action(content: str) -> bool:
+                return len(_MINI_ACTION.findall(content)) == 1
+        else:
+            def one_action(content: str) -> bool:
+                return parse_action(content)[0] is not None
+        return actions_played(messages, protocol.native, protocol.tool or "", one_action)
 
-    def agent_reply(self, messages: list[dict], native: bool, reasoning: bool = False,
-                    noise: Noise | None = None, body: dict | None = None) -> dict:
-        n = self.played(messages, native)
-        command = self.commands[n] if n < len(self.commands) else self.submit_command()
+    def agent_reply(self, messages: list[dict], native: bool = False, reasoning: bool = False,
+                    noise: Noise | None = None, body: dict | None = None, protocol: Protocol | None = None) -> dict:
+        """The next reply of the agent speaking ``protocol`` (default: this script's flavor in the
+        tool mode ``native``): the next solution command, then the protocol's way of finishing."""
+        protocol = protocol or self.protocol(native)
+        n = self.played(messages, protocol)
+        total = len(self.commands)
+        if protocol is CODEX and (poll := codex_poll(messages)) is not None:  # a command still running
+            return {"content": None, "tool_calls": [
+                {"id": f"sol_{n}_wait_{len(messages)}", "name": CODEX_POLL_TOOL, "arguments": poll}]}
+        done = n >= total
+        command = self.commands[n] if not done else (self.submit_command(protocol) if protocol.finish == "submit" else "")
         if noise is not None and noise.wrong(body or {}, NOISE_GROUP, self.task_id, n) \
-                and not obeys(messages, step_label(command, n >= len(self.commands))):
-            command = wrong_word(command) if noise.mode == "one" else NOISE_COMMAND
-        if n < len(self.commands):
-            thought = f"Step {n + 1} of {len(self.commands)} of the solution."
+                and not obeys(messages, step_label(command, done)):
+            command = wrong_word(command) if noise.mode == "one" and command else NOISE_COMMAND
+        if not done:
+            thought = f"Step {n + 1} of {total} of the solution."
         else:
-            thought = "The solution is played; submitting."
-        if native:
-            reply: dict = {"content": thought, "tool_calls": [
-                {"id": f"sol_{n + 1}", "name": TOOL_NAME, "arguments": {"command": command}}]}
+            thought = "The solution is played; submitting." if command else FINAL_TEXT
+        if not command:  # Codex, Claude Code: a final text, no tool call — the agent's turn ends
+            reply: dict = {"content": thought}
+        elif protocol.native:
+            reply = {"content": thought, "tool_calls": [
+                {"id": f"sol_{n + 1}", "name": protocol.tool, "arguments": protocol.arguments(command, n, total)}]}
         else:
-            reply = {"content": f"{thought}\n\n{_fenced(command, self.flavor)}"}
+            reply = {"content": f"{thought}\n\n{_fenced(command, protocol.name)}"}
         if reasoning:
             reply["reasoning_content"] = f"Reasoning for step {n + 1} of task {self.task_id}."
         return reply
@@ -220,8 +240,11 @@ class SolutionResponder(ScriptedResponder):
         script = self.script(headers["X-Agentrig-Task"])
         if role == "memory":
             return memory_reply(script, body)
-        return script.agent_reply(body.get("messages") or [], native=bool(body.get("tools")), reasoning=self.reasoning,
-                                  noise=self.noise, body=body)
+        protocol = protocol_of(body, self.flavor)
+        if protocol is None:  # an agent's side request (a title, a quota check…): no step of the solution
+            return {"content": SIDE_REPLY}
+        return script.agent_reply(body.get("messages") or [], reasoning=self.reasoning, noise=self.noise, body=body,
+                                  protocol=protocol)
 
 
 class SolutionEndpoint(FakeEndpoint):
