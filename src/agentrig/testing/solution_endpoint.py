@@ -1,7 +1,8 @@
-"""An OpenAI-compatible endpoint that plays the SOLUTION of every terminal task, as a bash agent.
+"""An OpenAI-compatible endpoint that plays the SOLUTION of every terminal task, as the agent asking.
 
-The terminal counterpart of the gold endpoint: point a bash-agent arm at it and each trial runs
-its task's reference solution, one command per reply, then submits::
+The terminal counterpart of the gold endpoint: point a bash-agent arm — or an installed agent
+(mini-swe-agent, Codex CLI, Claude Code) through agentrig's measuring proxy — at it and each trial
+runs its task's reference solution, one command per reply, then finishes as that agent finishes::
 
     async with SolutionEndpoint(tasks_dir) as ep:   # or: python -m agentrig.testing.solution_endpoint --tasks DIR
         ...  # [roles.agent] base_url = ep.base_url, model = "solution"
@@ -14,18 +15,35 @@ the same answer):
 - the solution is cut into commands: each ``solution.yaml`` entry is one command (keys sent
   without Enter are joined to the next entry; a non-blocking entry is started in the background),
   a ``solution.sh`` / ``solve.sh`` is one command that runs the script with bash;
-- the commands already played are counted in the conversation: ``bash`` tool calls when the
-  request offers tools (native mode), else assistant replies that hold exactly one action block
-  (text mode, parsed as the bash agent parses them) — so format-error retries do not count;
-- the next command is answered as a ``bash`` tool call (native) or as a reply with one
-  ``bash-action`` block (text); after the last one, the submit command
-  (``echo AGENTRIG_SUBMIT && echo <note>``), again for every later request;
+- which agent asks is read from each request (``_agent_protocols.protocol_of``, where each
+  agent's requests are described as they were seen), no setting needed:
+
+  - agentrig's bash agent: a ``bash`` call ``{"command": …}`` (native), else a reply with one
+    ```` ```bash-action ```` block (text); finishes with the command ``echo AGENTRIG_SUBMIT && echo <note>``;
+  - mini-swe-agent (tool ``bash`` and its submit sentinel in its prompts, or its fence label in
+    text mode): a ``bash`` call ``{"command": …}``, else one ```` ```mswea_bash_command ```` block;
+    finishes with the command ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo <note>``;
+  - Codex CLI (tool ``exec_command``): an ``exec_command`` call ``{"cmd": "<the command, a
+    string>", "yield_time_ms": 30000}``; finishes with a text and no tool call (its turn ends);
+  - Claude Code (tool ``Bash``): a ``Bash`` call ``{"command": …, "description": …, "timeout":
+    600000}``; finishes with a text and no tool use (``end_turn``);
+
+- the commands already played are counted in the conversation: the agent's calls of its shell
+  tool, or (text mode) its replies that hold exactly one action block (parsed as the agent parses
+  them) — so format-error retries do not count; the next command is answered in the agent's way,
+  and once all are played, its finish, again for every later request;
+- Codex: when the last tool output says ``Process running with session ID N`` (a command that ran
+  past ``yield_time_ms``), the reply waits for it with ``write_stdin`` (``{"session_id": N,
+  "chars": ""}``) — not a command played;
+- a side request (a request offering tools but no shell tool, or no tools and a tiny
+  ``max_tokens`` or an agent product's name in its system text — titles, quota checks) gets the
+  short text ``SIDE_REPLY``; it is not a step;
+- a ``solution.sh`` is sent inline as a quoted heredoc (``bash <<'AGENTRIG_SOLUTION_EOF' …``), so
+  the script needs no file in the sandbox whichever agent runs it;
 - ``reasoning=True`` adds ``reasoning_content`` to every reply (to test that it is sent back);
-- ``flavor="mini"`` (``--flavor mini``) speaks mini-SWE-agent's conventions instead of agentrig's
-  bash agent's: text mode fences the action as ```` ```mswea_bash_command ```` (and counts the
-  replies that hold exactly one such block), and the submit command echoes mini's sentinel
-  ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` (``benchmarks/terminal_vs_mini.py``; mini sends the
-  ``X-Agentrig-*`` headers as ``extra_headers``);
+- ``flavor="mini"`` (``--flavor mini``) makes every ``bash``-tool and text-mode request mini's,
+  whatever its prompts say (``benchmarks/terminal_vs_mini.py``; mini sends the ``X-Agentrig-*``
+  headers as ``extra_headers`` when it talks to the endpoint directly);
 - role ``memory`` (the memory plug-in) gets the gold endpoint's memory replies, with the task's
   first solution command as the note, and — in the edit phase — a procedural entry for each failed
   command in the window and for the command that fixed it (``_terminal_memory``).
@@ -34,10 +52,11 @@ the same answer):
 ``_noise``): at the chosen decision steps (the index of the command about to be played; the submit
 step is ``len(commands)``) an agent request sampled with ``temperature`` > 0 gets, with
 probability ``p``, the wrong command ``NOISE_COMMAND`` instead (it counts as played, so the
-solution's command of that step is skipped). Tasks are keyed ``terminal/<id>``, ``<id>`` or ``*``.
-The step returns its correct command when a system message of the request holds
-``<<do:LABEL>>``, LABEL being the first word of the step's command (``submit`` for the submit
-step).
+solution's command of that step is skipped) — in every agent's protocol (for Codex and Claude
+Code a noisy finish step is ``NOISE_COMMAND`` run instead of the final text). Tasks are keyed
+``terminal/<id>``, ``<id>`` or ``*``. The step returns its correct command when a system message
+of the request holds ``<<do:LABEL>>``, LABEL being the first word of the step's command
+(``submit`` for the finish step).
 
 An unknown task or role, a task without a solution, or a request without the headers, is an HTTP
 400 whose message says what was wrong (``_scripted``, shared with the gold and AppWorld endpoints).
