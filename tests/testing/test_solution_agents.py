@@ -259,6 +259,8 @@ def test_the_agent_is_recognised_from_the_request_alone():
     # mini's tool is named like agentrig's: its prompts tell them apart; the endpoint's flavor forces mini
     assert protocol_of(body("agentrig")).sentinel == "AGENTRIG_SUBMIT"
     assert protocol_of(body("agentrig"), "mini").name == "mini"
+    # a mini config of the user's own that names no sentinel: its tool (set in mini's code) tells
+    assert protocol_of({"messages": _prompts("agentrig", "t"), "tools": MINI_TOOLS}).name == "mini"
     assert protocol_of(body("agentrig-text", max_tokens=8)) is None
     # the proxy may hand on a Responses tool flat (name at the top): read too
     flat = {"messages": [], "tools": [{"type": "function", "name": "exec_command", "parameters": {}}]}

@@ -17,8 +17,9 @@ offline; a task of one command is 2 model calls for each of them):
   Text config (``mini_textbased.yaml``): no tools, one ```` ```mswea_bash_command ```` block per
   reply. It stops when a command's output starts with the line ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``
   (the rest of the output is its submission). Recognised by the sentinel (tool mode) or the fence
-  label (text mode) in its system/user messages — its tool is named like agentrig's. Its model
-  class (litellm) looks up a price list on github.com at start: offline it falls back to its copy.
+  label (text mode) in its system/user messages, or its tool's description (set in its code) —
+  its tool is named like agentrig's. Its model class (litellm) looks up a price list on github.com
+  at start: offline it falls back to its copy (``LITELLM_LOCAL_MODEL_COST_MAP=True`` skips it).
 - **Codex CLI 0.169.0** (``codex exec``), Responses, always streaming (``stream: true``, no
   ``temperature``): ``instructions`` empty, ``input`` = two ``developer`` messages (its ~17 KB
   prompt, the skills list), a user message with ``<environment_context>``, the user's task; tools
@@ -65,6 +66,7 @@ __all__ = ["AGENTRIG_NATIVE", "AGENTRIG_TEXT", "CLAUDE_CODE", "CODEX", "MINI_ACT
 
 MINI_ACTION_LABEL = "mswea_bash_command"  # mini-SWE-agent 2.x's text-mode fence label and submit sentinel
 MINI_SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+MINI_TOOL_DESCRIPTION = "Execute a bash command"  # its bash tool's, set in its code (not its config)
 SIDE_REPLY = "OK."
 SIDE_MAX_TOKENS = 16
 CODEX_TOOL, CODEX_POLL_TOOL, CLAUDE_TOOL = "exec_command", "write_stdin", "Bash"
@@ -120,6 +122,14 @@ def tool_names(body: dict) -> set[str]:
     return names
 
 
+def _tool_description(body: dict, name: str) -> str | None:
+    for t in body.get("tools") or ():
+        fn = (t.get("function") if isinstance(t.get("function"), dict) else t) if isinstance(t, dict) else {}
+        if fn.get("name") == name:
+            return fn.get("description")
+    return None
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -153,7 +163,8 @@ def protocol_of(body: dict, flavor: str = "agentrig") -> Protocol | None:
     if CLAUDE_TOOL in names:
         return CLAUDE_CODE
     if TOOL_NAME in names:
-        mini = flavor == "mini" or _said(messages, ("system", "user"), (MINI_SUBMIT_SENTINEL,))
+        mini = (flavor == "mini" or _tool_description(body, TOOL_NAME) == MINI_TOOL_DESCRIPTION
+                or _said(messages, ("system", "user"), (MINI_SUBMIT_SENTINEL,)))
         return MINI_NATIVE if mini else AGENTRIG_NATIVE
     if names:
         return None
