@@ -1,7 +1,8 @@
-"""An OpenAI-compatible endpoint that plays the SOLUTION of every terminal task, as a bash agent.
+"""An OpenAI-compatible endpoint that plays the SOLUTION of every terminal task, as the agent asking.
 
-The terminal counterpart of the gold endpoint: point a bash-agent arm at it and each trial runs
-its task's reference solution, one command per reply, then submits::
+The terminal counterpart of the gold endpoint: point a bash-agent arm — or an installed agent
+(mini-swe-agent, Codex CLI, Claude Code) through agentrig's measuring proxy — at it and each trial
+runs its task's reference solution, one command per reply, then finishes as that agent finishes::
 
     async with SolutionEndpoint(tasks_dir) as ep:   # or: python -m agentrig.testing.solution_endpoint --tasks DIR
         ...  # [roles.agent] base_url = ep.base_url, model = "solution"
@@ -14,18 +15,35 @@ the same answer):
 - the solution is cut into commands: each ``solution.yaml`` entry is one command (keys sent
   without Enter are joined to the next entry; a non-blocking entry is started in the background),
   a ``solution.sh`` / ``solve.sh`` is one command that runs the script with bash;
-- the commands already played are counted in the conversation: ``bash`` tool calls when the
-  request offers tools (native mode), else assistant replies that hold exactly one action block
-  (text mode, parsed as the bash agent parses them) — so format-error retries do not count;
-- the next command is answered as a ``bash`` tool call (native) or as a reply with one
-  ``bash-action`` block (text); after the last one, the submit command
-  (``echo AGENTRIG_SUBMIT && echo <note>``), again for every later request;
+- which agent asks is read from each request (``_agent_protocols.protocol_of``, where each
+  agent's requests are described as they were seen), no setting needed:
+
+  - agentrig's bash agent: a ``bash`` call ``{"command": …}`` (native), else a reply with one
+    ```` ```bash-action ```` block (text); finishes with the command ``echo AGENTRIG_SUBMIT && echo <note>``;
+  - mini-swe-agent (tool ``bash`` and its submit sentinel in its prompts, or its fence label in
+    text mode): a ``bash`` call ``{"command": …}``, else one ```` ```mswea_bash_command ```` block;
+    finishes with the command ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo <note>``;
+  - Codex CLI (tool ``exec_command``): an ``exec_command`` call ``{"cmd": "<the command, a
+    string>", "yield_time_ms": 30000}``; finishes with a text and no tool call (its turn ends);
+  - Claude Code (tool ``Bash``): a ``Bash`` call ``{"command": …, "description": …, "timeout":
+    600000}``; finishes with a text and no tool use (``end_turn``);
+
+- the commands already played are counted in the conversation: the agent's calls of its shell
+  tool, or (text mode) its replies that hold exactly one action block (parsed as the agent parses
+  them) — so format-error retries do not count; the next command is answered in the agent's way,
+  and once all are played, its finish, again for every later request;
+- Codex: when the last tool output says ``Process running with session ID N`` (a command that ran
+  past ``yield_time_ms``), the reply waits for it with ``write_stdin`` (``{"session_id": N,
+  "chars": ""}``) — not a command played;
+- a side request (a request offering tools but no shell tool, or no tools and a tiny
+  ``max_tokens`` or an agent product's name in its system text — titles, quota checks) gets the
+  short text ``SIDE_REPLY``; it is not a step;
+- a ``solution.sh`` is sent inline as a quoted heredoc (``bash <<'AGENTRIG_SOLUTION_EOF' …``), so
+  the script needs no file in the sandbox whichever agent runs it;
 - ``reasoning=True`` adds ``reasoning_content`` to every reply (to test that it is sent back);
-- ``flavor="mini"`` (``--flavor mini``) speaks mini-SWE-agent's conventions instead of agentrig's
-  bash agent's: text mode fences the action as ```` ```mswea_bash_command ```` (and counts the
-  replies that hold exactly one such block), and the submit command echoes mini's sentinel
-  ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` (``benchmarks/terminal_vs_mini.py``; mini sends the
-  ``X-Agentrig-*`` headers as ``extra_headers``);
+- ``flavor="mini"`` (``--flavor mini``) makes every ``bash``-tool and text-mode request mini's,
+  whatever its prompts say (``benchmarks/terminal_vs_mini.py``; mini sends the ``X-Agentrig-*``
+  headers as ``extra_headers`` when it talks to the endpoint directly);
 - role ``memory`` (the memory plug-in) gets the gold endpoint's memory replies, with the task's
   first solution command as the note, and — in the edit phase — a procedural entry for each failed
   command in the window and for the command that fixed it (``_terminal_memory``).
@@ -34,10 +52,11 @@ the same answer):
 ``_noise``): at the chosen decision steps (the index of the command about to be played; the submit
 step is ``len(commands)``) an agent request sampled with ``temperature`` > 0 gets, with
 probability ``p``, the wrong command ``NOISE_COMMAND`` instead (it counts as played, so the
-solution's command of that step is skipped). Tasks are keyed ``terminal/<id>``, ``<id>`` or ``*``.
-The step returns its correct command when a system message of the request holds
-``<<do:LABEL>>``, LABEL being the first word of the step's command (``submit`` for the submit
-step).
+solution's command of that step is skipped) — in every agent's protocol (for Codex and Claude
+Code a noisy finish step is ``NOISE_COMMAND`` run instead of the final text). Tasks are keyed
+``terminal/<id>``, ``<id>`` or ``*``. The step returns its correct command when a system message
+of the request holds ``<<do:LABEL>>``, LABEL being the first word of the step's command
+(``submit`` for the finish step).
 
 An unknown task or role, a task without a solution, or a request without the headers, is an HTTP
 400 whose message says what was wrong (``_scripted``, shared with the gold and AppWorld endpoints).
@@ -55,8 +74,11 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.bash import parse_action
-from ..agents.bash_prompts import ACTION_LABEL, SUBMIT_SENTINEL, TOOL_NAME
+from ..agents.bash_prompts import ACTION_LABEL
 from ..errors import AgentrigError
+from ._agent_protocols import (AGENTRIG_NATIVE, AGENTRIG_TEXT, CODEX, CODEX_POLL_TOOL, MINI_ACTION_LABEL,
+                               MINI_NATIVE, MINI_SUBMIT_SENTINEL, MINI_TEXT, SIDE_REPLY, Protocol, codex_poll,
+                               protocol_of)
 from ._fake_server import FakeEndpoint
 from ._gold_texts import GoldRequestError, header_form
 from ._noise import Noise, add_noise_arguments, noise_of, obeys, wrong_word
@@ -68,10 +90,9 @@ __all__ = ["FLAVORS", "MINI_SUBMIT_SENTINEL", "SOLUTION_MODELS", "SolutionEndpoi
 
 SOLUTION_MODELS = ("solution", "solution-agent", "solution-memory")
 FLAVORS = ("agentrig", "mini")
-MINI_ACTION_LABEL = "mswea_bash_command"  # mini-SWE-agent 2.x's text-mode fence label and submit sentinel
-MINI_SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 _MINI_ACTION = re.compile(r"```" + MINI_ACTION_LABEL + r"\s*\n(.*?)\n```", re.DOTALL)
 SUBMIT_NOTE = "solution played"
+FINAL_TEXT = "The solution is played; the task is done."
 NOISE_COMMAND = "echo 'not sure what to do yet'"
 NOISE_GROUP = "terminal"
 
@@ -130,37 +151,55 @@ class SolutionScript:
             raise GoldRequestError(f"task {task.id!r} has no solution (solution.yaml, solution.sh or solution/solve.sh)")
         return cls(task.id, tuple(commands))
 
-    def submit_command(self) -> str:
-        sentinel = MINI_SUBMIT_SENTINEL if self.flavor == "mini" else SUBMIT_SENTINEL
-        return f"echo {sentinel} && echo {shlex.quote(SUBMIT_NOTE)}"
-
-    def _one_action(self, content: str) -> bool:
+    def protocol(self, native: bool) -> Protocol:
+        """The protocol of this script's flavor (agentrig's bash agent or mini), in a tool mode."""
         if self.flavor == "mini":
-            return len(_MINI_ACTION.findall(content)) == 1
-        return parse_action(content)[0] is not None
+            return MINI_NATIVE if native else MINI_TEXT
+        return AGENTRIG_NATIVE if native else AGENTRIG_TEXT
+
+    def submit_command(self, protocol: Protocol | None = None) -> str:
+        sentinel = (protocol or self.protocol(True)).sentinel
+        return f"echo {sentinel} && echo {shlex.quote(SUBMIT_NOTE)}"
 
     def first_step_text(self) -> str:  # the memory plug-in's note (gold endpoint's memory replies)
         return "run: " + self.commands[0].splitlines()[0][:200]
 
-    def played(self, messages: list[dict], native: bool) -> int:
-        return actions_played(messages, native, TOOL_NAME, self._one_action)
+    def played(self, messages: list[dict], native: bool | Protocol) -> int:
+        protocol = native if isinstance(native, Protocol) else self.protocol(native)
+        if protocol.label == MINI_ACTION_LABEL:
+            def one_action(content: str) -> bool:
+                return len(_MINI_ACTION.findall(content)) == 1
+        else:
+            def one_action(content: str) -> bool:
+                return parse_action(content)[0] is not None
+        return actions_played(messages, protocol.native, protocol.tool or "", one_action)
 
-    def agent_reply(self, messages: list[dict], native: bool, reasoning: bool = False,
-                    noise: Noise | None = None, body: dict | None = None) -> dict:
-        n = self.played(messages, native)
-        command = self.commands[n] if n < len(self.commands) else self.submit_command()
+    def agent_reply(self, messages: list[dict], native: bool = False, reasoning: bool = False,
+                    noise: Noise | None = None, body: dict | None = None, protocol: Protocol | None = None) -> dict:
+        """The next reply of the agent speaking ``protocol`` (default: this script's flavor in the
+        tool mode ``native``): the next solution command, then the protocol's way of finishing."""
+        protocol = protocol or self.protocol(native)
+        n = self.played(messages, protocol)
+        total = len(self.commands)
+        if protocol is CODEX and (poll := codex_poll(messages)) is not None:  # a command still running
+            return {"content": None, "tool_calls": [
+                {"id": f"sol_{n}_wait_{len(messages)}", "name": CODEX_POLL_TOOL, "arguments": poll}]}
+        done = n >= total
+        command = self.commands[n] if not done else (self.submit_command(protocol) if protocol.finish == "submit" else "")
         if noise is not None and noise.wrong(body or {}, NOISE_GROUP, self.task_id, n) \
-                and not obeys(messages, step_label(command, n >= len(self.commands))):
-            command = wrong_word(command) if noise.mode == "one" else NOISE_COMMAND
-        if n < len(self.commands):
-            thought = f"Step {n + 1} of {len(self.commands)} of the solution."
+                and not obeys(messages, step_label(command, done)):
+            command = wrong_word(command) if noise.mode == "one" and command else NOISE_COMMAND
+        if not done:
+            thought = f"Step {n + 1} of {total} of the solution."
         else:
-            thought = "The solution is played; submitting."
-        if native:
-            reply: dict = {"content": thought, "tool_calls": [
-                {"id": f"sol_{n + 1}", "name": TOOL_NAME, "arguments": {"command": command}}]}
+            thought = "The solution is played; submitting." if command else FINAL_TEXT
+        if not command:  # Codex, Claude Code: a final text, no tool call — the agent's turn ends
+            reply: dict = {"content": thought}
+        elif protocol.native:
+            reply = {"content": thought, "tool_calls": [
+                {"id": f"sol_{n + 1}", "name": protocol.tool, "arguments": protocol.arguments(command, n, total)}]}
         else:
-            reply = {"content": f"{thought}\n\n{_fenced(command, self.flavor)}"}
+            reply = {"content": f"{thought}\n\n{_fenced(command, protocol.name)}"}
         if reasoning:
             reply["reasoning_content"] = f"Reasoning for step {n + 1} of task {self.task_id}."
         return reply
@@ -220,8 +259,11 @@ class SolutionResponder(ScriptedResponder):
         script = self.script(headers["X-Agentrig-Task"])
         if role == "memory":
             return memory_reply(script, body)
-        return script.agent_reply(body.get("messages") or [], native=bool(body.get("tools")), reasoning=self.reasoning,
-                                  noise=self.noise, body=body)
+        protocol = protocol_of(body, self.flavor)
+        if protocol is None:  # an agent's side request (a title, a quota check…): no step of the solution
+            return {"content": SIDE_REPLY}
+        return script.agent_reply(body.get("messages") or [], reasoning=self.reasoning, noise=self.noise, body=body,
+                                  protocol=protocol)
 
 
 class SolutionEndpoint(FakeEndpoint):
