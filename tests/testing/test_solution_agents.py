@@ -1,13 +1,15 @@
 """The solution endpoint speaks each installed agent's protocol (issue 32 §4): mini-swe-agent (tool
-and text mode), Codex CLI (``exec_command``) and Claude Code (``Bash``), recognised per request, and
-agentrig's own bash agent unchanged.
+and text mode), Codex CLI (``exec_command``) and Claude Code (``Bash``), recognised per request,
+agentrig's own bash agent unchanged, and a user's own agent (``kind = "command"``) through whatever
+shell-like tool it offers.
 
 The requests are built here as the measuring proxy hands them on — chat bodies whose tools are
 the agent's own (names and parameters as mini-swe-agent 2.4.6, Codex CLI 0.169.0 and Claude Code
 2.1.328 declare them, descriptions shortened) and whose conversation grows as the agent's does.
 Every test talks to a real SolutionEndpoint over HTTP, and the commands it answers are run for
-real with bash, their output sent back in the agent's own shape. The last test runs the real
-mini-swe-agent (the anchors' venv) against the endpoint.
+real with bash, their output sent back in the agent's own shape. The last tests run the real
+mini-swe-agent (the anchors' venv) and the example command agent (``examples/command_agent``)
+against the endpoint.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -25,7 +31,7 @@ from agentrig.agents.bash import parse_action
 from agentrig.testing._agent_protocols import SIDE_REPLY, protocol_of
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.solution_endpoint import NOISE_COMMAND, SolutionEndpoint
+from agentrig.testing.solution_endpoint import FINAL_TEXT, NOISE_COMMAND, SolutionEndpoint
 
 from tests.bench.terminal.run_support import write_task
 
@@ -62,6 +68,13 @@ CLAUDE_TOOLS = [
 ]
 AGENTRIG_TOOLS = [_fn("bash", {"command": {"type": "string", "description": "the command, as typed at a bash prompt"}},
                       ["command"], "Run one shell command")]
+# a user's own agent: the example command agent's one tool (examples/command_agent/agent.py), and an
+# unusual one whose only clue is its schema (a `script` string), among tools that are no shell
+GENERIC_TOOLS = [_fn("shell", {"cmd": {"type": "string", "description": "the command"}}, ["cmd"],
+                     "Run a shell command in the task's machine and see its output.")]
+UNUSUAL_TOOLS = [_fn("read_file", {"path": _S}, ["path"], "Read a file."),
+                 _fn("run_command", {"script": _S, "timeout_s": _N}, ["script"]),
+                 _fn("finish", {"summary": _S}, ["summary"], "Say the task is done.")]
 
 
 def _prompts(agent: str, task: str) -> list[dict]:
@@ -91,8 +104,11 @@ def _prompts(agent: str, task: str) -> list[dict]:
 
 
 TOOLS = {"mini": MINI_TOOLS, "mini-text": None, "codex": CODEX_TOOLS, "claude-code": CLAUDE_TOOLS,
-         "agentrig": AGENTRIG_TOOLS, "agentrig-text": None}
-SHELL_TOOL = {"mini": "bash", "codex": "exec_command", "claude-code": "Bash", "agentrig": "bash"}
+         "agentrig": AGENTRIG_TOOLS, "agentrig-text": None, "generic": GENERIC_TOOLS, "unusual": UNUSUAL_TOOLS}
+SHELL_TOOL = {"mini": "bash", "codex": "exec_command", "claude-code": "Bash", "agentrig": "bash", "generic": "shell",
+              "unusual": "run_command"}
+SHELL_ARG = {"codex": "cmd", "generic": "cmd", "unusual": "script"}  # else "command"
+TEXT_FINISH = ("codex", "claude-code", "generic", "unusual")  # agents that end at a reply without a tool call
 
 
 def _run(command: str, cwd: Path) -> tuple[int, str]:
@@ -144,12 +160,12 @@ def _play(served: ThreadedFakeEndpoint, agent: str, task: str, workdir: Path, *,
                 return ran, choice, calls
             continue
         if not msg.get("tool_calls"):
-            assert agent in ("codex", "claude-code"), f"{agent} got a reply without a tool call: {msg}"
+            assert agent in TEXT_FINISH, f"{agent} got a reply without a tool call: {msg}"
             return ran, choice, calls
         (call,) = msg["tool_calls"]
         assert call["function"]["name"] == SHELL_TOOL[agent]
         args = json.loads(call["function"]["arguments"])
-        command = args["cmd" if agent == "codex" else "command"]
+        command = args[SHELL_ARG.get(agent, "command")]
         assert isinstance(command, str)
         code, out = _run(command, workdir)
         ran.append(command)
@@ -180,13 +196,14 @@ def served(tasks):
         yield s
 
 
-@pytest.mark.parametrize("agent", ["mini", "mini-text", "codex", "claude-code", "agentrig", "agentrig-text"])
+@pytest.mark.parametrize("agent", ["mini", "mini-text", "codex", "claude-code", "agentrig", "agentrig-text", "generic",
+                                   "unusual"])
 def test_each_agent_plays_the_whole_solution_then_finishes_its_own_way(agent, served, tasks, tmp_path):
     out = tasks[1]
     ran, last, calls = _play(served, agent, "three-steps", tmp_path)
     steps = [f"mkdir -p {out}/steps", f"echo one > {out}/steps/log.txt", f"echo two >> {out}/steps/log.txt"]
     assert (out / "steps" / "log.txt").read_text() == "one\ntwo\n"
-    if agent in ("codex", "claude-code"):  # a final text, no tool call: the agent's turn ends
+    if agent in TEXT_FINISH:  # a final text, no tool call: the agent's turn ends
         assert ran == steps and calls == len(steps) + 1
         assert last["finish_reason"] == "stop" and last["message"]["content"]
     else:  # the submit command, its sentinel on the first output line
@@ -254,7 +271,8 @@ def test_the_agent_is_recognised_from_the_request_alone():
     def body(agent, **kw):
         return {"messages": _prompts(agent, "t"), **({"tools": TOOLS[agent]} if TOOLS[agent] else {}), **kw}
 
-    assert [protocol_of(body(a)).name for a in TOOLS] == ["mini", "mini", "codex", "claude-code", "agentrig", "agentrig"]
+    assert [protocol_of(body(a)).name for a in TOOLS] == ["mini", "mini", "codex", "claude-code", "agentrig", "agentrig",
+                                                          "generic", "generic"]
     assert protocol_of(body("mini")).native and not protocol_of(body("mini-text")).native
     # mini's tool is named like agentrig's: its prompts tell them apart; the endpoint's flavor forces mini
     assert protocol_of(body("agentrig")).sentinel == "AGENTRIG_SUBMIT"
@@ -266,6 +284,69 @@ def test_the_agent_is_recognised_from_the_request_alone():
     flat = {"messages": [], "tools": [{"type": "function", "name": "exec_command", "parameters": {}}]}
     assert protocol_of(flat).name == "codex"
 
+
+def test_a_users_own_agent_is_played_through_its_shell_like_tool():
+    """A request whose tools are none of the known agents' but hold a shell-like tool — by its name,
+    by its description, or by its only required parameter being a string ``cmd``/``command``/``script``
+    — is a user's own agent: its tool and argument (from the schema) carry the commands, and it
+    finishes with a text. Tools that are no shell keep a request a side request."""
+    def generic(*tools):
+        found = protocol_of({"messages": _prompts("generic", "t"), "tools": list(tools)})
+        return found and (found.name, found.tool, found.arguments("ls", 0, 1), found.finish)
+
+    assert generic(*GENERIC_TOOLS) == ("generic", "shell", {"cmd": "ls"}, "text")
+    assert generic(*UNUSUAL_TOOLS) == ("generic", "run_command", {"script": "ls"}, "text")
+    # by its name (the argument: its one required string, whatever it is called)
+    assert generic(_fn("RunInTerminal", {"input": _S, "cwd": _S}, ["input"])) == (
+        "generic", "RunInTerminal", {"input": "ls"}, "text")
+    # by its description's first sentence, the argument its only string property
+    assert generic(_fn("act", {"line": _S, "wait": _B}, [], "Executes the given bash command line.\nReturns output."))[2] == {
+        "line": "ls"}
+    # by its schema alone: a command-named string among its properties
+    assert generic(_fn("x", {"command": _S}, ["command"]))[1:3] == ("x", {"command": "ls"})
+    # a name or description that says shell wins over a script-taking tool listed before it
+    assert generic(_fn("run_python", {"script": _S}, ["script"], "Run Python code."), *GENERIC_TOOLS)[1] == "shell"
+    # no shell among the tools: a side request, as before
+    not_shell = [_fn("python", {"code": _S}, ["code"], "Run Python code and see what it prints."),
+                 _fn("read_file", {"path": _S}, ["path"], "Read a file."),
+                 _fn("Agent", {"description": _S, "prompt": _S}, ["description", "prompt"],
+                     "Launch a new agent to handle complex, multi-step tasks. Agent types: Bash, for running bash "
+                     "commands in a terminal."),
+                 _fn("shell_state", {"session": _N, "verbose": _B}, ["session"])]  # shell-named, no string to fill
+    assert generic(*not_shell) is None
+    # a known product's request without its own shell tool stays a side request (Claude Code's
+    # SlashCommand takes one `command` string but runs no shell)
+    slash = _fn("SlashCommand", {"command": _S}, ["command"], "Execute a slash command within the main conversation")
+    assert protocol_of({"messages": _prompts("claude-code", "t"), "tools": [slash]}) is None
+    assert protocol_of({"messages": _prompts("generic", "t"), "tools": [slash]}).name == "generic"
+    # the known agents first, unchanged, whatever else is offered
+    assert protocol_of({"messages": _prompts("codex", "t"), "tools": GENERIC_TOOLS + CODEX_TOOLS}).name == "codex"
+    assert protocol_of({"messages": _prompts("claude-code", "t"), "tools": GENERIC_TOOLS + CLAUDE_TOOLS}).name == "claude-code"
+    assert protocol_of({"messages": _prompts("agentrig", "t"), "tools": UNUSUAL_TOOLS + AGENTRIG_TOOLS}).name == "agentrig"
+
+
+def test_a_generic_agents_whole_history_counts_its_own_shell_calls_only(served, tasks):
+    """A user's own agent sends its whole history each time, tool results as ``tool`` messages: its
+    calls of its shell tool are the commands played (its model's ids, not the endpoint's), its
+    other tools' calls are not."""
+    out = tasks[1]
+
+    def call(i, name, args):
+        return {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{i}", "type": "function", "function": {
+            "name": name, "arguments": json.dumps(args)}}]}
+
+    history = _prompts("unusual", "t") + [
+        call("a", "run_command", {"script": "mkdir -p x"}), {"role": "tool", "tool_call_id": "call_a", "content": "ok"},
+        call("b", "read_file", {"path": "x"}), {"role": "tool", "tool_call_id": "call_b", "content": "a dir"}]
+    nxt = _post(served, "three-steps", {"model": "solution", "messages": history, "tools": UNUSUAL_TOOLS})["message"]
+    assert nxt["tool_calls"][0]["function"]["name"] == "run_command"
+    assert json.loads(nxt["tool_calls"][0]["function"]["arguments"]) == {"script": f"echo one > {out}/steps/log.txt"}
+    history += [call("c", "run_command", {"script": "2"}), {"role": "tool", "tool_call_id": "call_c", "content": ""},
+                call("d", "run_command", {"script": "3"}), {"role": "tool", "tool_call_id": "call_d", "content": ""}]
+    for _ in range(2):  # every later request: the final text again
+        done = _post(served, "three-steps", {"model": "solution", "messages": history, "tools": UNUSUAL_TOOLS})
+        assert done["finish_reason"] == "stop" and done["message"]["content"] == FINAL_TEXT
+        assert not done["message"].get("tool_calls")
 
 def _resample(served, agent: str, task: str, played: int, n: int, **extra) -> set[str]:
     """The distinct commands answered at decision step ``played`` over ``n`` sampled requests."""
@@ -372,3 +453,76 @@ def test_the_real_mini_swe_agent_solves_the_tasks_against_the_endpoint(config, t
             for name, text in files.items():
                 assert (out / name).read_text() == text
             assert len(ep.endpoint.requests) - start == commands + 1 == info["model_stats"]["api_calls"]
+
+
+class _TaskHeaderShim:
+    """A tiny HTTP forwarder that adds the ``X-Agentrig-Task`` / ``X-Agentrig-Role`` headers the
+    endpoint needs, as agentrig's measuring proxy does in a real trial (the example agent, like any
+    agent of one's own, sends only its Authorization)."""
+
+    def __init__(self, target_root: str, task: str):
+        shim = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {"Authorization": self.headers.get("Authorization", ""), "Content-Type": "application/json",
+                           "X-Agentrig-Task": shim.task, "X-Agentrig-Role": "agent"}
+                answer = httpx.post(target_root + self.path, content=body, headers=headers, timeout=60)
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("content-type", "application/json"))
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            def log_message(self, *args):
+                pass
+
+        self.task = task
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def test_the_example_command_agent_plays_the_solution_then_stops(tmp_path):
+    """examples/command_agent/agent.py itself, run on the host as ``kind = "command"`` runs it (its
+    environment: OPENAI_BASE_URL, OPENAI_API_KEY, AGENTRIG_MODEL), from a scratch copy of the
+    built-in task write-marker whose solution writes in the agent's working directory (a
+    ``solution.sh``: one command) and from a three-step ``solution.yaml``: each command run by the
+    agent, then its final text and exit 0 — one model call per command plus one."""
+    from agentrig.bench.terminal.taskfile import builtin_tasks_dir
+
+    agent = Path(__file__).resolve().parents[2] / "examples" / "command_agent" / "agent.py"
+    work = tmp_path / "work"
+    work.mkdir()
+    tasks = tmp_path / "tasks"
+    shutil.copytree(builtin_tasks_dir() / "write-marker", tasks / "write-marker")
+    solution = tasks / "write-marker" / "solution.sh"
+    solution.write_text(solution.read_text().replace("/app", str(work)))
+    steps = "\n".join(f"- command: {json.dumps(c)}\n  block: true\n  append_enter: true"
+                      for c in ("mkdir -p steps", "echo one > steps/log.txt", "echo two >> steps/log.txt"))
+    write_task(tasks, "three-steps", solution=None, solution_yaml=steps)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "AGENTRIG_"))}
+    with ThreadedFakeEndpoint(endpoint=SolutionEndpoint(tasks, api_key=KEY, record=True)) as ep:
+        for task, files, commands in (("write-marker", {"marker.txt": "agentrig-ok\n"}, 1),
+                                      ("three-steps", {"steps/log.txt": "one\ntwo\n"}, 3)):
+            start = len(ep.endpoint.requests)
+            with _TaskHeaderShim(ep.root_url, task) as shim:
+                done = subprocess.run([sys.executable, str(agent), "Solve the task."], cwd=work, capture_output=True,
+                                      text=True, timeout=120, stdin=subprocess.DEVNULL,
+                                      env={**env, "OPENAI_BASE_URL": shim.base_url, "OPENAI_API_KEY": KEY,
+                                           "AGENTRIG_MODEL": "solution"})
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+            assert done.stdout.strip() == FINAL_TEXT
+            for name, text in files.items():
+                assert (work / name).read_text() == text
+            assert len(ep.endpoint.requests) - start == commands + 1

@@ -47,9 +47,24 @@ offline; a task of one command is 2 model calls for each of them):
   the base URL first (a reachability check, no model call). Older versions also asked for a
   title/topic or a quota check (no tools, a tiny ``max_tokens``): answered as side requests below.
 
-**Side requests** — a request that offers tools but none of the known shell tools, or offers none
-and either has ``max_tokens`` ≤ ``SIDE_MAX_TOKENS`` or names an agent product in its system text
-(Claude Code's, Codex's) — get the short text ``SIDE_REPLY`` and never count as a command played.
+- **A user's own agent** (``kind = "command"``; e.g. ``examples/command_agent/agent.py``: tool
+  ``shell`` (``cmd``), each command run, the whole history sent each time with the results as
+  ``tool`` messages, its run ends at a reply without a tool call): any request whose tools are none
+  of the above but hold a **shell-like** tool (``shell_tool``) — its name says shell (a word of it
+  is ``shell``, ``bash``, ``sh``, ``zsh``, ``terminal``, ``cmd`` or ``command``), or the
+  first sentence of its description says it runs or executes shell/bash/terminal commands, or its
+  only required parameter is a string named ``cmd``, ``command`` or ``script``. Its argument comes
+  from its schema: its one required string parameter, else a string property named ``cmd``,
+  ``command`` or ``script``, else its only string property (a tool with no such slot is no shell).
+  A tool picked by name or description wins over one picked by its parameter alone (a
+  ``run_python(script)`` listed first). Its calls of that tool are the commands played; it finishes
+  with a text and no tool call, as Codex and Claude Code do. A request naming an agent product in
+  its system text (Claude Code's, Codex's) without that product's shell tool stays a side request
+  (e.g. Claude Code's ``SlashCommand`` takes one ``command`` string but runs no shell).
+
+**Side requests** — a request that offers tools but no shell-like one, or offers none and either
+has ``max_tokens`` ≤ ``SIDE_MAX_TOKENS`` or names an agent product in its system text (Claude
+Code's, Codex's) — get the short text ``SIDE_REPLY`` and never count as a command played.
 """
 
 from __future__ import annotations
@@ -61,8 +76,8 @@ from typing import Any
 from ..agents.bash_prompts import ACTION_LABEL, SUBMIT_SENTINEL, TOOL_NAME
 
 __all__ = ["AGENTRIG_NATIVE", "AGENTRIG_TEXT", "CLAUDE_CODE", "CODEX", "MINI_ACTION_LABEL", "MINI_NATIVE",
-           "MINI_SUBMIT_SENTINEL", "MINI_TEXT", "PROTOCOLS", "Protocol", "SIDE_REPLY", "codex_poll", "protocol_of",
-           "tool_names"]
+           "MINI_SUBMIT_SENTINEL", "MINI_TEXT", "PROTOCOLS", "Protocol", "SIDE_REPLY", "codex_poll", "generic",
+           "protocol_of", "shell_tool", "tool_names"]
 
 MINI_ACTION_LABEL = "mswea_bash_command"  # mini-SWE-agent 2.x's text-mode fence label and submit sentinel
 MINI_SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -75,6 +90,11 @@ CODEX_POLL_MS = 300_000  # write_stdin's longest empty poll
 CLAUDE_TIMEOUT_MS = 600_000  # Bash's longest foreground timeout
 _PRODUCT_MARKERS = ("x-anthropic-billing-header", "Claude Code", "Claude Agent SDK", "Codex CLI")
 _RUNNING = re.compile(r"Process running with session ID (\d+)")
+SHELL_WORDS = frozenset({"shell", "bash", "sh", "zsh", "terminal", "cmd", "command"})  # in a tool's name
+SHELL_ARGS = ("cmd", "command", "script")  # a shell tool's argument, by its name
+_RUNS = re.compile(r"\b(run|runs|running|execute|executes|executing)\b", re.IGNORECASE)
+_SHELLISH = re.compile(r"\b(shell|bash|zsh|terminal|command[- ]line)\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")  # RunInTerminal, run_command, bash2 -> words
 
 
 @dataclass(frozen=True)
@@ -82,11 +102,12 @@ class Protocol:
     """One agent's way: ``tool`` its shell tool (None: text mode, one fenced block per reply),
     ``finish`` ``"submit"`` (a submit command) or ``"text"`` (a final text without a tool call)."""
 
-    name: str  # agentrig | mini | codex | claude-code
+    name: str  # agentrig | mini | codex | claude-code | generic
     tool: str | None
     finish: str
     label: str = ACTION_LABEL  # text mode's fence label
     sentinel: str = SUBMIT_SENTINEL  # the submit command's first output line
+    arg: str = "command"  # the shell tool's argument that holds the command
 
     @property
     def native(self) -> bool:
@@ -99,7 +120,7 @@ class Protocol:
         if self.name == "claude-code":
             return {"command": command, "description": f"Run step {step + 1} of {total} of the solution",
                     "timeout": CLAUDE_TIMEOUT_MS}
-        return {"command": command}
+        return {self.arg: command}
 
 
 AGENTRIG_NATIVE = Protocol("agentrig", TOOL_NAME, "submit")
@@ -108,7 +129,12 @@ MINI_NATIVE = Protocol("mini", TOOL_NAME, "submit", MINI_ACTION_LABEL, MINI_SUBM
 MINI_TEXT = Protocol("mini", None, "submit", MINI_ACTION_LABEL, MINI_SUBMIT_SENTINEL)
 CODEX = Protocol("codex", CODEX_TOOL, "text")
 CLAUDE_CODE = Protocol("claude-code", CLAUDE_TOOL, "text")
-PROTOCOLS = (AGENTRIG_NATIVE, AGENTRIG_TEXT, MINI_NATIVE, MINI_TEXT, CODEX, CLAUDE_CODE)
+PROTOCOLS = (AGENTRIG_NATIVE, AGENTRIG_TEXT, MINI_NATIVE, MINI_TEXT, CODEX, CLAUDE_CODE)  # and generic(tool, arg)
+
+
+def generic(tool: str, arg: str) -> Protocol:
+    """A user's own agent's protocol: its shell-like ``tool`` gets each command as ``{arg: command}``."""
+    return Protocol("generic", tool, "text", arg=arg)
 
 
 def tool_names(body: dict) -> set[str]:
@@ -120,6 +146,60 @@ def tool_names(body: dict) -> set[str]:
             if isinstance(fn.get("name"), str):
                 names.add(fn["name"])
     return names
+
+
+def _functions(body: dict) -> list[dict]:
+    """The function definitions a request offers (chat tools' ``function``, or a flat tool)."""
+    out = []
+    for t in body.get("tools") or ():
+        if isinstance(t, dict):
+            fn = t.get("function") if isinstance(t.get("function"), dict) else t
+            if isinstance(fn.get("name"), str):
+                out.append(fn)
+    return out
+
+
+def _is_string(schema: Any) -> bool:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
+
+
+def _command_slot(fn: dict) -> tuple[str | None, bool]:
+    """The parameter a shell-like tool's command goes in (None: no string to fill), and whether its
+    schema alone says shell (its only required parameter is a string named like ``SHELL_ARGS``)."""
+    params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
+    props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+    required = [r for r in params.get("required") or () if isinstance(r, str)]
+    strings = [name for name, schema in props.items() if _is_string(schema)]
+    required_strings = [r for r in required if r in strings]
+    if len(required_strings) == 1:
+        slot = required_strings[0]
+    else:
+        slot = next((a for a in SHELL_ARGS if a in strings), strings[0] if len(strings) == 1 else None)
+    return slot, required == [slot] and slot in SHELL_ARGS
+
+
+def _says_shell(fn: dict) -> bool:
+    """Whether a tool's name, or the first sentence of its description, says it runs shell commands."""
+    if {w.lower() for w in _WORD.findall(fn["name"])} & SHELL_WORDS:
+        return True
+    description = fn.get("description") if isinstance(fn.get("description"), str) else ""
+    first = re.split(r"(?<=[.!?])\s|\n", description.strip(), maxsplit=1)[0]
+    return bool(_RUNS.search(first) and _SHELLISH.search(first))
+
+
+def shell_tool(body: dict) -> tuple[str, str] | None:
+    """A user's own agent's shell-like tool and its argument (see the module docstring), or None."""
+    by_schema = None
+    for fn in _functions(body):
+        slot, schema_says = _command_slot(fn)
+        if slot is None:
+            continue
+        if _says_shell(fn):
+            return fn["name"], slot
+        if schema_says and by_schema is None:
+            by_schema = (fn["name"], slot)
+    return by_schema
 
 
 def _tool_description(body: dict, name: str) -> str | None:
@@ -166,8 +246,9 @@ def protocol_of(body: dict, flavor: str = "agentrig") -> Protocol | None:
         mini = (flavor == "mini" or _tool_description(body, TOOL_NAME) == MINI_TOOL_DESCRIPTION
                 or _said(messages, ("system", "user"), (MINI_SUBMIT_SENTINEL,)))
         return MINI_NATIVE if mini else AGENTRIG_NATIVE
-    if names:
-        return None
+    if names:  # a user's own agent, through its shell-like tool; else a side request
+        found = None if _said(messages, ("system",), _PRODUCT_MARKERS) else shell_tool(body)
+        return generic(*found) if found else None
     if flavor == "mini" or _said(messages, ("system", "user"), ("```" + MINI_ACTION_LABEL,)):
         return MINI_TEXT
     limit = body.get("max_tokens") or body.get("max_completion_tokens")

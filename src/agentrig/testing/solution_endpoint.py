@@ -1,7 +1,8 @@
 """An OpenAI-compatible endpoint that plays the SOLUTION of every terminal task, as the agent asking.
 
 The terminal counterpart of the gold endpoint: point a bash-agent arm — or an installed agent
-(mini-swe-agent, Codex CLI, Claude Code) through agentrig's measuring proxy — at it and each trial
+(mini-swe-agent, Codex CLI, Claude Code) or a user's own ``kind = "command"`` agent through
+agentrig's measuring proxy — at it and each trial
 runs its task's reference solution, one command per reply, then finishes as that agent finishes::
 
     async with SolutionEndpoint(tasks_dir) as ep:   # or: python -m agentrig.testing.solution_endpoint --tasks DIR
@@ -27,6 +28,10 @@ the same answer):
     string>", "yield_time_ms": 30000}``; finishes with a text and no tool call (its turn ends);
   - Claude Code (tool ``Bash``): a ``Bash`` call ``{"command": …, "description": …, "timeout":
     600000}``; finishes with a text and no tool use (``end_turn``);
+  - a user's own agent (none of the above, but a shell-like tool: its name or description says
+    shell/bash/terminal commands, or its only required parameter is a string ``cmd``/``command``/
+    ``script``; ``_agent_protocols.shell_tool``): a call of that tool ``{<its argument, from its
+    schema>: …}``; finishes with a text and no tool call (``examples/command_agent/agent.py``);
 
 - the commands already played are counted in the conversation: the agent's calls of its shell
   tool, or (text mode) its replies that hold exactly one action block (parsed as the agent parses
@@ -35,7 +40,7 @@ the same answer):
 - Codex: when the last tool output says ``Process running with session ID N`` (a command that ran
   past ``yield_time_ms``), the reply waits for it with ``write_stdin`` (``{"session_id": N,
   "chars": ""}``) — not a command played;
-- a side request (a request offering tools but no shell tool, or no tools and a tiny
+- a side request (a request offering tools but no shell-like one, or no tools and a tiny
   ``max_tokens`` or an agent product's name in its system text — titles, quota checks) gets the
   short text ``SIDE_REPLY``; it is not a step;
 - a ``solution.sh`` is sent inline as a quoted heredoc (``bash <<'AGENTRIG_SOLUTION_EOF' …``), so
