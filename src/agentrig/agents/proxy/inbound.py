@@ -29,12 +29,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentrig.errors import Signal
+
 IMAGE = "[image]"  # what an image part becomes (the channel's wires carry text only)
 TOOL_ERROR = "[tool error] "  # the start of an Anthropic tool_result whose is_error is set
 _EMPTY_SCHEMA = {"type": "object", "properties": {}}
 
 
-class BadBody(ValueError):
+class BadBody(Signal, ValueError):
     """A request body the proxy cannot read: answered 400 in the agent's wire."""
 
 
