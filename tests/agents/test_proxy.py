@@ -3,6 +3,7 @@ SDKs as the agent → TrialProxy → a real Channel → the FakeEndpoint in each
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -120,6 +121,23 @@ async def test_faults_are_ridden_out_unseen_and_counted(fake, wire, up):
         assert retries == len(sent) - 6 >= 2
         assert proxy.ctx.channel.usage.summary()["agent"].retries == retries
         assert [c.usage.prompt_tokens for c in calls] == [100 + i for i in range(6)]
+        assert proxy.failure is None and not proxy.ended.is_set()
+
+
+async def test_an_outage_is_ridden_out_behind_the_proxy(fake):
+    """A run of 503s past max_attempts opens the channel's breaker; the agent's streamed calls wait
+    and get their answers, as a built-in agent's would."""
+    async with serving(fake, channel=dict(max_attempts=2, outage_wait_s=60)) as proxy:
+        step, _ = STEPS["anthropic"]
+        await step(proxy, [], True)  # the endpoint has answered: the breaker is armed
+        fake.push(*[Fault("server_error", status=503)] * 8)
+        got = await asyncio.gather(*(step(proxy, [], True) for _ in range(4)))
+        assert [g.text for g in got] == ["OK"] * 4
+        (ep,) = proxy.ctx.channel._endpoints.values()
+        (outage,) = ep.breaker.history
+        assert outage.resumed is True
+        calls = proxy.ctx.trajectory.model_calls
+        assert len(calls) == 5 and sum(a.status == 503 for c in calls for a in c.attempts) == 8
         assert proxy.failure is None and not proxy.ended.is_set()
 
 
@@ -404,3 +422,54 @@ async def test_it_serves_on_a_socket_it_is_given(fake):
             assert r.choices[0].message.content == "OK"
         finally:
             await proxy.close()
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_every_streamed_event_is_one_of_the_sdk_s_own_types(fake, wire):
+    """Each event the proxy streams validates against the official SDK's type for it (required
+    fields present, right types), the event name matching its ``type``."""
+    from anthropic.types import RawMessageStreamEvent
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    fake.push_reply(reply("Let me look.", [("bash", {"command": "ls"}), ("apply_patch", {"input": "*** Begin Patch"})],
+                          reasoning_content="Two calls."))
+    path, body = {
+        "chat": ("/v1/chat/completions", {"model": "m", "stream": True, "stream_options": {"include_usage": True},
+                                          "messages": [{"role": "user", "content": "hi"}]}),
+        "responses": ("/v1/responses", {"model": "m", "stream": True, "input": "hi",
+                                        "tools": [{"type": "custom", "name": "apply_patch"}]}),
+        "anthropic": ("/v1/messages", {"model": "m", "stream": True, "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]}),
+    }[wire]
+    adapter = {"chat": TypeAdapter(ChatCompletionChunk), "responses": TypeAdapter(ResponseStreamEvent),
+               "anthropic": TypeAdapter(RawMessageStreamEvent)}[wire]
+    async with serving(fake) as proxy:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(proxy.base_url + path, json=body, headers={"x-api-key": proxy.token}) as resp:
+                assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/event-stream")
+                raw = (await resp.read()).decode()
+    events = [e for e in raw.split("\n\n") if e]
+    seen = []
+    for event in events:
+        lines = dict(line.split(": ", 1) for line in event.split("\n"))
+        if lines["data"] == "[DONE]":
+            seen.append("[DONE]")
+            continue
+        data = json.loads(lines["data"])
+        if "event" in lines:
+            assert lines["event"] == data["type"]
+        if wire == "anthropic" and data["type"] == "ping":
+            seen.append("ping")
+            continue
+        adapter.validate_python(data)
+        seen.append(data.get("type") or data["object"])
+    if wire == "chat":
+        assert seen[-1] == "[DONE]" and seen.count("chat.completion.chunk") >= 6
+    elif wire == "responses":
+        assert seen[:2] == ["response.created", "response.in_progress"] and seen[-1] == "response.completed"
+        assert {"response.reasoning_summary_text.delta", "response.output_text.delta", "response.function_call_arguments.delta",
+                "response.custom_tool_call_input.delta", "response.content_part.done"} <= set(seen)
+    else:
+        assert seen[:2] == ["message_start", "ping"] and seen[-2:] == ["message_delta", "message_stop"]
+        assert seen.count("content_block_start") == 4 == seen.count("content_block_stop")  # thinking, text, 2 tool uses

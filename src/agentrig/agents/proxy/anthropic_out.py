@@ -1,5 +1,5 @@
 """The answer to an agent in Anthropic's Messages wire, from the channel's ``Completion``: a
-``message`` object, or the stream Anthropic's servers send (``message_start``,
+``message`` object, or the stream Anthropic's servers send (``message_start``, ``ping``,
 ``content_block_start`` / ``content_block_delta`` (``thinking_delta`` + ``signature_delta``,
 ``text_delta``, ``input_json_delta``) / ``content_block_stop`` per block, ``message_delta`` with the
 stop reason and usage, ``message_stop``); Anthropic's error body; its model listing.
@@ -79,7 +79,7 @@ def _input_json(block: dict) -> str:
 
 
 def message_events(done: Completion, model: str, mid: str) -> list[bytes]:
-    out = [_event("message_start", {"message": _message(done, model, mid, [], False)})]
+    out = [_event("message_start", {"message": _message(done, model, mid, [], False)}), _event("ping", {})]
     for i, b in enumerate(blocks(done)):
         kind = b["type"]
         if kind == "thinking":

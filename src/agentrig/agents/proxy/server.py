@@ -306,10 +306,6 @@ class TrialProxy:
         headers = {"x-request-id": rid, "request-id": rid}
         if not inbound.stream:
             return web.Response(body=body, content_type="application/json", headers=headers)
-        resp = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream; charset=utf-8",
-                                           "Cache-Control": "no-cache"})
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        await resp.write(b"".join(body))
-        await resp.write_eof()
-        return resp
+        # the whole stream is in hand: one write (headers and events together) rather than one per event
+        return web.Response(body=b"".join(body), headers={**headers, "Content-Type": "text/event-stream; charset=utf-8",
+                                                          "Cache-Control": "no-cache"})
