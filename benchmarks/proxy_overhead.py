@@ -230,9 +230,20 @@ def clients_for(base: str, token: str) -> dict:
 BODIES = {"chat": chat_body, "responses": responses_body, "anthropic": anthropic_body}
 
 
-async def agent(fake_url: str, native_url: str, proxy_pid: int, base: str, token: str, direct_proc: subprocess.Popen, calls: int) -> None:
+async def agent(fake_url: str, native_url: str, proxy_pid: int, base: str, token: str, direct_proc: subprocess.Popen,
+                calls: int, only: str | None) -> None:
     clients = clients_for(base, token)
     fake, native = clients_for(fake_url.removesuffix("/v1"), KEY), clients_for(native_url, "none")
+    if only != "latency":
+        await cpu_rows(proxy_pid, base, token, direct_proc, calls, clients)
+    if only != "cpu":
+        await latency_rows(base, token, calls, clients, fake, native)
+    for group in (clients, fake, native):
+        for client in group.values():
+            await client.close()
+
+
+async def cpu_rows(proxy_pid: int, base: str, token: str, direct_proc: subprocess.Popen, calls: int, clients: dict) -> None:
     print("\nCPU per call (the proxy's process: server, translation, channel, trial record):")
     print("| request | agent's wire | streamed | proxy process CPU/call | ctx.complete alone | the proxy's own |")
     print("|---|---|---|---:|---:|---:|")
@@ -252,6 +263,9 @@ async def agent(fake_url: str, native_url: str, proxy_pid: int, base: str, token
                 kb = len(json.dumps(body)) / 1024
                 print(f"| {size} ({kb:.0f} KB) | {wire} | {'yes' if stream else 'no'} | {per * 1e3:.2f} ms | "
                       f"{alone * 1e3:.2f} ms | {(per - alone) * 1e3:.2f} ms |", flush=True)
+
+
+async def latency_rows(base: str, token: str, calls: int, clients: dict, fake: dict, native: dict) -> None:
     print("\nFirst byte of a streamed answer (median of %d): the same SDK call and request, straight to an endpoint "
           "that speaks the agent's wire and streams at once, and through the proxy (to the fake endpoint, not streamed)" % n_first(calls))
     print("| agent's wire | request | agent → endpoint | agent → proxy → endpoint | added |")
@@ -284,6 +298,7 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--only", choices=("cpu", "latency"), help="measure one of the two")
     args = ap.parse_args()
     import anthropic
     import openai
@@ -296,7 +311,7 @@ def main() -> None:
         print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.processor() or '?'}, "
               f"Python {platform.python_version()}, openai {openai.__version__}, anthropic {anthropic.__version__}; "
               f"{args.calls} calls per row")
-        asyncio.run(agent(endpoint, native_url, proxy_proc.pid, base, token, direct_proc, args.calls))
+        asyncio.run(agent(endpoint, native_url, proxy_proc.pid, base, token, direct_proc, args.calls, args.only))
     finally:
         for proc in (native_proc, direct_proc, proxy_proc, endpoint_proc):
             proc.stdin.close()
