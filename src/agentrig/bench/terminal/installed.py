@@ -220,7 +220,7 @@ class InstalledAgent:
             finally:
                 await proxy.close()
                 with contextlib.suppress(Exception):
-                    apply_record(ctx, a.kind, home, list(proxy.replies))
+                    apply_record(ctx, a.kind, home, [(r.call, r.message) for r in proxy.replies])
             if proxy.failure is not None:
                 raise proxy.failure
             if proxy.stop is not None:
@@ -229,8 +229,7 @@ class InstalledAgent:
             tail = _tail(home / "agent.log", proxy.token)
             ctx.event("agent", "exit", exit_code=result.exit_code, log_tail=tail)
             if result.exit_code == 0:
-                final = next((r.message.content for r in reversed(proxy.replies) if r.message.content), "") \
-                    if proxy.replies and hasattr(proxy.replies[0], "message") else ""
+                final = next((r.message.content for r in reversed(proxy.replies) if r.message.content), "")
                 session.submit(final or "")
         finally:
             await proxy.close()
