@@ -1,0 +1,1 @@
+"""Installed agents (mini-swe-agent, Codex CLI, Claude Code, a user's own command) on terminal tasks."""
