@@ -392,7 +392,7 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
         try:
             record = read_record(kind, Path(record_dir))
         except (OSError, ValueError) as exc:
-            ctx.event("agent", "record_unreadable", kind=kind, file=RECORD_FILES[kind], reason=str(exc)[:1000])
+            ctx.event("agent", "record_unreadable", agent=kind, file=RECORD_FILES[kind], reason=str(exc)[:1000])
     traj = ctx.trajectory
     wall_start = time.time() - ctx.elapsed()
     instruction = getattr(ctx.task, "instruction", None)
@@ -403,8 +403,10 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
                                               not any(r.tool_calls for _c, r in replies))
     text_commands = [c for c in record.commands()] if record is not None and text_mode else []
     n_text = 0
-    for call, reply in replies:
-        t = _reply_time(traj, call, wall_start, ctx)
+    times = [_reply_time(traj, call, wall_start, ctx) for call, _r in replies]
+    for i, (call, reply) in enumerate(replies):
+        t = times[i]
+        until = times[i + 1] if i + 1 < len(times) else None  # a result comes before the next reply
         message = Message(role="assistant", content=reply.content, tool_calls=list(reply.tool_calls),
                           reasoning=reply.reasoning, extra=dict(reply.extra), call=call)
         if text_mode and not message.tool_calls:
@@ -428,6 +430,8 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
             if command is not None:
                 _command_event(ctx, command, found, tc)
             t += found.duration_s or 0.0
+            if until is not None:
+                t = min(t, until)
             shown = found.observation if found.observation is not None else (found.output or "")
             if tc.id.startswith("text-"):
                 _add(traj, Message(role="user", content=shown), t)
@@ -436,10 +440,10 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
                                    error=found.timed_out), t)
     left = results.left() + len(text_commands)
     if record is not None and left:
-        ctx.event("agent", "record_unmatched", kind=kind, results=left,
+        ctx.event("agent", "record_unmatched", agent=kind, results=left,
                   detail="results in the agent's record that no reply of the proxy's asked for")
     if record is not None:
-        ctx.event("agent", "record", kind=kind, steps=len(record.steps), commands=len(record.commands()),
+        ctx.event("agent", "record", agent=kind, steps=len(record.steps), commands=len(record.commands()),
                   finished=record.finished, exit_status=record.exit_status)
         if record.finished:
             ctx.event("agent", "submit", submission=(record.final_text or "")[:SUBMISSION_EVENT_CHARS])
