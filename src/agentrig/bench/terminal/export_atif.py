@@ -30,7 +30,7 @@ from typing import Any
 
 from agentrig import __version__
 from agentrig.analysis.shell_tools import shell_command
-from agentrig.store.export import _parse_time
+from agentrig.store.export import _atomic, _parse_time
 from agentrig.types import retries_of
 
 from .export_read import _iso, failure_mode, submission, verifier_result
@@ -170,12 +170,12 @@ def atif_trajectory(record: Any, config: dict, prices: dict) -> dict[str, Any]:
 
 
 def write_atif(records: list[Any], config: dict, prices: dict, base: Path, arm: str) -> int:
-    from .export import _write_json
-
+    """One ATIF file per record under ``base/arm``; returns how many."""
     n = 0
     for record in records:
         k = record.key
-        doc = json.loads(json.dumps(atif_trajectory(record, config, prices), default=str))
-        _write_json(base / arm / k.task_id / f"{k.task_id}.trial-{k.trial}.trajectory.json", doc)
+        with _atomic(base / arm / k.task_id / f"{k.task_id}.trial-{k.trial}.trajectory.json") as fh:
+            json.dump(atif_trajectory(record, config, prices), fh, indent=2, ensure_ascii=False, default=str)
+            fh.write("\n")
         n += 1
     return n
