@@ -166,6 +166,39 @@ def test_mini_text_mode_gets_text_calls_and_user_observations(tmp_path):
     observations = [m for m in msgs[1:] if m.role == "user"]
     assert observations[1].content.startswith("<returncode>2</returncode>")
     assert [e["exit_code"] for e in _events(ctx, "sandbox", "command")] == [0, 2, 0]
+    assert not _events(ctx, "agent", "record_unmatched") and not _events(ctx, "agent", "format_error")
+
+
+@pytest.mark.parametrize("text_mode", [False, True])
+def test_a_mini_reply_without_an_action_is_a_format_error_with_minis_note(tmp_path, text_mode):
+    write_record("mini-swe-agent", tmp_path, mini_doc(text_mode=text_mode, format_error_at=1))
+    replies = [m for _c, m in replies_for("mini-swe-agent", text_mode=text_mode)]
+    replies.insert(1, AssistantMessage(content="I think so."))
+    ctx = _ctx(len(replies))
+    apply_record(ctx, "mini-swe-agent", tmp_path, list(enumerate(replies)))
+    (error,) = _events(ctx, "agent", "format_error")
+    assert error["call"] == 1 and error["reply"] == "I think so."
+    assert ctx.trajectory.counters["format_errors"] == 1
+    msgs = ctx.trajectory.messages
+    turn = next(m.turn for m in msgs if m.call == 1)
+    assert msgs[turn + 1].role == "user" and msgs[turn + 1].content.startswith("Format error:")
+    assert [e["exit_code"] for e in _events(ctx, "sandbox", "command")] == [0, 2, 0]
+    assert not _events(ctx, "agent", "record_unmatched")
+
+
+def test_timeouts_have_no_exit_code():
+    doc = mini_doc([Step("sleep 100", "")], submit=False)
+    obs = doc["messages"][3]["extra"]
+    obs.update(returncode=-1, exception_info="An error occurred while executing the command: Command 'sleep 100' "
+                                             "timed out after 30 seconds")
+    (c,) = parse_mini(doc).commands()
+    assert c.timed_out and c.exit_code is None
+    events = claude_events([Step("sleep 300", "")])
+    result = next(e for e in events if e["type"] == "user")
+    result["message"]["content"][0].update(content="Command timed out after 2m 0.0s", is_error=True)
+    result["tool_use_result"] = "Error: Command timed out after 2m 0.0s"
+    (c,) = parse_claude(events).commands()
+    assert c.timed_out and c.exit_code is None
 
 
 def test_results_follow_ids_not_the_records_order(tmp_path):

@@ -78,6 +78,7 @@ class RecordedStep(Strict):
     text: str | None = None
     reasoning: str | None = None
     commands: list[RecordedCommand] = []
+    note: str | None = None  # mini: the format-error message it answered an unusable reply with
 
 
 class AgentRecord(Strict):
@@ -139,7 +140,8 @@ def parse_mini(doc: dict) -> AgentRecord:
                 _mini_result(c, m, extra, stamp, last_t)
         elif role == "user" and extra.get("interrupt_type") == "FormatError":
             reply = ((extra.get("response") or {}).get("choices") or [{}])[0].get("message") or {}
-            out.steps.append(RecordedStep(text=_text(reply.get("content")), reasoning=reply.get("reasoning_content")))
+            out.steps.append(RecordedStep(text=_text(reply.get("content")), reasoning=reply.get("reasoning_content"),
+                                          note=_text(m.get("content"))))
         elif role == "exit":
             out.exit_status = extra.get("exit_status") or _text(m.get("content"))
             out.finished = out.exit_status == "Submitted"
@@ -161,8 +163,9 @@ def _mini_result(c: RecordedCommand, m: dict, extra: dict, stamp: float | None, 
         return
     c.output = extra.get("raw_output") if isinstance(extra.get("raw_output"), str) else _text(m.get("content"))
     c.observation = _text(m.get("content"))
-    c.exit_code = extra.get("returncode") if isinstance(extra.get("returncode"), int) else None
-    c.timed_out = "timed out" in info.lower() or "timeout" in info.lower()
+    c.timed_out = "timed out" in info.lower() or "timeoutexpired" in info.lower()
+    code = extra.get("returncode")
+    c.exit_code = code if isinstance(code, int) and not c.timed_out else None  # as agentrig's: None when killed
     if stamp is not None and last_t is not None and stamp >= last_t:
         c.duration_s = round(stamp - last_t, 4)
 
@@ -307,6 +310,8 @@ def _claude_result(c: RecordedCommand, block: dict, event: dict, started: float 
         if found:
             c.output = text[found.end():].lstrip("\n")
         c.timed_out = c.timed_out or "timed out" in text[:200].lower()
+        if c.timed_out and not found:
+            c.exit_code = None
     ended = _stamp(event.get("timestamp"))
     if started is not None and ended is not None and ended >= started:
         c.duration_s = round(ended - started, 4)
@@ -344,15 +349,18 @@ class _Results:
     """The record's results, taken by tool-call id or, for records without ids, in order (a
     shell call takes the next shell result whose command is the call's, else the next one)."""
 
-    def __init__(self, record: AgentRecord | None, requested: dict[str, str]):
+    def __init__(self, record: AgentRecord | None, requested: dict[str, str], text_mode: bool):
         commands = record.commands() if record is not None else []
+        self.text = commands if text_mode else []  # mini's text mode: its actions, in order
+        commands = [] if text_mode else commands
         self.by_id = {c.tool_call_id: c for c in commands if c.tool_call_id}
         self.shell = [c for c in commands if not c.tool_call_id and c.shell]
         self.other = [c for c in commands if not c.tool_call_id and not c.shell]
         self.requested = requested  # tool_call_id → the result the agent sent back (its next request)
-        self.taken = 0
 
     def take(self, call: ToolCall, command: str | None) -> RecordedCommand | None:
+        if call.id.startswith("text-"):
+            return self.text.pop(0) if self.text else None
         found = self.by_id.pop(call.id, None)
         if found is None:
             pool = self.shell if command is not None else self.other
@@ -361,7 +369,6 @@ class _Results:
                 i = next((i for i, c in enumerate(pool) if " ".join(c.command.split()) == wanted), 0)
                 found = pool.pop(i)
         if found is not None:
-            self.taken += 1
             if found.observation is None and call.id in self.requested:
                 found = found.model_copy(update={"observation": self.requested[call.id]})
             return found
@@ -372,7 +379,7 @@ class _Results:
         return None
 
     def left(self) -> int:
-        return len(self.by_id) + len(self.shell) + len(self.other)
+        return len(self.text) + len(self.by_id) + len(self.shell) + len(self.other)
 
 
 def _requested_results(trajectory: Any) -> dict[str, str]:
@@ -398,10 +405,10 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
     instruction = getattr(ctx.task, "instruction", None)
     if not traj.messages and isinstance(instruction, str):
         _add(traj, Message(role="user", content=instruction), 0.0)
-    results = _Results(record, _requested_results(traj))
     text_mode = kind == "mini-swe-agent" and (record.text_mode if record is not None else
                                               not any(r.tool_calls for _c, r in replies))
-    text_commands = [c for c in record.commands()] if record is not None and text_mode else []
+    results = _Results(record, _requested_results(traj), text_mode)
+    notes = [s.note for s in record.steps if s.note] if record is not None else []
     n_text = 0
     times = [_reply_time(traj, call, wall_start, ctx) for call, _r in replies]
     for i, (call, reply) in enumerate(replies):
@@ -417,14 +424,11 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
                 message.tool_calls = [ToolCall(id=f"text-{n_text}", name="bash", arguments=args,
                                                arguments_raw=json.dumps(args, ensure_ascii=False))]
         _add(traj, message, t)
+        if kind == "mini-swe-agent" and not message.tool_calls:  # mini answers a reply without an action
+            _format_error(ctx, call, reply, notes.pop(0) if notes else None, text_mode, t)
         for tc in message.tool_calls:
             command = shell_command(tc.name, tc.arguments)
-            if tc.id.startswith("text-"):
-                found = text_commands.pop(0) if text_commands else None
-                if found is not None:
-                    results.taken += 1
-            else:
-                found = results.take(tc, command)
+            found = results.take(tc, command)
             if found is None:
                 continue
             if command is not None:
@@ -438,15 +442,24 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
             else:
                 _add(traj, Message(role="tool", content=shown, tool_call_id=tc.id, requestor="assistant",
                                    error=found.timed_out), t)
-    left = results.left() + len(text_commands)
-    if record is not None and left:
-        ctx.event("agent", "record_unmatched", agent=kind, results=left,
+    if record is not None and results.left():
+        ctx.event("agent", "record_unmatched", agent=kind, results=results.left(),
                   detail="results in the agent's record that no reply of the proxy's asked for")
     if record is not None:
         ctx.event("agent", "record", agent=kind, steps=len(record.steps), commands=len(record.commands()),
                   finished=record.finished, exit_status=record.exit_status)
         if record.finished:
             ctx.event("agent", "submit", submission=(record.final_text or "")[:SUBMISSION_EVENT_CHARS])
+
+
+def _format_error(ctx: Any, call: int, reply: AssistantMessage, note: str | None, text_mode: bool, t: float) -> None:
+    """As the bash agent records one: a ``format_errors`` count, an ``agent``/``format_error``
+    event, and the agent's note back to the model (mini's, from its record) as a user message."""
+    ctx.trajectory.bump("format_errors")
+    problem = ("the reply holds no single mswea_bash_command block" if text_mode else "the reply made no tool call")
+    ctx.event("agent", "format_error", problem=problem, call=call, reply=(reply.content or "")[:500])
+    if note is not None:
+        _add(ctx.trajectory, Message(role="user", content=note), t)
 
 
 def _reply_time(traj: Any, call: int, wall_start: float, ctx: Any) -> float:
