@@ -337,3 +337,20 @@ def test_the_mini_swe_agent_export_reads_codex_and_claude_commands(tmp_path):
         assert first.tool_calls[0].name == name
         out = _mini_message(first, record, __import__("datetime").datetime.now(), {})
         assert out["extra"]["actions"] == [{"command": "echo hello-from-agent", "tool_call_id": first.tool_calls[0].id}]
+
+
+def test_a_resampled_mini_text_reply_is_read_as_mini_reads_it(tmp_path):
+    """`agentrig instability` compares a resampled reply with the step taken: in mini's text mode the
+    recorded step is a `bash` call (text-<n>), so the sample's block must be read as one too."""
+    from agentrig.commands.instability import parse_reply
+
+    write_record("mini-swe-agent", tmp_path, mini_doc(text_mode=True))
+    replies = replies_for("mini-swe-agent", text_mode=True)
+    ctx = _ctx(len(replies))
+    apply_record(ctx, "mini-swe-agent", tmp_path, replies)
+    taken = decisions_of(SimpleNamespace(trajectory=ctx.trajectory))[1]
+    settings = SimpleNamespace(agent=SimpleNamespace(kind="mini-swe-agent", tool_mode="native"))
+    same = parse_reply(settings, AssistantMessage(content="Let me look.\n\n```mswea_bash_command\nls  /nonexistent-dir-xyz\n```"), "stop")
+    other = parse_reply(settings, AssistantMessage(content="```mswea_bash_command\nls /\n```"), "stop")
+    assert decision_key(same) == taken and decision_key(other) != taken
+    assert parse_reply(settings, AssistantMessage(content="no block"), "stop") == {"kind": "text", "text": "no block"}

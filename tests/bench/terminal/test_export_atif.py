@@ -173,3 +173,18 @@ def test_an_installed_agents_trajectories_export_as_atif_harbor_reads(anchors, i
         assert len(doc["results"]) == len(doc["tools"])
         assert doc["llm_calls"] == len(replies_for(kind))
         assert doc["submission"] == ("" if kind == "mini-swe-agent" else FINAL)
+
+
+def test_analyze_and_the_report_read_an_installed_agents_run(installed_run, tmp_path):
+    done = _agentrig("analyze", installed_run, "--json")
+    assert done.returncode == 0, done.stderr
+    arms = json.loads(done.stdout)["arms"]
+    assert set(arms) == set(INSTALLED)
+    assert all(a["overall"]["valid"] == 2 and a["overall"]["terminations"] == {"submitted": 2} for a in arms.values())
+    out = tmp_path / "report.html"
+    done = _agentrig("report", installed_run, "--out", out)
+    assert done.returncode == 0, done.stderr
+    html = out.read_text()
+    assert '"exec_command":"cmd"' in html and '"Bash":"command"' in html  # the viewer shows their commands as code
+    for call_id in ("call_chat_1", "call_resp_1", "toolu_1"):
+        assert call_id in html
