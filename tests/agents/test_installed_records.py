@@ -240,7 +240,9 @@ def test_a_missing_or_broken_record_builds_the_conversation_from_the_replies(tmp
     ctx = _ctx(len(replies))
     # the agent's second request carried its first result back (as the proxy records requests)
     ctx.trajectory.agent_requests.append(AgentRequest(call=1, keep=3, tail=[
-        {"role": "tool", "tool_call_id": "call_resp_0", "content": "Process exited with code 0\nOutput:\nhello-from-agent\n"}]))
+        {"role": "tool", "tool_call_id": "call_resp_0",
+         "content": "Chunk ID: 7bd81a\nWall time: 0.0506 seconds\nProcess exited with code 0\nOriginal token count: 5\n"
+                    "Output:\nhello-from-agent\n"}]))
     apply_record(ctx, "codex", tmp_path, replies)
     (why,) = _events(ctx, "agent", "record_unreadable")
     assert why["agent"] == "codex" and "codex.jsonl" in why["reason"]
@@ -248,7 +250,7 @@ def test_a_missing_or_broken_record_builds_the_conversation_from_the_replies(tmp
     (tool,) = [m for m in ctx.trajectory.messages if m.role == "tool"]
     assert tool.tool_call_id == "call_resp_0" and "hello-from-agent" in tool.content
     (event,) = _events(ctx, "sandbox", "command")
-    assert event["command"] == "echo hello-from-agent" and event["exit_code"] is None
+    assert event["command"] == "echo hello-from-agent" and event["exit_code"] == 0 and event["duration_s"] == 0.0506
     assert not _events(ctx, "agent", "submit")  # whether it finished is the record's to say
 
 
@@ -354,3 +356,27 @@ def test_a_resampled_mini_text_reply_is_read_as_mini_reads_it(tmp_path):
     other = parse_reply(settings, AssistantMessage(content="```mswea_bash_command\nls /\n```"), "stop")
     assert decision_key(same) == taken and decision_key(other) != taken
     assert parse_reply(settings, AssistantMessage(content="no block"), "stop") == {"kind": "text", "text": "no block"}
+
+
+def test_codex_other_tools_pair_by_name_and_the_model_sees_what_codex_sent(tmp_path):
+    events = codex_events(SCRIPT[:1])
+    events.insert(-2, {"type": "item.completed", "item": {"id": "item_9", "type": "file_change", "status": "completed",
+                                                          "changes": [{"path": "/app/a.py", "kind": "update"}]}})
+    write_record("codex", tmp_path, events)
+    call = replies_for("codex")[0][1].tool_calls[0]
+    plan = ToolCall(id="call_plan", name="update_plan", arguments={"plan": []}, arguments_raw='{"plan": []}')
+    patch = ToolCall(id="call_patch", name="apply_patch", arguments={"input": "*** Begin Patch"}, arguments_raw="{}")
+    replies = [(0, AssistantMessage(tool_calls=[call])), (1, AssistantMessage(tool_calls=[plan])),
+               (2, AssistantMessage(tool_calls=[patch])), (3, AssistantMessage(content=FINAL))]
+    ctx = _ctx(4)
+    sent = "Chunk ID: 1\nWall time: 0.0412 seconds\nProcess exited with code 0\nOutput:\nhello-from-agent\n"
+    ctx.trajectory.agent_requests.append(AgentRequest(call=1, tail=[{"role": "tool", "tool_call_id": call.id,
+                                                                       "content": sent}]))
+    apply_record(ctx, "codex", tmp_path, replies)
+    tools = {m.tool_call_id: m.content for m in ctx.trajectory.messages if m.role == "tool"}
+    assert tools[call.id] == sent  # the result as the model saw it
+    assert "call_plan" not in tools  # no result anywhere: none is made up
+    assert tools["call_patch"] == "completed"  # the file_change item's status, not update_plan's
+    (event,) = _events(ctx, "sandbox", "command")
+    assert event["exit_code"] == 0 and event["duration_s"] == 0.0412
+    assert not _events(ctx, "agent", "record_unmatched")

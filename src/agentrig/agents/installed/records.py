@@ -362,24 +362,42 @@ class _Results:
         if call.id.startswith("text-"):
             return self.text.pop(0) if self.text else None
         found = self.by_id.pop(call.id, None)
-        if found is None:
-            pool = self.shell if command is not None else self.other
-            if pool:
-                wanted = " ".join((command or "").split())
-                i = next((i for i, c in enumerate(pool) if " ".join(c.command.split()) == wanted), 0)
-                found = pool.pop(i)
+        if found is None and command is not None and self.shell:
+            wanted = " ".join(command.split())
+            found = self.shell.pop(next((i for i, c in enumerate(self.shell) if " ".join(c.command.split()) == wanted), 0))
+        elif found is None:
+            i = next((i for i, c in enumerate(self.other) if c.tool == call.name), None)
+            found = self.other.pop(i) if i is not None else None
+        sent = self.requested.get(call.id)
         if found is not None:
-            if found.observation is None and call.id in self.requested:
-                found = found.model_copy(update={"observation": self.requested[call.id]})
+            if found.observation is None and sent is not None:
+                found = found.model_copy(update={"observation": sent})
+                if found.duration_s is None:
+                    found.duration_s = _request_facts(sent)[1]
             return found
-        if call.id in self.requested:  # not in the record: what the agent sent back to the model
-            text = self.requested[call.id]
+        if sent is not None:  # not in the record: what the agent sent back to the model
+            code, seconds = _request_facts(sent)
             return RecordedCommand(tool_call_id=call.id, tool=call.name, command=command or "", shell=command is not None,
-                                   output=text, observation=text)
+                                   output=sent, observation=sent, exit_code=code, duration_s=seconds)
         return None
 
     def left(self) -> int:
         return len(self.text) + len(self.by_id) + len(self.shell) + len(self.other)
+
+
+_SENT_EXIT = re.compile(r"^(?:Process exited with code|Exit code) (-?\d+)$|<returncode>(-?\d+)</returncode>"
+                        r'|^\s*"returncode": (-?\d+),', re.M)
+_SENT_WALL = re.compile(r"^Wall time: ([\d.]+) seconds$", re.M)
+
+
+def _request_facts(text: str) -> tuple[int | None, float | None]:
+    """The exit code and duration a tool result the agent sent back states, where it states them
+    (Codex: ``Process exited with code N`` and ``Wall time: S seconds``; Claude Code: ``Exit
+    code N``; mini: its observation's ``returncode``)."""
+    code = _SENT_EXIT.search(text)
+    wall = _SENT_WALL.search(text)
+    number = next((g for g in code.groups() if g is not None), None) if code else None
+    return (int(number) if number is not None else None), (float(wall.group(1)) if wall else None)
 
 
 def _requested_results(trajectory: Any) -> dict[str, str]:
