@@ -111,6 +111,7 @@ def installed_run(run_dir, tmp_path_factory) -> Path:
     base = [r for r in source.records("bash-native", valid=True)]
     source.close()
     config["experiment"]["arms"] = [{"name": kind, "agent": {"kind": kind, "version": "pinned-1"}} for kind in INSTALLED]
+    config["resolved"] = {kind: config["resolved"]["bash-native"] for kind in INSTALLED}
     store = Store.open(out / "trials.sqlite")
     store.set_meta("config", config)
     for kind, build in INSTALLED.items():
@@ -188,3 +189,19 @@ def test_analyze_and_the_report_read_an_installed_agents_run(installed_run, tmp_
     assert '"exec_command":"cmd"' in html and '"Bash":"command"' in html  # the viewer shows their commands as code
     for call_id in ("call_chat_1", "call_resp_1", "toolu_1"):
         assert call_id in html
+
+
+def test_the_other_terminal_exports_read_an_installed_agents_commands_and_model(installed_run):
+    for fmt in ("terminal-bench", "mini-swe-agent"):
+        done = _agentrig("export", installed_run, "--format", fmt)
+        assert done.returncode == 0, done.stderr
+    base = installed_run / "exports"
+    for kind in INSTALLED:
+        meta = json.loads((base / "terminal-bench" / kind / "run_metadata.json").read_text())
+        assert meta["model_name"] == "solution"
+        (commands,) = (base / "terminal-bench" / kind).rglob("write-marker.1-of-1.*/commands.txt")
+        assert commands.read_text().splitlines()[:2] == ["echo hello-from-agent", "ls /nonexistent-dir-xyz"]
+        doc = json.loads((base / "mini-swe-agent" / kind / "write-marker" / "write-marker.trial-0.traj.json").read_text())
+        assert doc["info"]["config"]["model"]["model_name"] == "solution"
+        actions = [a["command"] for m in doc["messages"] if m["role"] == "assistant" for a in m["extra"]["actions"]]
+        assert actions[:2] == ["echo hello-from-agent", "ls /nonexistent-dir-xyz"]

@@ -53,7 +53,7 @@ from agentrig.analysis.shell_tools import shell_command
 from agentrig.errors import ConfigError
 from agentrig.store.export import _atomic, _parse_time
 
-from .export_read import _instructions, failure_mode, submission, verifier_result
+from .export_read import MODEL_LESS, _instructions, failure_mode, submission, verifier_result
 
 FORMATS = ("terminal-bench", "mini-swe-agent", "atif")
 MINI_FORMAT = "mini-swe-agent-1.1"
@@ -140,7 +140,8 @@ def mini_trajectory(record: Any, config: dict, prices: dict) -> dict[str, Any]:
     exp = config["experiment"]
     arm_cfg = next(a for a in exp["arms"] if a["name"] == key.arm)
     roles = (config.get("resolved") or {}).get(key.arm, {}).get("roles", {})
-    agent = roles.get("agent", {}) if arm_cfg["agent"]["kind"] == "bash" else {}
+    kind = arm_cfg["agent"]["kind"]
+    agent = {} if kind in MODEL_LESS else roles.get("agent", {})
     start = _parse_time(record.started_at)
     calls = [c for c in record.trajectory.model_calls if c.error is None]
     exit_status = _MINI_EXIT.get(v.termination, "".join(p.capitalize() for p in v.termination.split("_")))
@@ -149,8 +150,8 @@ def mini_trajectory(record: Any, config: dict, prices: dict) -> dict[str, Any]:
     messages.append({"role": "exit", "content": text,
                      "extra": {"exit_status": exit_status, "submission": text,
                                "timestamp": (start + timedelta(seconds=record.duration_s)).timestamp()}})
-    agent_type = "agentrig.agents.bash.BashAgent" if arm_cfg["agent"]["kind"] == "bash" else \
-        f"agentrig.bench.terminal.reference.{arm_cfg['agent']['kind']}"
+    agent_type = ("agentrig.agents.bash.BashAgent" if kind == "bash" else
+                  f"agentrig.bench.terminal.reference.{kind}" if kind in MODEL_LESS else f"agentrig.agents.installed.{kind}")
     return {
         "info": {
             "exit_status": exit_status,

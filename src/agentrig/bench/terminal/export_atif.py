@@ -33,7 +33,7 @@ from agentrig.analysis.shell_tools import shell_command
 from agentrig.store.export import _atomic, _parse_time
 from agentrig.types import retries_of
 
-from .export_read import _iso, failure_mode, submission, verifier_result
+from .export_read import MODEL_LESS, _iso, failure_mode, submission, verifier_result
 
 SCHEMA = "ATIF-v1.6"
 
@@ -148,7 +148,8 @@ def atif_trajectory(record: Any, config: dict, prices: dict) -> dict[str, Any]:
     agent: dict[str, Any] = {"name": _agent_name(str(agent_cfg.get("kind"))),
                              "version": str(agent_cfg.get("version") or __version__),
                              "extra": {"agentrig_version": __version__, "settings": agent_cfg}}
-    model = roles.get("agent", {}).get("model") or next((c.model for c in answered if c.model), None)
+    model = None if agent_cfg.get("kind") in MODEL_LESS else \
+        roles.get("agent", {}).get("model") or next((c.model for c in answered if c.model), None)
     if model:
         agent["model_name"] = model
     tools = _tools(record)
