@@ -68,7 +68,9 @@ VIEWER_HINTS: dict[str, Any] = {
         "agent.submit": {"label": "submission", "text": "submission"},
         "agent.stop": {"label": "agent stopped", "fields": ["termination", "detail"]},
         "agent.format_error": {"label": "format error", "fields": ["problem"], "text": "reply"},
+        "agent.record": {"label": "agent's own record", "fields": ["agent", "steps", "commands", "finished", "exit_status"]},
         "agent.record_unreadable": {"label": "agent's record unreadable", "fields": ["agent", "file", "reason"]},
+        "agent.record_unmatched": {"label": "record results no reply asked for", "fields": ["agent", "results"]},
     },
 }
 # [sandbox] fields that do not change what a trial sees (left out of comparability)
