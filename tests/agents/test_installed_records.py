@@ -122,6 +122,16 @@ def test_read_record_names_the_file_when_it_is_missing_or_broken(kind, tmp_path)
         read_record(kind, tmp_path)
 
 
+def test_a_record_cut_short_by_a_kill_is_read_up_to_the_cut(tmp_path):
+    path = write_record("claude-code", tmp_path, claude_events(finish=False))
+    path.write_text(path.read_text() + '{"type": "assistant", "message": {"id": "msg_9", "cont')
+    rec = read_record("claude-code", tmp_path)
+    assert [c.exit_code for c in rec.commands()] == [0, 2] and not rec.finished
+    (tmp_path / "claude.jsonl").write_text("")
+    with pytest.raises(ValueError, match="empty"):
+        read_record("claude-code", tmp_path)
+
+
 # ------------------------------------------------------------------------------- the alignment
 
 

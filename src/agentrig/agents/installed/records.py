@@ -171,19 +171,22 @@ def _mini_result(c: RecordedCommand, m: dict, extra: dict, stamp: float | None, 
 
 
 def _lines(text: str) -> list[dict]:
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    """The JSON events of a JSONL record. A line cut short (the agent was killed while writing it)
+    or a stray log line is skipped; a record with no event at all cannot be read."""
+    out, broken = [], 0
+    for line in text.splitlines():
         line = line.strip()
         if not line:
             continue
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
-            if line.startswith("{"):
-                raise ValueError(f"line {n} is not JSON") from None
-            continue  # a stray log line on stdout
+            broken += 1
+            continue
         if isinstance(event, dict):
             out.append(event)
+    if not out:
+        raise ValueError(f"no JSON event in it ({broken} line(s) that are not JSON)" if broken else "it is empty")
     return out
 
 
