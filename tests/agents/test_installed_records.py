@@ -205,10 +205,14 @@ def test_timeouts_have_no_exit_code():
     assert c.timed_out and c.exit_code is None
     events = claude_events([Step("sleep 300", "")])
     result = next(e for e in events if e["type"] == "user")
-    result["message"]["content"][0].update(content="Command timed out after 2m 0.0s", is_error=True)
-    result["tool_use_result"] = "Error: Command timed out after 2m 0.0s"
+    text = "Exit code 143\nCommand timed out after 2m 0.0s"  # the Bash tool's kill, as Claude Code 2.1.328 words it
+    result["message"]["content"][0].update(content=text, is_error=True)
+    result["tool_use_result"] = "Error: " + text
     (c,) = parse_claude(events).commands()
     assert c.timed_out and c.exit_code is None
+    result["message"]["content"][0].update(content="Exit code 28\ncurl: (28) Connection timed out")
+    (c,) = parse_claude(events).commands()
+    assert not c.timed_out and c.exit_code == 28
 
 
 def test_results_follow_ids_not_the_records_order(tmp_path):

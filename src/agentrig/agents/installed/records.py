@@ -304,7 +304,7 @@ def _claude_result(c: RecordedCommand, block: dict, event: dict, started: float 
     meta = event.get("tool_use_result")
     if isinstance(meta, dict) and ("stdout" in meta or "stderr" in meta):
         c.output = "\n".join(x for x in (meta.get("stdout"), meta.get("stderr")) if x)
-        c.timed_out = bool(meta.get("interrupted"))
+        c.timed_out = bool(meta.get("timedOut"))
     else:
         c.output = text
     if c.shell:
@@ -312,9 +312,10 @@ def _claude_result(c: RecordedCommand, block: dict, event: dict, started: float 
         c.exit_code = int(found.group(1)) if found else (None if block.get("is_error") else 0)
         if found:
             c.output = text[found.end():].lstrip("\n")
-        c.timed_out = c.timed_out or "timed out" in text[:200].lower()
-        if c.timed_out and not found:
-            c.exit_code = None
+        # Claude Code's words when its Bash tool kills a command at its timeout (the stderr's first line)
+        c.timed_out = c.timed_out or any(line.startswith("Command timed out after ") for line in text.split("\n")[:4])
+        if c.timed_out:
+            c.exit_code = None  # as agentrig's: no exit code for a command killed by the timeout
     ended = _stamp(event.get("timestamp"))
     if started is not None and ended is not None and ended >= started:
         c.duration_s = round(ended - started, 4)
