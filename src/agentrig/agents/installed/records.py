@@ -224,11 +224,10 @@ def parse_codex(events: list[dict]) -> AgentRecord:
             elif itype == "agent_message":
                 step.text = "\n".join(x for x in (step.text, item.get("text")) if x)
             elif itype == "command_execution":
-                status = item.get("status")
-                step.commands.append(RecordedCommand(
-                    tool="exec_command", command=_unwrap(str(item.get("command", ""))),
-                    output=item.get("aggregated_output"), exit_code=item.get("exit_code"),
-                    timed_out=status == "timed_out" or (status == "failed" and item.get("exit_code") == 124)))
+                output = item.get("aggregated_output")
+                step.commands.append(RecordedCommand(  # (Codex's words when its own timeout kills a command)
+                    tool="exec_command", command=_unwrap(str(item.get("command", ""))), output=output,
+                    exit_code=item.get("exit_code"), timed_out="command timed out after " in str(output or "")[-300:]))
             elif itype == "file_change":
                 step.commands.append(RecordedCommand(tool="apply_patch", shell=False,
                                                      command=json.dumps(item.get("changes") or [], ensure_ascii=False),
