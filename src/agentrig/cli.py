@@ -104,13 +104,13 @@ def export(
     run_dir: Path = typer.Argument(..., help="A run directory (as `agentrig run` printed it)."),
     fmt: str = typer.Option(..., "--format", "-f", help="jsonl (every stored attempt); τ² runs: tau2 (tau2-bench's results.json); "
                                                    "terminal runs: terminal-bench (a Terminal-Bench run directory per arm), mini-swe-agent "
-                                                   "(trajectory files); AppWorld runs: appworld."),
+                                                   "(trajectory files), atif (Harbor's trajectory format); AppWorld runs: appworld."),
     arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm (tau2: required when the run has several)."),
     domain: Optional[str] = typer.Option(None, "--domain", help="tau2: the domain (required when the run has several)."),
-    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="jsonl, tau2: the output FILE; terminal-bench, mini-swe-agent, appworld: the output "
+    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="jsonl, tau2: the output FILE; terminal-bench, mini-swe-agent, atif, appworld: the output "
                                                              "DIRECTORY (one folder per arm inside). Default: RUN_DIR/exports/...", metavar="PATH"),
 ) -> None:
-    """Export a run's trials: JSONL of every record, or the files tau2-bench, Terminal-Bench or mini-SWE-agent tools open."""
+    """Export a run's trials: JSONL of every record, or the files tau2-bench, Terminal-Bench, mini-SWE-agent or Harbor tools open."""
     from agentrig.commands.export import export_command
 
     n, target, noun = export_command(run_dir, fmt, arm=arm, domain=domain, out_path=out_path)

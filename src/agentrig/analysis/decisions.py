@@ -15,7 +15,10 @@ in the same order and every argument that matters agrees, values normalised:
 - lists: compared in order, except where the tool's JSON schema says the list is a set
   (``"uniqueItems": true``): then sorted;
 - an argument that is absent, ``null``, or equal to its schema ``default`` does not matter;
-- arguments that were not a JSON object (``"!" + raw text``) are compared as normalised text.
+- arguments that were not a JSON object (``"!" + raw text``) are compared as normalised text;
+- a shell tool's call (``shell_tools``: ``bash``, Codex's ``exec_command``, Claude Code's ``Bash``…)
+  is its command and the arguments that change what runs: a free-text ``description`` or an
+  output-paging argument does not matter.
 
 One wrong argument of eleven makes a different decision, exactly as a wrong tool does. Two text
 replies are the same decision when their words agree at least ``TEXT_SAME`` (rapidfuzz's
@@ -46,6 +49,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rapidfuzz import fuzz, utils
+
+from .shell_tools import decision_arguments
 
 __all__ = ["TEXT_SAME", "normalise", "decision_key", "same_decision", "groups", "decision_instability",
            "parting_step", "tool_schemas"]
@@ -102,7 +107,7 @@ def _call_key(call: dict, schemas: dict[str, dict] | None) -> tuple[str, str]:
     name = str(call.get("name"))
     args = call.get("arguments")
     if isinstance(args, dict):
-        return name, _canonical(normalise(args, (schemas or {}).get(name)))
+        return name, _canonical(normalise(decision_arguments(name, args), (schemas or {}).get(name)))
     return name, "!" + _SPACE.sub(" ", str(args or "")).strip()
 
 

@@ -21,7 +21,9 @@ history; ``turn`` is that message's index in the trial's messages.
   agreement is the share of the union of argument keys whose values are equal as canonical JSON
   (two raw non-object arguments: 1 when equal, else 0; no arguments on both sides: 1). A wrong
   tool scores 0; the right tool with half its arguments right 0.75. Replies with several calls
-  are compared call by call in order (a missing call scores 0) and averaged.
+  are compared call by call in order (a missing call scores 0) and averaged. A shell tool's
+  arguments are those of its decision (``shell_tools.decision_arguments``: the command, without
+  a free-text description).
 - text vs text: ``rapidfuzz.fuzz.token_set_ratio / 100`` on lower-cased words without
   punctuation (``rapidfuzz.utils.default_process``; word order and repetition ignored; two empty
   texts: 1).
@@ -56,6 +58,7 @@ from rapidfuzz import fuzz, utils
 from agentrig.types import Strict
 
 from .decisions import decision_instability, decision_key, tool_schemas
+from .shell_tools import decision_arguments
 
 __all__ = ["UnstableStep", "action_of", "decisions_of", "similarity", "consistency", "load_unstable_steps", "steps_of",
            "CONTEXT_CHARS"]
@@ -145,9 +148,13 @@ def _arguments_agreement(a: Any, b: Any) -> float:
 
 
 def _call_similarity(a: dict, b: dict) -> float:
-    if a.get("name") != b.get("name"):
+    name = a.get("name")
+    if name != b.get("name"):
         return 0.0
-    return NAME_WEIGHT + (1 - NAME_WEIGHT) * _arguments_agreement(a.get("arguments"), b.get("arguments"))
+    args_a, args_b = a.get("arguments"), b.get("arguments")
+    if isinstance(args_a, dict) and isinstance(args_b, dict):  # a shell call: its command, not its description
+        args_a, args_b = decision_arguments(str(name), args_a), decision_arguments(str(name), args_b)
+    return NAME_WEIGHT + (1 - NAME_WEIGHT) * _arguments_agreement(args_a, args_b)
 
 
 def similarity(a: dict, b: dict) -> float:

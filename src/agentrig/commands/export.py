@@ -1,5 +1,5 @@
 """``agentrig export RUN --format F``: JSONL of every stored attempt (generic), or a benchmark's own
-formats (``Benchmark.export``; τ²: ``tau2``; terminal: ``terminal-bench``, ``mini-swe-agent``;
+formats (``Benchmark.export``; τ²: ``tau2``; terminal: ``terminal-bench``, ``mini-swe-agent``, ``atif``;
 AppWorld: ``appworld``). ``--out`` is a file for ``jsonl`` and ``tau2``, a directory (one folder per
 arm inside) for the others; a path of the wrong kind is refused before anything is written."""
 
@@ -21,7 +21,7 @@ def export_command(run_dir: Path, fmt: str, *, arm: str | None = None, domain: s
                    out_path: Path | None = None) -> tuple[int, Path, str]:
     """Write the export; returns (how many, the file or directory written, what they are: "record(s)",
     "simulation(s)" …). ``jsonl`` is generic; other formats are the run's benchmark's
-    (``Benchmark.export``; τ²: ``tau2``; terminal: ``terminal-bench``, ``mini-swe-agent``)."""
+    (``Benchmark.export``; τ²: ``tau2``; terminal: ``terminal-bench``, ``mini-swe-agent``, ``atif``)."""
     store, config = open_run_dir(run_dir)
     try:
         arms = [a["name"] for a in config["experiment"]["arms"]]

@@ -175,6 +175,12 @@ def parse_reply(settings: ArmSettings, message: Any, finish_reason: str | None) 
     if not message.tool_calls and not text.strip():
         return None
     agent = settings.agent
+    if agent.kind == "mini-swe-agent" and not message.tool_calls:  # its text mode: one mswea_bash_command block
+        from agentrig.agents.installed.records import mini_text_action
+
+        command = mini_text_action(text)
+        return ({"kind": "tool", "name": "bash", "arguments": {"command": command}} if command is not None
+                else {"kind": "text", "text": text})
     if agent.tool_mode == "native":
         return action_of(message.tool_calls, message.content)
     if agent.kind == "bash":

@@ -2,7 +2,9 @@
 into a cached directory keyed by kind and version, which a sandbox mounts read-only at any path —
 the task's image is not changed. ``toolroot.py``: the cache, ``ensure_tool_root`` / ``list_tool_roots``
 / ``remove_tool_root``; ``python.py``: mini-swe-agent's relocatable CPython; ``npm.py``: Codex's and
-Claude Code's native binaries; ``elf.py``: shared-library closures and glibc versions.
+Claude Code's native binaries; ``elf.py``: shared-library closures and glibc versions;
+``records.py``: each agent's own record (mini's trajectory, Codex's ``--json`` events, Claude Code's
+``stream-json``) read into the trial's conversation, aligned with the measuring proxy's calls.
 """
 
 from __future__ import annotations

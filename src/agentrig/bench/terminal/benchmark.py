@@ -32,6 +32,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from agentrig.analysis.shell_tools import code_arguments
 from agentrig.benchmark import Benchmark, Limits, Selection, sha
 from agentrig.errors import ConfigError, DataError
 
@@ -58,7 +59,7 @@ FAILURE_CLASSES: dict[str, str] = {
 }
 # how the report's trajectory viewer shows a terminal trial (benchmark.py VIEWER_HINTS)
 VIEWER_HINTS: dict[str, Any] = {
-    "code_arguments": {"bash": "command"},
+    "code_arguments": code_arguments(),  # bash, and the installed agents' shell tools (exec_command, Bash…)
     "events": {
         "sandbox.command": {"label": "command ran", "fields": ["exit_code", "timed_out", "duration_s"]},
         "verifier.result": {"label": "verifier", "fields": ["resolved", "reward", "failure_mode", "exit_code",
@@ -67,6 +68,9 @@ VIEWER_HINTS: dict[str, Any] = {
         "agent.submit": {"label": "submission", "text": "submission"},
         "agent.stop": {"label": "agent stopped", "fields": ["termination", "detail"]},
         "agent.format_error": {"label": "format error", "fields": ["problem"], "text": "reply"},
+        "agent.record": {"label": "agent's own record", "fields": ["agent", "steps", "commands", "finished", "exit_status"]},
+        "agent.record_unreadable": {"label": "agent's record unreadable", "fields": ["agent", "file", "reason"]},
+        "agent.record_unmatched": {"label": "record results no reply asked for", "fields": ["agent", "results"]},
     },
 }
 # [sandbox] fields that do not change what a trial sees (left out of comparability)
@@ -136,7 +140,8 @@ class TerminalBenchmark(Benchmark):
     component_names = ()  # one component per test, as each verdict names them
     viewer_hints = VIEWER_HINTS
     export_formats = {"terminal-bench": "a Terminal-Bench run directory per arm (results.json, tb.lock, a folder per trial)",
-                      "mini-swe-agent": "per trial a mini-SWE-agent trajectory file (info, messages)"}
+                      "mini-swe-agent": "per trial a mini-SWE-agent trajectory file (info, messages)",
+                      "atif": "per trial a trajectory in Harbor's ATIF (steps, tool calls, observations, metrics)"}
 
     def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
         """``agent`` for the bash agent and for every agent we did not write (through its proxy)."""

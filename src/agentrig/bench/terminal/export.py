@@ -15,6 +15,10 @@ mini-SWE-agent's litellm model keeps them; an observation's ``returncode``; time
 with the ``exit`` message. Written to ``<out>/<arm>/<task>/<task>.trial-<n>.traj.json`` (default
 ``RUN/exports/mini-swe-agent/``).
 
+``atif``: per valid trial one trajectory in Harbor's Agent Trajectory Interchange Format
+(``export_atif``). Written to ``<out>/<arm>/<task>/<task>.trial-<n>.trajectory.json`` (default
+``RUN/exports/atif/``).
+
 Mapping notes (where agentrig and those tools differ; docs/terminal.md has the table):
 
 - only valid trials are exported (an invalid attempt was spoiled by infrastructure, not played);
@@ -45,12 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from agentrig import __version__
+from agentrig.analysis.shell_tools import shell_command
 from agentrig.errors import ConfigError
 from agentrig.store.export import _atomic, _parse_time
 
-from .export_read import _instructions, failure_mode, submission, verifier_result
+from .export_read import MODEL_LESS, _instructions, failure_mode, submission, verifier_result
 
-FORMATS = ("terminal-bench", "mini-swe-agent")
+FORMATS = ("terminal-bench", "mini-swe-agent", "atif")
 MINI_FORMAT = "mini-swe-agent-1.1"
 _EXIT_CODE = re.compile(r"\Aexit code: (-?\d+)")
 _MINI_EXIT = {"submitted": "Submitted", "limits_exceeded": "LimitsExceeded", "agent_timeout": "TimeExceeded",
@@ -101,7 +106,7 @@ def _mini_message(m: Any, record: Any, start: datetime, prices: dict) -> dict[st
     out: dict[str, Any] = {"role": m.role, "content": m.content or ""}
     extra: dict[str, Any] = {"timestamp": stamp}
     if m.role == "assistant":
-        actions = [{"command": (c.arguments or {}).get("command", ""), "tool_call_id": c.id} for c in m.tool_calls]
+        actions = [{"command": shell_command(c.name, c.arguments) or "", "tool_call_id": c.id} for c in m.tool_calls]
         extra["actions"] = actions
         native = [c for c in m.tool_calls if not c.id.startswith("text-")]
         if native:
@@ -135,7 +140,8 @@ def mini_trajectory(record: Any, config: dict, prices: dict) -> dict[str, Any]:
     exp = config["experiment"]
     arm_cfg = next(a for a in exp["arms"] if a["name"] == key.arm)
     roles = (config.get("resolved") or {}).get(key.arm, {}).get("roles", {})
-    agent = roles.get("agent", {}) if arm_cfg["agent"]["kind"] == "bash" else {}
+    kind = arm_cfg["agent"]["kind"]
+    agent = {} if kind in MODEL_LESS else roles.get("agent", {})
     start = _parse_time(record.started_at)
     calls = [c for c in record.trajectory.model_calls if c.error is None]
     exit_status = _MINI_EXIT.get(v.termination, "".join(p.capitalize() for p in v.termination.split("_")))
@@ -144,8 +150,8 @@ def mini_trajectory(record: Any, config: dict, prices: dict) -> dict[str, Any]:
     messages.append({"role": "exit", "content": text,
                      "extra": {"exit_status": exit_status, "submission": text,
                                "timestamp": (start + timedelta(seconds=record.duration_s)).timestamp()}})
-    agent_type = "agentrig.agents.bash.BashAgent" if arm_cfg["agent"]["kind"] == "bash" else \
-        f"agentrig.bench.terminal.reference.{arm_cfg['agent']['kind']}"
+    agent_type = ("agentrig.agents.bash.BashAgent" if kind == "bash" else
+                  f"agentrig.bench.terminal.reference.{kind}" if kind in MODEL_LESS else f"agentrig.agents.installed.{kind}")
     return {
         "info": {
             "exit_status": exit_status,
@@ -172,7 +178,7 @@ def mini_trajectory(record: Any, config: dict, prices: dict) -> dict[str, Any]:
     }
 
 
-# -- `agentrig export RUN --format terminal-bench | mini-swe-agent` -----------------------------
+# -- `agentrig export RUN --format terminal-bench | mini-swe-agent | atif` ----------------------
 
 def _arms(config: dict, arm: str | None) -> list[str]:
     names = [a["name"] for a in config["experiment"]["arms"]]
@@ -197,10 +203,16 @@ def export_run(fmt: str, store: Any, config: dict, run_dir: Path, *, arm: str | 
         raise ConfigError(f"unknown terminal export format {fmt!r}; use one of: {', '.join(FORMATS)}")
     arms = _arms(config, arm)
     base = (Path(out_path) if out_path is not None else Path(run_dir) / "exports" / fmt).absolute()
-    prices = _prices(config) if fmt == "mini-swe-agent" else {}
+    prices = _prices(config) if fmt in ("mini-swe-agent", "atif") else {}
     n, written = 0, []
     for name in arms:
         records = sorted(store.records(arm=name, valid=True), key=lambda r: (r.key.task_id, r.key.trial))
+        if fmt == "atif":
+            from .export_atif import write_atif
+
+            n += write_atif(records, config, prices, base, name)
+            written.append(base / name)
+            continue
         if fmt == "mini-swe-agent":
             for record in records:
                 k = record.key
@@ -216,4 +228,4 @@ def export_run(fmt: str, store: Any, config: dict, run_dir: Path, *, arm: str | 
         n += write_arm(config, name, records, instructions, base, args)
         written.append(base / name / "results.json")
     shown = written[0] if len(written) == 1 else base
-    return n, shown, "trajectory file(s)" if fmt == "mini-swe-agent" else "trial result(s)"
+    return n, shown, "trajectory file(s)" if fmt in ("mini-swe-agent", "atif") else "trial result(s)"

@@ -9,6 +9,8 @@ from typing import Any
 
 from agentrig.agents.bash_prompts import SUBMIT_SENTINEL
 
+# the reference agents: they call no model (every other kind — bash, the installed agents — has the agent role's)
+MODEL_LESS = ("oracle", "flaky-oracle", "noop")
 # agentrig failure modes after which the tests' result could not be read
 _UNREADABLE = ("test_timeout", "parse_error", "broke_environment")
 

@@ -32,7 +32,7 @@ from agentrig import __version__
 from agentrig.errors import ConfigError
 from agentrig.store.export import _atomic, _parse_time
 
-from .export_read import _UNREADABLE, _events, _iso, _tokens, failure_mode, verifier_result
+from .export_read import _UNREADABLE, MODEL_LESS, _events, _iso, _tokens, failure_mode, verifier_result
 from .parsers import PASSING
 
 # The class behind each agent kind (Terminal-Bench's lock names an agent as ``module:class``).
@@ -155,11 +155,11 @@ def tb_results(results: list[dict], run_id: str, arm: str) -> dict[str, Any]:
 
 
 def _agent(config: dict, arm: str) -> tuple[dict, str, str | None]:
-    """(the arm's agent table, its kind, the agent role's model for an LLM agent)."""
+    """(the arm's agent table, its kind, the agent role's model for an agent that calls one)."""
     arm_cfg = next(a for a in config["experiment"]["arms"] if a["name"] == arm)
     kind = arm_cfg["agent"]["kind"]
     model = (config.get("resolved") or {}).get(arm, {}).get("roles", {}).get("agent", {}).get("model")
-    return dict(arm_cfg["agent"]), kind, model if kind == "bash" else None
+    return dict(arm_cfg["agent"]), kind, None if kind in MODEL_LESS else model
 
 
 def _task_ids(config: dict) -> list[str]:

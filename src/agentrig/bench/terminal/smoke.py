@@ -24,6 +24,7 @@ import re
 from typing import Any, Callable
 
 from agentrig.agents.bash_prompts import ACTION_LABEL
+from agentrig.analysis.shell_tools import shell_command
 
 from .parsers import PASSING
 
@@ -92,7 +93,7 @@ def transcript(record: Any) -> list[tuple[str, str]]:
         if m.role == "assistant":
             seen_assistant = True
             thought = _thought(m)
-            commands = [str((c.arguments or {}).get("command", c.arguments_raw)) for c in m.tool_calls]
+            commands = [shell_command(c.name, c.arguments) or c.arguments_raw for c in m.tool_calls]
             if thought:  # a reply with no action is shown whole: it is what could not be parsed
                 out.append(("thought" if commands else "reply", clip(thought, lines=4, chars=300)))
             for command in commands:
