@@ -213,7 +213,7 @@ class InstalledAgent:
                    "AGENTRIG_HOME": HOME_MOUNT, **self._write_home(home, model, base_url)}
             line = command_line(a, entry, RECORD_FILES.get(a.kind))
             ro = {str(tool): TOOL_MOUNT} if tool is not None else {}
-            ctx.event("agent", "start", kind=a.kind, version=self._version(), command=line[:2000])
+            ctx.event("agent", "start", agent=a.kind, version=self._version(), command=line[:2000])
             result = None
             try:
                 result = await self._run_until_ended(box, proxy, line, env, ro, {str(home): HOME_MOUNT})
@@ -228,9 +228,14 @@ class InstalledAgent:
             assert result is not None
             tail = _tail(home / "agent.log", proxy.token)
             ctx.event("agent", "exit", exit_code=result.exit_code, log_tail=tail)
-            if result.exit_code == 0:
-                final = next((r.message.content for r in reversed(proxy.replies) if r.message.content), "")
-                session.submit(final or "")
+            if result.exit_code == 0:  # it ended by itself: its submission (the record's, else its last text)
+                submitted = next((e.data.get("submission") for e in ctx.trajectory.events
+                                  if e.plugin == "agent" and e.kind == "submit"), None)
+                if submitted is None:
+                    final = next((r.message.content for r in reversed(proxy.replies) if r.message.content), "")
+                    session.submit(final or "")
+                else:
+                    session.submitted, session.submission = True, submitted
         finally:
             await proxy.close()
             shutil.rmtree(home, ignore_errors=True)
