@@ -158,6 +158,7 @@ def test_apply_record_writes_the_conversation_as_the_bash_agent_does(kind, tmp_p
     assert [e["exit_code"] for e in commands][:2] == [0, 2]
     assert [e["tool_call_id"] for e in commands] == [c.id for c in calls]
     assert ctx.trajectory.counters["commands"] == len(commands) == (3 if kind == "mini-swe-agent" else 2)
+    assert ctx.trajectory.counters["agent_steps"] == len(replies)
     (submit,) = _events(ctx, "agent", "submit")
     assert submit["submission"] == ("" if kind == "mini-swe-agent" else FINAL)
     assert not _events(ctx, "agent", "record_unreadable") and not _events(ctx, "agent", "record_unmatched")
