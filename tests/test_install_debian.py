@@ -1,5 +1,6 @@
 """Issues 23.12 and 31.11: `make test` installs every Debian package its tests need — Debian's
-chromium minimally (--no-install-recommends), podman with runc and slirp4netns, mmdebstrap — says
+chromium minimally (--no-install-recommends), podman with runc and slirp4netns, Debian's docker.io
+(dockerd; issue 32), mmdebstrap — says
 what it installs before it does, and leaves a package out when the user declines (CI always
 installs). `.ci/run` only sets CI's variables and calls `make test`, so a newcomer's `make test` runs
 what CI runs. apt-get is a recorder script here (the test never installs anything)."""
@@ -92,7 +93,8 @@ def test_make_test_installs_what_ci_installs_and_ci_only_calls_it():
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # under `make test`
     dry = subprocess.run(["make", "-n", "--no-print-directory", "test"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60, env=env).stdout
-    for what, pkgs in (("browser", "chromium"), ("containers", "podman runc slirp4netns"), ("mmdebstrap", "mmdebstrap")):
+    for what, pkgs in (("browser", "chromium"), ("containers", "podman runc slirp4netns"), ("docker", "docker.io"),
+                       ("mmdebstrap", "mmdebstrap")):
         assert re.search(rf"install-debian\.sh .*{what} .*-- {pkgs}$", dry, re.M), (what, dry)
     assert dry.rstrip().splitlines()[-1].startswith(".venv/bin/python -m pytest")
     ci = (ROOT / ".ci" / "run").read_text()

@@ -255,3 +255,26 @@ async def test_docker_gives_the_builtin_tasks_podmans_verdicts(tmp_path, docker_
     for task_id in tasks:
         assert verdicts["docker", task_id] == verdicts["podman", task_id], (task_id, verdicts)
     assert verdicts["docker", "csv-region-totals"][0] == "ok" and verdicts["docker", "read-only-tour"][0] == "lenient"
+
+
+@pytest.mark.slow
+def test_the_audit_of_every_builtin_task_is_the_same_on_docker_as_on_podman(tmp_path, docker_daemon):
+    """`agentrig audit --bench terminal --sandbox docker` on the 15 built-in tasks (once 15 of 15
+    `error`: every base image's import failed on `docker import -q`) gives each task podman's
+    verdict: the same status, the same oracle and no-op outcomes."""
+    import json
+
+    from .podman_support import need_podman
+    from .run_support import agentrig
+
+    need_docker(docker_daemon)
+    need_podman()
+    found = {}
+    for kind in ("podman", "docker"):
+        done = agentrig("audit", "--bench", "terminal", "--sandbox", kind, "--concurrency", "2", "--json",
+                        "--cache-dir", str(tmp_path / kind))
+        doc = json.loads(done.stdout)
+        found[kind] = {row["task_id"]: (row["status"], *((o or {}).get("failure_mode") for o in (row["oracle"], row["noop"])))
+                       for row in doc["tasks"]}
+    assert len(found["docker"]) == 15 and found["docker"] == found["podman"], found
+    assert sum(status == "ok" for status, *_ in found["docker"].values()) >= 13, found["docker"]
