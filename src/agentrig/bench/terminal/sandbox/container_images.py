@@ -7,16 +7,18 @@ from packages (``images``) is imported under that very name (``import_base``, al
 carries the label ``agentrig.base=<recipe key>`` and is kept (cached by design, like the root);
 ``agentrig images rm`` removes it with the root. One whose recipe changed is imported anew.
 
-**Task images**: built once per runner process and Dockerfile (``--layers=false``: no intermediate
-images), tagged ``agentrig-task-<id>:<hash>-<pid>`` and labelled ``agentrig.owner=<pid>@<boot>``;
-removed when the process exits (``remove_task_images``, at exit), and by the next runner's first
-sandbox start when the process was killed (``engine.reap_orphan_images``).
+**Task images**: built once per runner process and Dockerfile (podman ``--layers=false``: no
+intermediate images; docker's classic builder ``--no-cache``: no other build stands on ours),
+tagged ``agentrig-task-<id>:<hash>-<pid>`` and labelled ``agentrig.owner=<pid>@<boot>``; removed
+when the process exits (``remove_task_images``, at exit), and by the next runner's first sandbox
+start when the process was killed (``engine.reap_orphan_images``).
 
 With ``build_network = "host-settings"`` a podman build gets the host's package-index settings
 (``hostsettings.container_settings``) in a directory mounted read-only at ``/dev/.agentrig-host-settings``
 (``/dev`` is the build's own tmpfs: no mount point is left in a layer), and the variables that name
 them as build arguments declared after each ``FROM`` of a copy of the Dockerfile (arguments are not
-in the image's ``ENV``; their values — paths only — are in its history).
+in the image's ``ENV``; their values — paths only — are in its history). docker's classic builder
+mounts nothing at build time: its builds get no host settings (a warning says so once).
 """
 
 from __future__ import annotations
@@ -323,13 +325,14 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
                 await _call([*cli, "rmi", helper], 60)
     if code != 0:
         await _call([*cli, "rmi", tag], 60)
-        raise build_error(engine, _LEGACY_NOTICE.sub("", out), build_network)
+        raise build_error(engine, _ANSI.sub("", _LEGACY_NOTICE.sub("", out)), build_network)
     _built[key] = (tag, cli)
     return tag
 
 
 # a newer docker client's notice before a classic build (DOCKER_BUILDKIT=0): no part of the build's output
 _LEGACY_NOTICE = re.compile(r"\ADEPRECATED: The legacy builder is deprecated.*?\n(?:[ \t]+.*\n)*\n?")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the classic builder colours a step's stderr
 _WARNED: set[str] = set()
 
 
