@@ -85,6 +85,24 @@ async def test_a_timeout_kills_the_group_and_close_leaves_nothing(tmp_path, dock
     assert set(volumes()) <= volumes_before  # the anonymous /data volume went with its container
 
 
+async def test_the_persistent_shell_keeps_cd_and_export_in_one_docker_exec(tmp_path, docker_base):
+    """shell = "persistent": one `docker exec -i` bash keeps the directory and the variables; a
+    timeout ends that shell and the next command starts a fresh one at the workdir."""
+    sandbox = await open_sandbox(make_task(tmp_path, f"FROM {docker_base}\nWORKDIR /app\n", task_id="shell"),
+                                 settings(tmp_path, kind="docker", shell="persistent"))
+    try:
+        await sandbox.run("mkdir -p /tmp/place && cd /tmp/place && export MARK=kept", 30)
+        kept = await sandbox.run("pwd; echo $MARK", 30)
+        failing = await sandbox.run("false", 30)
+        timed = await sandbox.run("sleep 100", 1)
+        fresh = await sandbox.run("pwd; echo ${MARK:-gone}", 30)
+    finally:
+        await sandbox.close()
+    assert kept.output == "/tmp/place\nkept\n" and kept.exit_code == 0, kept.output
+    assert failing.exit_code == 1 and timed.timed_out
+    assert fresh.output == "/app\ngone\n", fresh.output
+
+
 async def test_what_a_killed_runner_left_is_reaped_by_the_next(tmp_path, docker_base):
     """A runner killed by SIGKILL leaves its container and task image (docker lists labels unlike
     podman: ps has no label map, images none); the next sandbox start removes both, and leaves a

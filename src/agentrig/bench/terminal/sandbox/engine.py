@@ -105,7 +105,9 @@ async def engine_info(engine: str) -> tuple[str | None, str]:
     code, out = await _call([*engine_cli(engine), "info", "--format",
                              "docker {{.ServerVersion}}, runtime {{.DefaultRuntime}}, storage {{.Driver}}"], timeout=15)
     if code != 0 or not out.strip() or "docker ," in out:
-        return f"{engine} client found but no daemon answers: {out.strip().splitlines()[-1] if out.strip() else code}", ""
+        last = out.strip().splitlines()[-1] if out.strip() else code
+        return (f"{engine} client found but no daemon answers: {last} (start one: `dockerd`, or agentrig's own "
+                "with scripts/start-dockerd.sh)"), ""
     return None, out.strip().splitlines()[-1]
 
 
