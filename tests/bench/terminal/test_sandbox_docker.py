@@ -168,6 +168,12 @@ async def test_the_verifier_gets_read_only_and_writable_binds_in_the_container(t
         state = docker("inspect", "--format", "{{.State.Pid}} {{.Id}}", sandbox.name).stdout.split()
         assert sandbox.init_pid == int(state[0]) and sandbox.binds_verifier
         assert state[1] in open(f"/proc/{sandbox.init_pid}/cgroup").read()  # the container's own init
+        from agentrig.bench.terminal.sandbox.docker import _cgroup_files
+
+        joined = _cgroup_files(str(sandbox.init_pid))  # the verifier joins the container's pids/memory/cpu cgroups
+        assert joined and all(state[1] in path for path in joined), joined
+        if os.path.isdir("/sys/fs/cgroup/pids"):  # v1 or hybrid (this machine): the pids controller's own file
+            assert any(path.startswith("/sys/fs/cgroup/pids/") for path in joined), joined
         await sandbox.run("mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt", 30)  # a forged reward
         result = await sandbox.run_verifier(
             "cat /opt/vtools/tool.txt; echo x > /opt/vtools/tool.txt || echo refused; ls /logs/verifier; "
