@@ -303,8 +303,9 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
                 if heredocs.is_dir():
                     helper = name
                     (Path(tmp) / "heredocs.Dockerfile").write_text("FROM scratch\nCOPY . /\n")
-                    code, out = await _call([*cli, "build", "--force-rm", "-t", name, "--label", f"{OWNER_LABEL}={_owner()}",
-                                             "-f", str(Path(tmp) / "heredocs.Dockerfile"), str(heredocs)], timeout_s)
+                    code, out = await _call([*cli, "build", "--no-cache", "--force-rm", "-t", name, "--label",
+                                             f"{OWNER_LABEL}={_owner()}", "-f", str(Path(tmp) / "heredocs.Dockerfile"),
+                                             str(heredocs)], timeout_s)
                     if code != 0:
                         raise SandboxError(f"{engine} build of the Dockerfile's heredoc files failed: {out.strip()[-500:]}")
         if build_network == "host-settings" and engine == "podman":

@@ -6,8 +6,8 @@ agent container's network namespace (``--network container:AGENT``), so the agen
 its name (the agent container's ``--add-host NAME:127.0.0.1``) on the port it listens on, and two
 trials never share a port. The compose ``entrypoint``/``command``, ``environment`` and
 ``working_dir`` are passed to ``run`` (podman takes the entrypoint as a JSON array, docker one
-executable whose arguments lead the command's); the image's ``ENTRYPOINT``/``CMD`` apply otherwise. Each is
-waited for as under bwrap (``readiness.py``, the probes run by ``exec`` in the service's
+executable whose arguments lead the command's); the image's ``ENTRYPOINT``/``CMD`` apply otherwise.
+Each is waited for as under bwrap (``readiness.py``, the probes run by ``exec`` in the service's
 container). They carry the runner's owner label (a killed runner's are reaped with its other
 containers) and are removed before the agent's container (which they depend on) at close.
 """

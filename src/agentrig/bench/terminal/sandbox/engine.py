@@ -76,7 +76,8 @@ def docker_host() -> str | None:
     return f"unix://{own}" if own.is_socket() else None
 
 
-_DOCKER_VARS = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "DOCKER_API_VERSION")
+_DOCKER_VARS = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+                "DOCKER_API_VERSION")
 
 
 def engine_cli(engine: str) -> list[str]:
