@@ -29,7 +29,8 @@ def _apt(tmp_path: Path) -> Path:
 
 def _env(tmp_path: Path, **env: str) -> dict[str, str]:
     full = {k: v for k, v in os.environ.items()
-            if k not in ("CI", "AGENTRIG_BROWSER", "AGENTRIG_CONTAINERS", "AGENTRIG_MMDEBSTRAP", "AGENTRIG_SYSTEM")}
+            if k not in ("CI", "AGENTRIG_BROWSER", "AGENTRIG_CONTAINERS", "AGENTRIG_DOCKER", "AGENTRIG_MMDEBSTRAP",
+                         "AGENTRIG_SYSTEM")}
     full.update(APT_GET=str(_apt(tmp_path)), **env)
     return full
 
@@ -80,6 +81,18 @@ def test_containers_are_installed_under_ci_and_skipped_when_declined(tmp_path):
     assert p.returncode == 0, p.stderr
     assert _installs(tmp_path) == ["install -y podman runc slirp4netns"]
     assert "no-such-podman no-such-runc missing" in p.stderr
+
+
+def test_docker_io_is_installed_minimally_under_ci(tmp_path):
+    """Debian's docker.io for the docker sandbox's tests (issue 32), without recommended packages;
+    AGENTRIG_DOCKER=skip declines it outside CI."""
+    _need_root()
+    p = _script(tmp_path, "docker", "no-such-dockerd", "--", "docker.io", AGENTRIG_DOCKER="skip")
+    assert p.returncode == 0 and "AGENTRIG_DOCKER=install" in p.stderr and _installs(tmp_path) == [], p.stderr
+    p = _script(tmp_path, "docker", "no-such-dockerd", "--", "docker.io", CI="true")
+    assert p.returncode == 0, p.stderr
+    assert _installs(tmp_path) == ["install -y --no-install-recommends docker.io"]
+    assert "no-such-dockerd missing: the docker sandbox's tests need Debian's Docker daemon" in p.stderr
 
 
 def test_nothing_is_done_when_the_commands_are_there(tmp_path):
