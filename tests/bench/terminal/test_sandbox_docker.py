@@ -153,6 +153,28 @@ async def test_the_sandbox_holds_no_network_no_tests_no_writes_outside(tmp_path,
     assert int(routes.output.strip()) >= 1, routes.output
 
 
+async def test_a_docker_trial_with_the_network_fetches_with_the_hosts_package_settings(tmp_path, docker_base):
+    """build_network = "host-settings" and a trial with the network: as on podman, the trial's
+    commands get the host's pip configuration and CA bundle, mounted read-only for this trial only
+    (nothing in the container's layer: `docker diff`), the files gone after close."""
+    from agentrig.bench.terminal.sandbox.container_images import SETTINGS_MOUNT
+
+    task = make_task(tmp_path, f"FROM {docker_base}\n", task_id="trial-settings")
+    sandbox = await open_sandbox(task, settings(tmp_path, kind="docker", network=True, build_network="host-settings"))
+    try:
+        fetched = await sandbox.run("pip download --no-deps --no-cache-dir -d /tmp/dl six && ls /tmp/dl", 240)
+        seen = await sandbox.run(f'echo "$PIP_CERT"; touch {SETTINGS_MOUNT}/x 2>&1 || echo read-only', 30)
+        settings_dir = sandbox._settings_dir
+        assert settings_dir and os.path.isdir(settings_dir)
+        diff = docker("diff", sandbox.name)
+    finally:
+        await sandbox.close()
+    assert fetched.exit_code == 0 and "six-" in fetched.output, fetched.output
+    assert seen.output.split()[0] == f"{SETTINGS_MOUNT}/ca.crt" and "read-only" in seen.output, seen.output
+    assert diff.returncode == 0 and "agentrig-host-settings" not in diff.stdout, diff.stdout
+    assert not os.path.exists(settings_dir)
+
+
 async def test_the_verifier_gets_read_only_and_writable_binds_in_the_container(tmp_path, docker_base):
     """As root the container's init is visible (init_pid: its host PID), so the verifier enters it
     with binds (``nsutil``): read-only or writable as asked, hidden from what the agent runs, the
