@@ -54,6 +54,8 @@ against the code: a new exception class must be drawn here, under its real base.
         ├── _Stop                   bench/tau/episode         a τ² task's message history already ends the conversation
         ├── _Fatal                  run/executor              a fatal channel error carried out of the trial's task
         │                                                     with its role and trial, to stop the run
+        ├── BadBody (ValueError)    agents/proxy/inbound      an agent's request the measuring proxy cannot read: an
+        │                                                     HTTP 400 in the agent's wire
         ├── GoldRequestError        testing/_gold_texts       a request a scripted endpoint cannot answer: an HTTP 400
         └── ReplyError (ValueError) testing/_fake_bodies      a test's scripted reply that is not a reply: an HTTP 500
 

@@ -7,6 +7,10 @@
 
 Terminal tasks: ``kind="bash"`` is the LLM bash agent (``bash.BashAgent``); the terminal episode
 builds it, or one of its reference agents, with ``agentrig.bench.terminal.agents.build_terminal_agent``.
+
+An agent we did not write (an installed CLI, a user's command) reaches its model through
+``agents/proxy/``'s ``TrialProxy``: one trial's endpoint in the wire the agent speaks, every call
+sent through the channel and recorded (imported on its own: ``agentrig.agents.proxy``).
 """
 
 from __future__ import annotations
