@@ -370,9 +370,19 @@ class TerminalBenchmark(Benchmark):
         arms = [arm for arm in r.arms if arm.agent.kind in INSTALLED_KINDS]
         if not arms:
             return None
+        from dataclasses import replace
+
         from .first_request import first_request
 
-        return [first_request(arm.name, arm.agent, arm.channel.resolve("agent", env={}).model or "") for arm in arms]
+        out, made = [], {}
+        for arm in arms:  # arms with the same agent settings and model: the agent is run once
+            model = arm.channel.resolve("agent", env={}).model or ""
+            key = (arm.agent.model_dump_json(), model)
+            if key not in made:
+                made[key] = run_sync(first_request(arm.name, arm.agent, model))
+            req = made[key]
+            out.append(replace(req, arm=arm.name, where=f"arm {arm.name}", tools_where=f"arm {arm.name}"))
+        return out
 
     def tasks_app(self) -> Any:
         from .commands import tasks_app

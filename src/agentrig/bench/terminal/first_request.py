@@ -4,7 +4,7 @@ endpoint (its tools, its system prompt's size, ``tool_choice`` and ``parallel_to
 
 Nothing of an agent's request is kept in agentrig (its prompt is its vendor's text): it is made
 when the doctor runs. ``capture(agent, model)`` runs the installed agent itself, from its cached
-tool root, on the host, for one model call:
+tool root, on the host, for one model call (``await first_request(arm, agent, model)``):
 
 - in a fresh temporary directory (its home, its config files as a trial writes them, and a scratch
   working directory), removed afterwards;
@@ -98,6 +98,18 @@ def _host_line(line: str, home: Path, tool: Path) -> str:
     return line.replace(HOME_MOUNT, str(home)).replace(TOOL_MOUNT, str(tool))
 
 
+def agent_env(agent: Any, model: str, home: Path, tmp: Path, base_url: str, token: str) -> dict[str, str]:
+    """The agent's whole environment (nothing of the caller's but ``PATH``): its temporary home, the
+    throwaway proxy's address and token, and the config files a trial writes (written into ``home``)."""
+    env = {"PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+           "TMPDIR": str(tmp), "OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": token,
+           "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": token, "AGENTRIG_MODEL": model,
+           "AGENTRIG_INSTRUCTION": INSTRUCTION, "AGENTRIG_HOME": str(home)}
+    written = InstalledAgent(agent, None)._write_home(home, model, base_url)
+    env.update({k: v.replace(HOME_MOUNT, str(home)) for k, v in written.items()})
+    return env
+
+
 async def _end_group(proc: asyncio.subprocess.Process) -> None:
     """End the agent's process group (its own: ``start_new_session``), by its id: SIGTERM, then SIGKILL
     for whatever is left of it."""
@@ -136,13 +148,7 @@ async def _capture(agent: Any, model: str, tool: Path, entry: str, timeout_s: fl
             proxy = TrialProxy(ctx, step_limit=4)
             base_url = await proxy.start()
             try:
-                env = {"PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
-                       "LANG": "C.UTF-8", "TMPDIR": str(tmp),
-                       "OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": proxy.token,
-                       "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": proxy.token,
-                       "AGENTRIG_MODEL": model, "AGENTRIG_INSTRUCTION": INSTRUCTION, "AGENTRIG_HOME": str(home)}
-                written = InstalledAgent(agent, None)._write_home(home, model, base_url)
-                env.update({k: v.replace(HOME_MOUNT, str(home)) for k, v in written.items()})
+                env = agent_env(agent, model, home, tmp, base_url, proxy.token)
                 line = _host_line(command_line(agent, f"{TOOL_MOUNT}/{entry}", RECORD_FILES.get(agent.kind)), home, tool)
                 proc = await asyncio.create_subprocess_exec(
                     "bash", "-c", line, cwd=str(work), env=env, stdin=asyncio.subprocess.DEVNULL,
@@ -150,8 +156,8 @@ async def _capture(agent: Any, model: str, tool: Path, entry: str, timeout_s: fl
                 try:
                     deadline = time.monotonic() + timeout_s
                     while time.monotonic() < deadline and proc.returncode is None:
-                        if any(tools for _, tools, _ in _requests(ctx)):
-                            break
+                        if proxy.ended.is_set() or any(tools for _, tools, _ in _requests(ctx)):
+                            break  # a request with tools, or the throwaway proxy's step limit (an agent without tools)
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(proc.wait(), 0.1)
                 finally:
@@ -172,7 +178,7 @@ async def _capture(agent: Any, model: str, tool: Path, entry: str, timeout_s: fl
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def first_request(arm: str, agent: Any, model: str, timeout_s: float = CAPTURE_S) -> FirstRequest:
+async def first_request(arm: str, agent: Any, model: str, timeout_s: float = CAPTURE_S) -> FirstRequest:
     """The arm's installed agent's first request as its proxy forwards it (see the module's docstring);
     a ``FirstRequest`` with ``problem`` (and ``fix``) when it cannot be had."""
     from agentrig.agents.installed.toolroot import check_kind_version, read_root, root_path
@@ -189,10 +195,11 @@ def first_request(arm: str, agent: Any, model: str, timeout_s: float = CAPTURE_S
                                     "(a trial would install it first)",
                             fix=f"agentrig agents install {agent.kind}" + (f" --version {version}" if agent.version else "")
                                 + ", then run the doctor again")
-    from .benchmark import run_sync
-
     started = time.monotonic()
-    best, said = run_sync(_capture(agent, model, Path(root.path), root.entry, timeout_s))
+    try:
+        best, said = await _capture(agent, model, Path(root.path), root.entry, timeout_s)
+    except OSError as exc:  # the agent could not be started here
+        best, said = None, f"{type(exc).__name__}: {exc.strerror or exc}"
     took = time.monotonic() - started
     if best is None:
         return FirstRequest(arm=arm, where=where, messages=[], tools=[], tools_where=where, agent=label,
