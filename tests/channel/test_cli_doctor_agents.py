@@ -111,6 +111,19 @@ def test_ollama_cutting_the_prompt_fails_with_its_own_setting(tmp_path, tool_roo
     assert checks["window codex"]["status"] == "fail" and "would be cut" in checks["window codex"]["message"]
 
 
+def test_vllm_with_a_max_model_len_too_small_for_claude_code_only(tmp_path, tool_roots):
+    p, checks, bodies = doctor(tmp_path, "vllm", 9000)
+    assert p.returncode == 1
+    for arm in ("mini", "codex"):
+        assert checks[f"agent {arm}"]["status"] == "pass" and checks[f"window {arm}"]["status"] == "pass"
+    c = checks["agent claude"]
+    assert (c["status"], c["code"]) == ("fail", "CONTEXT_TOO_SMALL") and "too small for Claude Code" in c["message"]
+    assert "--max-model-len" in c["fix"] and "--max-model-len" in checks["window claude"]["fix"]
+    claude = next(b for b in bodies if "Bash" in names(b))
+    assert claude["tool_choice"] == "auto"  # Claude Code sends none: the role's, as a trial's channel sends it
+    assert "the role's \"auto\" sent" in c["message"]
+
+
 def test_a_big_window_passes_for_every_agent(tmp_path, tool_roots):
     p, checks, bodies = doctor(tmp_path, "llama-cpp-overflow", 65536)
     assert p.returncode == 0, p.stdout

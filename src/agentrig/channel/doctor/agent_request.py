@@ -28,11 +28,16 @@ CUT_SHARE = 0.6  # a server that counted under this share of the messages' estim
 CUT_MIN_TOKENS = 1000  # … when they are at least this long (estimated)
 
 
-def _described(shape: RequestShape) -> str:
+def _described(shape: RequestShape, rr: ResolvedRole) -> str:
     names = [str((t.get("function") or {}).get("name") or "?") for t in shape.tools]
     more = f", … ({len(names)} in all)" if len(names) > SHOWN_TOOLS else ""
     tools = f"tools {', '.join(names[:SHOWN_TOOLS])}{more}" if names else "no tools"
-    choice = "no tool_choice" if shape.tool_choice is None else f"tool_choice {json.dumps(shape.tool_choice)}"
+    if shape.tool_choice is not None:
+        choice = f"tool_choice {json.dumps(shape.tool_choice)}"
+    elif names and rr.tool_choice != "omit":
+        choice = f"no tool_choice (the role's {json.dumps(rr.tool_choice)} sent)"
+    else:
+        choice = "no tool_choice"
     parallel = "" if shape.parallel_tool_calls is None else f", parallel_tool_calls {str(shape.parallel_tool_calls).lower()}"
     return f"{shape.where}: {tools}; ~{shape.first_request_tokens} tokens; {choice}{parallel}"
 
@@ -43,7 +48,7 @@ async def check_agent_request(client: openai.AsyncOpenAI, rr: ResolvedRole, head
     if shape.problem:
         return Check(name="agent", status="warn", code=shape.problem_code or "AGENT_NOT_CHECKED",
                      message=shape.problem, fix=shape.fix)
-    what = f"{shape.agent}'s first request ({_described(shape)})"
+    what = f"{shape.agent}'s first request ({_described(shape, rr)})"
     params = build_params(rr, shape.messages, shape.tools or None, shape.tool_choice, shape.parallel_tool_calls)
     out = await send_once(client, rr, params, headers, max(rr.timeout_s, 120.0))
     ms = _ms(out.latency_s)
