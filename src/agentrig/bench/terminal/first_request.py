@@ -105,7 +105,7 @@ def agent_env(agent: Any, model: str, home: Path, tmp: Path, base_url: str, toke
            "TMPDIR": str(tmp), "OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": token,
            "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": token, "AGENTRIG_MODEL": model,
            "AGENTRIG_INSTRUCTION": INSTRUCTION, "AGENTRIG_HOME": str(home)}
-    written = InstalledAgent(agent, None)._write_home(home, model, base_url)
+    written = InstalledAgent(agent, None).write_home(home, model, base_url)
     env.update({k: v.replace(HOME_MOUNT, str(home)) for k, v in written.items()})
     return env
 

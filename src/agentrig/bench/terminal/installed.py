@@ -162,7 +162,7 @@ class InstalledAgent:
         root = await asyncio.to_thread(ensure_tool_root, kind, self.settings.version)
         return Path(root.path), f"{TOOL_MOUNT}/{root.entry}"
 
-    def _write_home(self, home: Path, model: str, base_url: str) -> dict[str, str]:
+    def write_home(self, home: Path, model: str, base_url: str) -> dict[str, str]:
         """The agent's config files in its home; returns the environment naming them."""
         a = self.settings
         env: dict[str, str] = {}
@@ -214,7 +214,7 @@ class InstalledAgent:
             env = {"OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": proxy.token,
                    "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": proxy.token,
                    "AGENTRIG_MODEL": model, "AGENTRIG_INSTRUCTION": session.task.instruction,
-                   "AGENTRIG_HOME": HOME_MOUNT, **self._write_home(home, model, base_url)}
+                   "AGENTRIG_HOME": HOME_MOUNT, **self.write_home(home, model, base_url)}
             line = command_line(a, entry, RECORD_FILES.get(a.kind))
             ro = {str(tool): TOOL_MOUNT} if tool is not None else {}
             ctx.event("agent", "start", agent=a.kind, version=self._version(), command=line[:2000])
