@@ -147,7 +147,7 @@ class TrialProxy:
 
     def _ending(self, wire: Wire) -> web.Response:
         """The answer to every request once the trial's agent is to stop."""
-        if self.stop is not None:
+        if self.failure is None and self.stop is not None:
             message = f"agentrig: this trial's limit is reached: {self.stop.detail}. You exceeded your current quota."
             if wire == "anthropic":
                 message = f"agentrig: this trial's limit is reached: {self.stop.detail}. You have reached your specified API usage limits."
@@ -160,8 +160,12 @@ class TrialProxy:
                            "will be played again", "server_error", code)
 
     def _end(self, *, stop: AgentStop | None = None, failure: BaseException | None = None) -> None:
-        if self.stop is None and self.failure is None:
-            self.stop, self.failure = stop, failure
+        """The first failure is kept even after a stop (a call in flight when a limit was reached
+        may still fail: the trial is then invalid); a stop only while nothing failed."""
+        if failure is not None and self.failure is None:
+            self.failure = failure
+        if stop is not None and self.stop is None and self.failure is None:
+            self.stop = stop
         self.ended.set()
 
     def _over_limit(self) -> AgentStop | None:
