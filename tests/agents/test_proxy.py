@@ -249,13 +249,15 @@ async def test_only_the_trial_s_token_opens_its_proxy_and_none_after_it_closed(f
             async with http.post(mine.base_url + "/v1/chat/completions", json=chat) as resp:
                 assert resp.status == 401
         assert (await openai_client(mine).chat.completions.create(**chat)).choices[0].message.content == "OK"
+        bearer = anthropic.AsyncAnthropic(base_url=mine.base_url, auth_token=mine.token, max_retries=0)  # ANTHROPIC_AUTH_TOKEN
+        assert (await bearer.messages.create(**anth)).content[0].text == "OK"
         base, token = mine.base_url, mine.token
         await mine.close()
         with pytest.raises(openai.APIConnectionError):
             await openai.AsyncOpenAI(base_url=base + "/v1", api_key=token, max_retries=0).chat.completions.create(**chat)
         with pytest.raises(anthropic.APIConnectionError):
             await anthropic.AsyncAnthropic(base_url=base, api_key=token, max_retries=0).messages.create(**anth)
-    assert len(upstream(fake)) == 1
+    assert len(upstream(fake)) == 2
 
 
 async def test_the_real_key_is_never_in_what_the_agent_receives(fake):

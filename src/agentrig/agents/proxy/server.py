@@ -133,11 +133,12 @@ class TrialProxy:
         return web.Response(status=status, body=body, content_type="application/json")
 
     def _authorized(self, request: web.Request) -> bool:
-        sent = request.headers.get("x-api-key")
-        if sent is None:
-            header = request.headers.get("Authorization", "")
-            sent = header[7:].strip() if header[:7].lower() == "bearer " else None
-        return sent is not None and hmac.compare_digest(sent.encode(), self._token_bytes)
+        """The trial's token in ``x-api-key`` (Anthropic's clients) or ``Authorization: Bearer``."""
+        header = request.headers.get("Authorization", "")
+        for sent in (request.headers.get("x-api-key"), header[7:].strip() if header[:7].lower() == "bearer " else None):
+            if sent is not None and hmac.compare_digest(sent.encode(errors="surrogateescape"), self._token_bytes):
+                return True
+        return False
 
     def _refused(self, wire: Wire) -> web.Response:
         if wire == "anthropic":
