@@ -223,8 +223,11 @@ class InstalledAgent:
                 result = await self._run_until_ended(box, proxy, line, env, ro, {str(home): HOME_MOUNT})
             finally:
                 await proxy.close()
-                with contextlib.suppress(Exception):
+                try:
                     apply_record(ctx, a.kind, home, [(r.call, r.message) for r in proxy.replies])
+                except Exception as exc:  # noqa: BLE001 - the trial stands on the proxy's calls alone
+                    ctx.event("agent", "record_unreadable", file=str(RECORD_FILES.get(a.kind, "")),
+                              problem=f"{type(exc).__name__}: {exc}"[:500])
             if proxy.failure is not None:
                 raise proxy.failure
             if proxy.stop is not None:
