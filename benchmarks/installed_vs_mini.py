@@ -19,11 +19,20 @@ The same tasks, the same endpoint, the same mini config (its ``mini.yaml``), one
   verifier judges the sandbox as on the other side. So both sides differ only in where mini runs
   and how its calls reach the endpoint: in the sandbox through the proxy, or outside it directly.
 
-Compared per task: the verdict (reward, termination), the model calls (the proxy's record; mini's
-own count; the endpoint's count of chat requests during each side), the commands run (equal lists?)
-and the wall time of the trial. Then **the proxy's cost**: at concurrency 1, agentrig's process CPU
-during each agent phase over the calls made in it (the proxy's HTTP server, the wire translation,
-the channel's call and the trial's record of it: nothing else runs in that process then), and —
+Each side runs in a process of its own and plays one warm-up trial (the first task) before the
+trials counted. Compared per task: the verdict (reward, termination), the model calls (the proxy's
+record; mini's own count; the endpoint's count of chat requests during each side), the commands run
+(equal lists?) and the wall time of the trial; per side, where the agent phase's time goes (to
+mini's first reply — its start, litellm's import —, between the first and the last reply, from the
+last to its exit) and the CPU per trial of everything the side started (a ``cpuacct`` cgroup of its
+own, as ``terminal_vs_mini.py`` measures: the sandboxes, mini, its commands and the verifier
+included). Then **the proxy's cost** in these trials, from agentrig's process CPU at concurrency 1
+(nothing else runs in that process then; ``_instrument`` wraps the three methods): per call, the
+proxy's request handler (``TrialProxy._call``) and within it the channel's call and the trial's
+record (``TrialContext.complete``, what a built-in agent's call costs too) — the difference is the
+proxy's own: reading the request, translating, answering (aiohttp's HTTP parsing before the handler
+is not in it) —; per trial, the agent phase's CPU outside the calls (the proxy's start and close,
+its socket in the sandbox, starting and waiting for the agent). And —
 unless ``--proxy-calls 0`` — ``benchmarks/proxy_overhead.py --calls N`` in the same session, which
 separates the proxy's own CPU from the channel's (``ctx.complete`` alone) and measures the first-byte
 latency it adds to a streamed answer (mini does not stream; Codex and Claude Code do). Goals of
