@@ -12,14 +12,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from agentrig.agents.installed.records import apply_record, mini_text_action, parse_claude, parse_codex, parse_mini, read_record
+from agentrig.agents.installed.records import (apply_record, mini_text_action, parse_claude, parse_codex, parse_mini,
+                                               read_record)
 from agentrig.analysis.decisions import decision_key, same_decision
 from agentrig.analysis.instability import action_of, decisions_of, similarity
 from agentrig.analysis.shell_tools import shell_command
 from agentrig.trial.context import TrialContext
 from agentrig.types import AgentRequest, AssistantMessage, ModelCall, ToolCall, TrialKey, Usage
 
-from .installed_records_support import FINAL, SCRIPT, SUBMIT, Step, claude_events, codex_events, mini_doc, replies_for, write_record
+from .installed_records_support import (FINAL, SCRIPT, SUBMIT, Step, claude_events, codex_events, mini_doc, replies_for,
+                                       write_record)
 
 KINDS = ("mini-swe-agent", "codex", "claude-code")
 
@@ -156,6 +158,7 @@ def test_apply_record_writes_the_conversation_as_the_bash_agent_does(kind, tmp_p
     assert [e["exit_code"] for e in commands][:2] == [0, 2]
     assert [e["tool_call_id"] for e in commands] == [c.id for c in calls]
     assert ctx.trajectory.counters["commands"] == len(commands) == (3 if kind == "mini-swe-agent" else 2)
+    assert ctx.trajectory.counters["agent_steps"] == len(replies)
     (submit,) = _events(ctx, "agent", "submit")
     assert submit["submission"] == ("" if kind == "mini-swe-agent" else FINAL)
     assert not _events(ctx, "agent", "record_unreadable") and not _events(ctx, "agent", "record_unmatched")
@@ -366,7 +369,8 @@ def test_a_resampled_mini_text_reply_is_read_as_mini_reads_it(tmp_path):
     apply_record(ctx, "mini-swe-agent", tmp_path, replies)
     taken = decisions_of(SimpleNamespace(trajectory=ctx.trajectory))[1]
     settings = SimpleNamespace(agent=SimpleNamespace(kind="mini-swe-agent", tool_mode="native"))
-    same = parse_reply(settings, AssistantMessage(content="Let me look.\n\n```mswea_bash_command\nls  /nonexistent-dir-xyz\n```"), "stop")
+    sample = "Let me look.\n\n```mswea_bash_command\nls  /nonexistent-dir-xyz\n```"
+    same = parse_reply(settings, AssistantMessage(content=sample), "stop")
     other = parse_reply(settings, AssistantMessage(content="```mswea_bash_command\nls /\n```"), "stop")
     assert decision_key(same) == taken and decision_key(other) != taken
     assert parse_reply(settings, AssistantMessage(content="no block"), "stop") == {"kind": "text", "text": "no block"}

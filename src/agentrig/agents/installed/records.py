@@ -463,6 +463,8 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
             else:
                 _add(traj, Message(role="tool", content=shown, tool_call_id=tc.id, requestor="assistant",
                                    error=found.timed_out), t)
+    if replies and "agent_steps" not in traj.counters:  # the model calls, as the bash agent counts them
+        traj.bump("agent_steps", len(replies))
     if record is not None and results.left():
         ctx.event("agent", "record_unmatched", agent=kind, results=results.left(),
                   detail="results in the agent's record that no reply of the proxy's asked for")

@@ -183,6 +183,9 @@ class InstalledAgent:
             if settings:
                 (home / "claude" / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
             env.update(CLAUDE_ENV, CLAUDE_CONFIG_DIR=f"{HOME_MOUNT}/claude")
+        for sub in home.iterdir():
+            if sub.is_dir():
+                sub.chmod(0o777)
         return env
 
     async def run(self, session: Any) -> None:
@@ -202,6 +205,7 @@ class InstalledAgent:
         model = ctx.channel.role("agent").model or ""
         base_dir = Path(getattr(box, "trial_dir", None) or tempfile.gettempdir())
         home = Path(tempfile.mkdtemp(prefix="agentrig-agent-home-", dir=base_dir if base_dir.is_dir() else None))
+        home.chmod(0o777)  # the image's user may not be root (a container's USER): the agent writes its record here
         proxy = TrialProxy(ctx, step_limit=a.step_limit, token_limit=a.token_limit, cost_limit=a.cost_limit,
                            deadline=session.deadline)
         try:
