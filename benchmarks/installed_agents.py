@@ -12,7 +12,8 @@ and usage), what the agent saw of the faults, and "accepted" or what is wrong (e
 
 The built-in tasks leave out ``shell-session-state``: its checks run in the trial's own persistent
 shell, which an installed agent never types into (it runs its own shells), so no installed agent
-can pass it.
+can pass it. Codex plays ``stale-lock`` but is not required to solve it: its exec policy refuses
+the ``rm -f`` of the task's scripted solution ("rm -f style commands are not permitted").
 
 Terminal-Bench's tasks are fetched at benchmark time, never committed: ``benchmarks/terminal_coverage.py``'s
 docstring says how to extract its ``tasks/`` folder (94 tasks, July 2025). The ten default ids are
@@ -43,6 +44,9 @@ from agentrig.testing.installed_run import AGENTS, play, problems
 TB_IDS = ("hello-world,grid-pattern-transform,openssl-selfsigned-cert,sqlite-db-truncate,heterogeneous-dates,"
           "fix-permissions,organization-json-generator,processing-pipeline,polyglot-c-py,recover-obfuscated-files")
 NOT_FOR_INSTALLED = {"shell-session-state"}  # checked in the trial's own shell, which installed agents never use
+# played, but not required to be solved: Codex 0.169's exec policy refuses `rm -f` ("rm -f style
+# commands are not permitted"), and stale-lock's scripted solution removes the stale lock that way
+REFUSED = {"codex": {"stale-lock"}}
 
 
 def task_dir(workdir: Path, tb_tasks: Path | None, tb_ids: list[str]) -> tuple[Path, list[str]]:
@@ -97,7 +101,7 @@ def main() -> int:
         workdir = args.workdir or Path(tmp)
         tasks, ids = task_dir(workdir / "t", args.tb_tasks, tb_ids)
         report["tasks"] = ids
-        planned = {a: {f"{t}#0" for t in ids} for a in agents}
+        planned = {a: {f"{t}#0" for t in ids if t not in REFUSED.get(a, ())} for a in agents}
         for sandbox in [s for s in args.sandboxes.split(",") if s]:
             print(f"== {sandbox}: {len(agents)} agents x {len(ids)} tasks", flush=True)
             run = play(workdir / sandbox, agents=agents, sandbox=sandbox, tasks=tasks, concurrency=args.concurrency,

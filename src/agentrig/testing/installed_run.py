@@ -272,6 +272,9 @@ def summarize(run_dir: Path, log: Path) -> dict[str, dict[str, Any]]:
             "invalid_attempts": len(recs) - len(valid),
             "invalid_causes": sorted({(r.verdict.invalid_cause or "")[:200] for r in recs if not r.verdict.valid}),
             "solved": sum(1 for r in valid if r.verdict.reward == 1.0 and r.verdict.termination == "submitted"),
+            "valid_keys": sorted(f"{t}#{i}" for t, i in keys),
+            "solved_keys": sorted(f"{r.key.task_id}#{r.key.trial}" for r in valid
+                                  if r.verdict.reward == 1.0 and r.verdict.termination == "submitted"),
             "unsolved": {f"{r.key.task_id}#{r.key.trial}": [r.verdict.termination, r.verdict.reward]
                          for r in valid if not (r.verdict.reward == 1.0 and r.verdict.termination == "submitted")},
             "retries": sum(c["retries"] for c in rows), "retry_causes": dict(causes),
@@ -290,7 +293,9 @@ def summarize(run_dir: Path, log: Path) -> dict[str, dict[str, Any]]:
 
 
 def problems(report: dict[str, Any], planned: dict[str, set[str]]) -> list[str]:
-    """What keeps the run from being accepted (empty: accepted). ``planned``: arm → {"task#trial"}."""
+    """What keeps the run from being accepted (empty: accepted). ``planned``: arm → the trials
+    ({"task#trial"}) that must be valid exactly once and solved (a trial left out, e.g. a task the
+    agent's own policy refuses, may be played and fail)."""
     found = []
     if report.get("status") != "done":
         found.append(f"the run ended {report.get('status')!r} (exit {report.get('exit_code')}): "
@@ -303,10 +308,14 @@ def problems(report: dict[str, Any], planned: dict[str, set[str]]) -> list[str]:
         if a is None:
             found.append(f"{arm}: nothing stored")
             continue
-        if a["trials"] != len(want) or a["more_than_once"]:
-            found.append(f"{arm}: {a['trials']} of {len(want)} trials valid; more than once: {a['more_than_once']}")
-        if a["solved"] != len(want):
-            found.append(f"{arm}: {a['solved']} of {len(want)} solved; unsolved: {a['unsolved']}")
+        missing = sorted(want - set(a["valid_keys"]))
+        if missing or a["more_than_once"]:
+            found.append(f"{arm}: {len(want) - len(missing)} of {len(want)} trials valid; missing {missing}; "
+                         f"more than once: {a['more_than_once']}")
+        unsolved = sorted(want - set(a["solved_keys"]))
+        if unsolved:
+            found.append(f"{arm}: {len(want) - len(unsolved)} of {len(want)} solved; unsolved: "
+                         f"{ {k: v for k, v in a['unsolved'].items() if k in unsolved} }")
         if a["fault_retries"] != a["faults_injected"]:
             found.append(f"{arm}: {a['fault_retries']} retries for faults ({a['retry_causes']}) but "
                          f"{a['faults_injected']} faults injected ({a['faults_by_kind']})")

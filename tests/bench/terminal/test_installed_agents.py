@@ -7,7 +7,9 @@ process, answering each agent's own protocol) → the verifier → the store.
 - each agent solves a built-in task on bwrap (slow: every built-in task an installed agent can
   solve, on bwrap and on podman), every trial valid once and solved, the calls recorded equal to the
   endpoint's log (``--log``: count and usage), the key nowhere in the run directory;
-- ``shell-session-state`` is left out for them: its checks run in the trial's own persistent shell,
+- left out (played, not required to be solved): for Codex ``stale-lock``, whose scripted
+  ``rm -f`` Codex's own exec policy refuses; for the example command agent (a Python script) the
+  two tasks whose image has no ``python3``; and for all of them ``shell-session-state``: its checks run in the trial's own persistent shell,
   which an installed agent never types into (it runs its own shells), so the trial is a valid
   failure (``wrong_output``), not a fault;
 - 20 % channel faults and the endpoint SIGKILLed mid-run, back 20 s later (slow): every trial valid
@@ -38,6 +40,9 @@ NOT_FOR_INSTALLED = "shell-session-state"  # checked in the trial's own shell, w
 # Codex 0.169 refuses `rm -f` even with --dangerously-bypass-approvals-and-sandbox ("rm -f style
 # commands are not permitted"): stale-lock's solution removes the stale lock file that way
 CODEX_REFUSES = {"stale-lock"}
+# the example command agent is a Python script: these tasks' images have no python3 (exit 127)
+NO_PYTHON = {"harbor-backup-archive", "harbor-dedupe-emails"}
+LEFT_OUT = {"codex": CODEX_REFUSES, "command": NO_PYTHON}
 ONE_TASK = "merge-json-config"
 
 
@@ -178,12 +183,13 @@ def _every_builtin_task(tmp: Path, cache: Path, sandbox: str = "") -> None:
     left = [r for r in valid if r.key.task_id == NOT_FOR_INSTALLED]
     assert sorted(r.key.arm for r in left) == sorted(AGENTS)
     assert all(r.verdict.termination == "submitted" and r.verdict.reward == 0.0 for r in left)
-    solvable = {(a, t, 0) for a in AGENTS for t in ids - {NOT_FOR_INSTALLED} - (CODEX_REFUSES if a == "codex" else set())}
+    solvable = {(a, t, 0) for a in AGENTS for t in ids - {NOT_FOR_INSTALLED} - LEFT_OUT.get(a, set())}
     solved = [r for r in valid if (r.key.arm, r.key.task_id, 0) in solvable]
     assert {(r.key.arm, r.key.task_id, r.key.trial) for r in solved} == solvable and len(solved) == len(solvable)
     unsolved = {(r.key.arm, r.key.task_id): r.verdict.termination for r in solved if r.verdict.reward != 1.0}
     assert not unsolved, unsolved
     assert not records(run_dir, valid=False)
+    assert len(valid) == len(AGENTS) * len(ids)  # the tasks left out were played too, each once
     check_trajectories(solved)
     check_against_the_log(run_dir, log)
     assert_no_key(run_dir)
