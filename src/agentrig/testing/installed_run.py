@@ -224,8 +224,10 @@ def _requests_resent(record: Any) -> int:
 
 def agent_saw(record: Any, kind: str) -> list[str]:
     """What in a valid trial's record says the agent saw a fault (empty: nothing)."""
-    found = []
+    found: list[str] = []
     events = record.trajectory.events
+    if not any((e.plugin, e.kind) == ("agent", "start") for e in events):
+        return found  # the agent never ran (its task could not be built): nothing to see
     if kind in FINISHED:
         rec = [e.data for e in events if (e.plugin, e.kind) == ("agent", "record")]
         if not rec or rec[-1].get("exit_status") != FINISHED[kind] or not rec[-1].get("finished"):
