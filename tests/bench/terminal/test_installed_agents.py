@@ -165,6 +165,25 @@ def test_analyze_and_the_exports_read_an_installed_agents_run(one_task_run, tmp_
         assert not p.is_file() or KEY[9:25].encode() not in p.read_bytes(), p
 
 
+def test_the_comparison_with_the_endpoints_log_can_fail(one_task_run, tmp_path):
+    """A log that lost an answered request, or holds a fault the channel never retried, is named."""
+    run_dir, log, _ = one_task_run
+    lines = log.read_text().splitlines()
+    planned = {a: {f"{ONE_TASK}#0"} for a in AGENTS}
+    assert problems({"status": "done", "arms": summarize(run_dir, log)}, planned) == []
+    first = next(i for i, x in enumerate(lines) if json.loads(x)["headers"].get("x-agentrig-arm") == "codex")
+    lost = tmp_path / "lost.jsonl"
+    lost.write_text("\n".join(lines[:first] + lines[first + 1:]) + "\n")
+    (found,) = problems({"status": "done", "arms": summarize(run_dir, lost)}, planned)
+    assert found.startswith("codex: ") and "calls recorded" in found
+    extra = json.loads(lines[first])
+    extra.update(status=429, usage=None, fault="rate_limit")
+    faulty = tmp_path / "faulty.jsonl"
+    faulty.write_text("\n".join(lines + [json.dumps(extra)]) + "\n")
+    (found,) = problems({"status": "done", "arms": summarize(run_dir, faulty)}, planned)
+    assert found.startswith("codex: 0 retries for faults") and "1 faults injected" in found
+
+
 # ------------------------------------------------------------------------------------ slow: every task, both sandboxes
 
 
