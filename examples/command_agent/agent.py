@@ -17,8 +17,8 @@ import urllib.request
 
 TOOLS = [{"type": "function", "function": {
     "name": "shell", "description": "Run a shell command in the task's machine and see its output.",
-    "parameters": {"type": "object", "properties": {"cmd": {"type": "string", "description": "the command"}},
-                   "required": ["cmd"]}}}]
+    "parameters": {"type": "object", "properties": {"command": {"type": "string", "description": "the command"}},
+                   "required": ["command"]}}}]
 SYSTEM = ("You solve a task in a Linux shell. Call the shell tool with one command at a time. "
           "When the task is done, answer with a short summary and no tool call.")
 MAX_TURNS = 40
@@ -46,7 +46,7 @@ def main(instruction):
             print(reply.get("content") or "")
             return 0
         for call in reply["tool_calls"]:
-            cmd = json.loads(call["function"]["arguments"] or "{}").get("cmd", "")
+            cmd = json.loads(call["function"]["arguments"] or "{}").get("command", "")
             done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=300)
             output = (done.stdout + done.stderr)[-8000:] + f"\n[exit code {done.returncode}]"
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})

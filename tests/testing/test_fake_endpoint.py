@@ -490,3 +490,58 @@ def test_cli_without_the_key_variable_is_a_clear_error():
     p = subprocess.run([sys.executable, "-m", "agentrig.testing.fake_endpoint", "--api-key-env", "NO_SUCH_KEY_VAR_X"],
                        capture_output=True, text=True, env=env, timeout=20)
     assert p.returncode == 2 and "NO_SUCH_KEY_VAR_X" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_each_record_holds_the_status_the_usage_and_the_fault_answered():
+    with ThreadedFakeEndpoint(models=("m1",), wires=("responses", "anthropic")) as srv:
+        url = srv.base_url + "/chat/completions"
+        body = {"model": "m1", "messages": MSG}
+        srv.endpoint.push("rate_limit", "malformed")
+        assert urlopen_json(url, body)[0] == 429
+        assert urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(body).encode(), headers=AUTH),
+                                      timeout=30).status == 200  # a malformed body, status 200
+        status, c = urlopen_json(url, body)
+        assert status == 200
+        assert urlopen_json(url, {"model": "nope", "messages": MSG})[0] == 404
+        status, r = urlopen_json(srv.base_url + "/responses", {"model": "m1", "input": "hi"})
+        assert status == 200
+        recs = srv.endpoint.requests
+    assert [(x.status, x.fault) for x in recs] == [(429, "rate_limit"), (200, "malformed"), (200, None), (404, None),
+                                                   (200, None)]
+    assert recs[0].usage is None and recs[1].usage is None and recs[3].usage is None  # no completion answered
+    assert recs[2].usage == c["usage"] and recs[2].usage["prompt_tokens"] > 0
+    assert recs[4].usage["prompt_tokens"] == r["usage"]["input_tokens"]  # the usage answered, in chat's fields
+
+
+def test_cli_log_file_outlives_a_killed_endpoint(tmp_path):
+    """``--log FILE``: each request appended as it is answered (no body, only X-Agentrig-* headers),
+    so the log of an endpoint killed abruptly still counts every request it served."""
+    log = tmp_path / "ep.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_proxy") and not k.endswith("_PROXY")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentrig.testing.fake_endpoint", "--no-auth", "--models", "m1", "--log", str(log),
+         "--fault-rate", "0.5", "--fault-kinds", "server_error", "--seed", "4"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        base = proc.stdout.readline().strip()
+        answered = []
+        for i in range(8):
+            req = urllib.request.Request(base + "/chat/completions", data=json.dumps({"model": "m1", "messages": MSG}).encode(),
+                                         headers={"Content-Type": "application/json", "X-Agentrig-Task": f"t{i}",
+                                                  "X-Secret": "not logged"})
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    answered.append((200, json.loads(r.read())["usage"]))
+            except urllib.error.HTTPError as exc:
+                answered.append((exc.code, None))
+        proc.kill()  # abruptly: nothing flushed at exit
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [(x["status"], x["usage"]) for x in lines] == answered
+    assert {x["fault"] for x in lines if x["status"] == 500} == {"server_error"} and {200, 500} == {a for a, _ in answered}
+    assert [x["headers"] for x in lines] == [{"x-agentrig-task": f"t{i}"} for i in range(8)]
+    assert all("json" not in x for x in lines)

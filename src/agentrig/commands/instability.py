@@ -49,7 +49,9 @@ from agentrig.run.experiment_settings import ArmSettings
 from agentrig.store.owner import claim
 from agentrig.store.rundir import open_run_dir
 
-MODEL_AGENTS = ("llm", "bash")
+# the agents whose decisions come from a model: ours, and the agents we did not write (their calls
+# recorded by the measuring proxy, resampled the same way)
+MODEL_AGENTS = ("llm", "bash", "mini-swe-agent", "codex", "claude-code", "command")
 EMPTY_RETRIES = 2
 
 

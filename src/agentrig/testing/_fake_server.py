@@ -38,6 +38,10 @@ _CREATED = 1_700_000_000
 TOOL_SUPPORT = ("full", "ignore", "reject")
 _DISCONNECTED = object()  # the handler dropped the connection
 _UNPARSEABLE = object()  # the body was not JSON
+# what a request was answered with, kept on the request for its record (aiohttp ≥ 3.12 types the keys)
+_KEY = getattr(web, "RequestKey", None)
+USAGE_KEY: Any = _KEY("fake_usage", object) if _KEY else "fake_usage"
+FAULT_KEY: Any = _KEY("fake_fault", object) if _KEY else "fake_fault"
 
 
 @dataclass
@@ -49,6 +53,17 @@ class RecordedRequest:
     auth_ok: bool
     t_start: float  # time.perf_counter()
     t_end: float
+    status: int | None = None  # the HTTP status answered; None: the connection was dropped (a disconnect fault)
+    usage: dict | None = None  # the usage of the completion answered (Chat Completions' fields), else None
+    fault: str | None = None  # the kind of fault injected into this request (pushed, at random, or the responder's)
+
+
+def log_line(r: RecordedRequest) -> str:
+    """One request of the ``log`` file (``--log``): the record without its body, and of its headers
+    only agentrig's ``X-Agentrig-*`` (which name the trial), as one JSON line."""
+    line = {k: v for k, v in asdict(r).items() if k not in ("json", "headers")}
+    line["headers"] = {k: v for k, v in r.headers.items() if k.startswith("x-agentrig-")}
+    return json.dumps(line)
 
 
 class FakeEndpoint:
@@ -59,7 +74,8 @@ class FakeEndpoint:
                  tool_support: str = "full", fault_rate: float = 0.0,
                  fault_kinds: tuple[str, ...] = ("rate_limit", "server_error", "malformed"), seed: int = 0,
                  record: bool = True, host: str = "127.0.0.1", port: int = 0,
-                 personality: "str | Personality | None" = None, wires: tuple[str, ...] = ("responses", "anthropic")):
+                 personality: "str | Personality | None" = None, wires: tuple[str, ...] = ("responses", "anthropic"),
+                 log: str | None = None):
         self.personality = make_personality(personality)  # a server's own behaviour (testing/personalities.py)
         self.wires = tuple(wires)  # the other wires it serves besides chat completions (_fake_wires.py)
         if tool_support not in TOOL_SUPPORT:
@@ -78,6 +94,9 @@ class FakeEndpoint:
         self.fault_kinds = tuple(fault_kinds)
         self.seed = seed
         self.record = record
+        # every request also appended to this file as it is answered (``log_line``), so the log
+        # outlives the process (a test that kills the endpoint mid-run still reads what it served)
+        self.log = open(log, "a", encoding="utf-8", buffering=1) if log else None
         self.host, self.port = host, port
         self.base_url = self.root_url = ""
         self.requests: list[RecordedRequest] = []
@@ -179,6 +198,9 @@ class FakeEndpoint:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
 
     async def __aenter__(self) -> "FakeEndpoint":
         await self.start()
@@ -202,10 +224,19 @@ class FakeEndpoint:
             return header[7:].strip(), False
         return None, False
 
-    def _record(self, request: web.Request, body: Any, auth_ok: bool, t0: float) -> None:
+    @property
+    def recording(self) -> bool:
+        return self.record or self.log is not None
+
+    def _record(self, request: web.Request, body: Any, auth_ok: bool, t0: float, status: int | None = None) -> None:
         headers = {k.lower(): v for k, v in request.headers.items() if k.lower() not in ("authorization", "x-api-key")}
-        self.requests.append(RecordedRequest(request.method, request.path, headers, body, auth_ok, t0,
-                                             time.perf_counter()))
+        usage = request.get(USAGE_KEY) if status == 200 else None
+        rec = RecordedRequest(request.method, request.path, headers, body, auth_ok, t0, time.perf_counter(),
+                              status, usage, request.get(FAULT_KEY))
+        if self.record:
+            self.requests.append(rec)
+        if self.log is not None:
+            self.log.write(log_line(rec) + "\n")
 
     def _enter(self) -> float:
         self.in_flight += 1
@@ -219,6 +250,7 @@ class FakeEndpoint:
 
     async def _apply_fault(self, request: web.Request, fault: Fault, model: str, sent_key: str | None):
         """A response for the fault, or None when the request should then be answered normally."""
+        request[FAULT_KEY] = fault.kind
         if fault.kind == "delay":
             await asyncio.sleep(1.0 if fault.delay_s is None else fault.delay_s)
             return None
@@ -239,10 +271,11 @@ class FakeEndpoint:
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         t0 = self._enter()
-        auth_ok = False
+        auth_ok, status = False, None
         try:
             sent, auth_ok = self._sent_key(request)
             if not auth_ok:
+                status = 401
                 return self._json(401, unauthorized_body(sent))
             fault = self._take_fault("models")
             if fault is not None:
@@ -250,12 +283,14 @@ class FakeEndpoint:
                 if resp is _DISCONNECTED:
                     return web.Response()
                 if resp is not None:
+                    status = resp.status
                     return resp
+            status = 200
             return self._json(200, self._models_body())
         finally:
             self.in_flight -= 1
-            if self.record:
-                self._record(request, None, auth_ok, t0)
+            if self.recording:
+                self._record(request, None, auth_ok, t0, status)
 
     def _models_body(self) -> bytes:
         body = getattr(self, "_models_cache", None)
@@ -269,7 +304,7 @@ class FakeEndpoint:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         self.chat_count += 1
         t0 = self._enter()
-        body, auth_ok = None, False
+        body, auth_ok, status = None, False, None
         try:
             raw = await request.read()
             try:
@@ -279,11 +314,14 @@ class FakeEndpoint:
             sent, auth_ok = self._sent_key(request)
             REQUEST_HEADERS.set(request.headers)
             resp = await self._chat_inner(request, body, sent, auth_ok)
-            return web.Response() if resp is _DISCONNECTED else resp
+            if resp is _DISCONNECTED:
+                return web.Response()
+            status = resp.status
+            return resp
         finally:
             self.in_flight -= 1
-            if self.record:
-                self._record(request, None if body is _UNPARSEABLE else body, auth_ok, t0)
+            if self.recording:
+                self._record(request, None if body is _UNPARSEABLE else body, auth_ok, t0, status)
 
     async def _chat_inner(self, request, body, sent, auth_ok) -> web.StreamResponse | object:
         if not auth_ok:
@@ -344,6 +382,7 @@ class FakeEndpoint:
         except (ReplyError, AttributeError, TypeError) as exc:
             self.errors.append(exc)
             return self._json(500, invalid_request_body(f"bad scripted reply: {exc}"))
+        request[USAGE_KEY] = completion.get("usage")
         if body.get("stream"):
             return await self._stream(request, completion, bool((body.get("stream_options") or {}).get("include_usage")))
         return self._json(200, json.dumps(completion).encode())
@@ -368,8 +407,8 @@ class FakeEndpoint:
             raise web.HTTPNotFound()
         finally:
             self.in_flight -= 1
-            if self.record:
-                self._record(request, None, self._sent_key(request)[1], t0)
+            if self.recording:
+                self._record(request, None, self._sent_key(request)[1], t0, 405 if allowed is not None else 404)
 
     async def _ctl_faults(self, request: web.Request) -> web.Response:
         return await self._ctl_push(request, self.push)

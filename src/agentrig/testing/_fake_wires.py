@@ -253,7 +253,7 @@ async def _handle(ep: Any, wire: str, request_headers: Any, request: web.Request
     ep.chat_count += 1
     t0 = ep._enter()
     body: Any = None
-    auth_ok = False
+    auth_ok, status = False, None
     try:
         raw = await request.read()
         try:
@@ -268,16 +268,19 @@ async def _handle(ep: Any, wire: str, request_headers: Any, request: web.Request
             problem = _anthropic_problem(request, body) if wire == "anthropic" else _responses_problem(ep, body)
             if problem:
                 resp = ep._json(400, json.dumps({"error": {"message": problem, "type": "invalid_request_error"}}).encode())
+                status = 400
                 return _reshape(resp, wire, model, ep)
             chat_body = anthropic_to_chat(body) if wire == "anthropic" else responses_to_chat(body)
         resp = await ep._chat_inner(request, chat_body, sent, auth_ok)
         if not isinstance(resp, web.StreamResponse):  # the chat logic dropped the connection
             return web.Response()
-        return _reshape(resp, wire, model if isinstance(model, str) else "", ep)
+        resp = _reshape(resp, wire, model if isinstance(model, str) else "", ep)
+        status = resp.status
+        return resp
     finally:
         ep.in_flight -= 1
-        if ep.record:
-            ep._record(request, None if body is _UNPARSEABLE else body, auth_ok, t0)
+        if ep.recording:
+            ep._record(request, None if body is _UNPARSEABLE else body, auth_ok, t0, status)
 
 
 def _reshape(resp: web.StreamResponse, wire: str, model: str, ep: Any) -> web.StreamResponse:

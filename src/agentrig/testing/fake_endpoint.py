@@ -21,7 +21,11 @@ What it imitates, because the channel and ``agentrig doctor`` diagnose from it:
 ``ThreadedFakeEndpoint`` runs one on its own loop in a daemon thread for sync and subprocess tests;
 ``python -m agentrig.testing.fake_endpoint`` serves one from the command line (first stdout line:
 the base URL). Out-of-process control, no auth: ``POST /_fake/faults``, ``POST /_fake/replies``
-(JSON lists), ``POST /_fake/reset``, ``GET /_fake/stats``, ``GET /_fake/requests``.
+(JSON lists), ``POST /_fake/reset``, ``GET /_fake/stats``, ``GET /_fake/requests``. Each record
+(``RecordedRequest``) holds the request, the status answered, the usage of the completion answered
+and the kind of fault injected; ``log=FILE`` (``--log``, every served endpoint's option) also
+appends each one to FILE as a JSON line (no body) as it is answered, so a test that SIGKILLs the
+endpoint mid-run still counts what it served.
 
 ``personality="vllm-no-auto-tool-choice"`` (``--personality``, ``--window``) makes it behave like a
 real server: vLLM, llama-cpp-python, Ollama, llama.cpp; see ``agentrig.testing.personalities``.
@@ -113,6 +117,8 @@ def add_server_arguments(ap: Any, models: str) -> None:
     ap.add_argument("--fault-rate", type=float, default=0.0)
     ap.add_argument("--fault-kinds", default="rate_limit,server_error,malformed")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--log", metavar="FILE", help="append every request to FILE as it is answered, one JSON line each "
+                    "(method, path, status, usage, fault, X-Agentrig-* headers): a log that outlives the process")
 
 
 def server_settings(args: Any) -> dict[str, Any] | str:
@@ -129,7 +135,7 @@ def server_settings(args: Any) -> dict[str, Any] | str:
     return {"models": tuple(m for m in args.models.split(",") if m), "api_key": key, "prefix": args.prefix,
             "delay_s": args.delay_ms / 1000, "fault_rate": args.fault_rate,
             "fault_kinds": tuple(k for k in args.fault_kinds.split(",") if k), "seed": args.seed,
-            "host": args.host, "port": args.port}
+            "host": args.host, "port": args.port, "log": args.log}
 
 
 def serve_until_signal(ep: FakeEndpoint) -> None:

@@ -188,7 +188,7 @@ def side_route(ep: Any, handler: Callable[[Any, JSON | None], tuple[int, Any]]) 
 
     async def route(request: web.Request) -> web.StreamResponse:
         t0 = ep._enter()
-        body = None
+        body, status = None, 400
         try:
             raw = await request.read()
             try:
@@ -201,8 +201,8 @@ def side_route(ep: Any, handler: Callable[[Any, JSON | None], tuple[int, Any]]) 
             return web.json_response(out, status=status)
         finally:
             ep.in_flight -= 1
-            if ep.record:
-                ep._record(request, body, True, t0)
+            if ep.recording:
+                ep._record(request, body, True, t0, status)
     return route
 
 
