@@ -249,6 +249,22 @@ def test_codex_results_pair_by_command_when_the_order_differs(tmp_path):
     assert "hello-from-agent" in by_id["call_resp_0"] and "No such file" in by_id["call_resp_1"]
 
 
+def test_a_codex_command_it_refused_keeps_what_codex_sent_back_not_the_next_commands_result(tmp_path):
+    """Codex declines some commands by its own rule (no command_execution in its events): that call
+    keeps the refusal Codex sent the model, and the next command keeps its own exit code."""
+    events = codex_events(SCRIPT[1:])  # the record holds only the second command
+    write_record("codex", tmp_path, events)
+    replies = replies_for("codex")
+    ctx = _ctx(len(replies))
+    ctx.trajectory.agent_requests.append(AgentRequest(call=1, keep=3, tail=[
+        {"role": "tool", "tool_call_id": "call_resp_0", "content": "rm -f style commands are not permitted"}]))
+    apply_record(ctx, "codex", tmp_path, replies)
+    by_id = {m.tool_call_id: m.content for m in ctx.trajectory.messages if m.role == "tool"}
+    assert by_id["call_resp_0"] == "rm -f style commands are not permitted"
+    assert "No such file" in by_id["call_resp_1"]
+    assert [e["exit_code"] for e in _events(ctx, "sandbox", "command")] == [None, 2]
+
+
 @pytest.mark.parametrize("broken", ["missing", "garbage"])
 def test_a_missing_or_broken_record_builds_the_conversation_from_the_replies(tmp_path, broken):
     if broken == "garbage":

@@ -350,7 +350,8 @@ def read_record(kind: str, record_dir: Path) -> AgentRecord:
 
 class _Results:
     """The record's results, taken by tool-call id or, for records without ids, in order (a
-    shell call takes the next shell result whose command is the call's, else the next one)."""
+    shell call takes the next shell result whose command is the call's; else what the agent sent
+    back for it — a command it refused to run is not in its record —, else the next one)."""
 
     def __init__(self, record: AgentRecord | None, requested: dict[str, str], text_mode: bool):
         commands = record.commands() if record is not None else []
@@ -367,7 +368,11 @@ class _Results:
         found = self.by_id.pop(call.id, None)
         if found is None and command is not None and self.shell:
             wanted = " ".join(command.split())
-            found = self.shell.pop(next((i for i, c in enumerate(self.shell) if " ".join(c.command.split()) == wanted), 0))
+            i = next((i for i, c in enumerate(self.shell) if " ".join(c.command.split()) == wanted), None)
+            if i is None and call.id not in self.requested:  # no result of its own anywhere: the next one
+                i = 0
+            # else a command the record does not hold (one the agent refused to run) keeps what it sent back
+            found = self.shell.pop(i) if i is not None else None
         elif found is None:
             i = next((i for i, c in enumerate(self.other) if c.tool == call.name), None)
             found = self.other.pop(i) if i is not None else None
