@@ -232,6 +232,8 @@ def agent_saw(record: Any, kind: str) -> list[str]:
         rec = [e.data for e in events if (e.plugin, e.kind) == ("agent", "record")]
         if not rec or rec[-1].get("exit_status") != FINISHED[kind] or not rec[-1].get("finished"):
             found.append(f"its record does not say it finished by itself: {rec[-1] if rec else 'no record'}")
+        elif rec[-1].get("errors"):  # the agent's own API-error / retry events (records.py)
+            found.append(f"its record holds errors it saw: {rec[-1]['errors'][:3]}")
     if any(e.plugin == "proxy" and e.kind == "call_failed" for e in events):
         found.append("a proxy call failed")
     resent = _requests_resent(record)

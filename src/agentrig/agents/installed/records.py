@@ -88,6 +88,9 @@ class AgentRecord(Strict):
     final_text: str | None = None
     exit_status: str | None = None  # the agent's own word for how it ended
     text_mode: bool = False  # mini's text-based actions (no tool calls)
+    # what the agent itself reported as an API error or a retry of its own (Codex's ``error`` events,
+    # Claude Code's API-error/retry events): behind the proxy, a fault the channel rode out never shows here
+    errors: list[str] = []
 
     def commands(self) -> list[RecordedCommand]:
         return [c for s in self.steps for c in s.commands]
@@ -237,8 +240,10 @@ def parse_codex(events: list[dict]) -> AgentRecord:
         elif kind == "turn.failed":
             out.finished = False
             out.exit_status = "failed: " + str((e.get("error") or {}).get("message", ""))[:500]
-        elif kind == "error" and not out.finished:
-            out.exit_status = "error: " + str(e.get("message", ""))[:500]
+        elif kind == "error":
+            out.errors.append(str(e.get("message", ""))[:300])
+            if not out.finished:
+                out.exit_status = "error: " + str(e.get("message", ""))[:500]
     close()
     if out.finished:
         last = out.steps[-1] if out.steps else None
@@ -262,6 +267,9 @@ def parse_claude(events: list[dict]) -> AgentRecord:
     for e in events:
         kind = e.get("type")
         message = e.get("message") or {}
+        if kind == "assistant" and (e.get("error") or message.get("isApiErrorMessage")):
+            out.errors.append(str(e.get("error") or _text(message.get("content")) or "API error")[:300])
+            continue
         if kind == "assistant":
             if message.get("id") != current or not out.steps:
                 current = message.get("id")
@@ -290,6 +298,8 @@ def parse_claude(events: list[dict]) -> AgentRecord:
                     continue
                 c, started = found
                 _claude_result(c, block, e, started)
+        elif kind == "system" and any(w in str(e.get("subtype", "")) for w in ("error", "retry")):
+            out.errors.append(f"{e.get('subtype')}: {str(e.get('error') or e.get('message') or '')[:300]}")
         elif kind == "result":
             out.exit_status = str(e.get("subtype") or e.get("terminal_reason") or "")
             out.finished = e.get("subtype") == "success" and not e.get("is_error")
@@ -475,7 +485,7 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
                   detail="results in the agent's record that no reply of the proxy's asked for")
     if record is not None:
         ctx.event("agent", "record", agent=kind, steps=len(record.steps), commands=len(record.commands()),
-                  finished=record.finished, exit_status=record.exit_status)
+                  finished=record.finished, exit_status=record.exit_status, errors=record.errors[:20])
         if record.finished:
             ctx.event("agent", "submit", submission=(record.final_text or "")[:SUBMISSION_EVENT_CHARS])
 
