@@ -91,6 +91,18 @@ def test_codex_failed_turn_is_not_finished():
     assert not rec.finished and rec.final_text is None and "stream disconnected" in rec.exit_status
 
 
+def test_the_errors_an_agent_saw_itself_are_kept_and_none_when_it_saw_none():
+    """What the acceptance runs read as "no fault seen by the agent": its own error/retry events."""
+    assert parse_codex(codex_events()).errors == [] and parse_claude(claude_events()).errors == []
+    events = codex_events()
+    events.insert(2, {"type": "error", "message": "Reconnecting... 1/5 (stream disconnected)"})
+    rec = parse_codex(events)
+    assert rec.errors == ["Reconnecting... 1/5 (stream disconnected)"] and rec.finished
+    events = claude_events()
+    events.insert(1, {"type": "system", "subtype": "api_retry", "error": "529 overloaded"})
+    assert parse_claude(events).errors == ["api_retry: 529 overloaded"]
+
+
 def test_claude_blocks_grouped_by_message_results_by_id_exit_codes_durations():
     rec = parse_claude(claude_events())
     assert len(rec.steps) == 3 and rec.steps[0].reasoning == "thinking about step 0"
