@@ -21,7 +21,7 @@ from agentrig.bench.terminal.verifier import verify
 from ...dockerd import need_docker
 from .docker_support import docker, docker_base, owned_containers, owned_images, volumes  # noqa: F401 - docker_base: a fixture
 from .podman_support import BASE, killed_runner
-from .sandbox_support import make_task, settings
+from .sandbox_support import built_heredocs, make_task, settings
 
 
 async def test_the_doctor_asks_the_daemon(docker_daemon):
@@ -235,20 +235,8 @@ async def test_the_offline_test_tool_chain_runs_in_a_docker_container(tmp_path, 
 async def test_dockerfile_heredocs_build_the_same_files_on_docker(tmp_path, docker_base):
     """Docker's classic builder reads no heredocs and has no named build contexts nor COPY --chmod:
     agentrig rewrites them (the files an image of their own), and the image holds what podman's
-    and bwrap's builds of the same Dockerfile make (test_podman_same_verdict.HEREDOCS)."""
-    from .test_podman_same_verdict import HEREDOCS
-
-    task = make_task(tmp_path, HEREDOCS.format(base=docker_base), task_id="heredocs")
-    sandbox = await open_sandbox(task, settings(tmp_path, kind="docker"))
-    try:
-        result = await sandbox.run("cat logs/auth.log; stat -c %a logs/auth.log /usr/local/bin/EOF; EOF; "
-                                   "cat run.txt shell.txt", 60)
-    finally:
-        await sandbox.close()
-    assert result.exit_code == 0, result.output
-    assert result.output.splitlines() == [
-        "Apr 10 08:15:45 server sshd[1235]: Failed password for root", "  an indented line", "644", "755",
-        "from-a-copied-script", "run-heredoc 42", "inside", "appended"], result.output
+    and bwrap's builds of the same Dockerfile make (sandbox_support.HEREDOCS)."""
+    await built_heredocs(tmp_path, docker_base, kind="docker")
     assert not [t for t in owned_images(os.getpid()) if "agentrig-heredocs" in t]  # the files' image went
 
 
