@@ -67,7 +67,7 @@ class Engine:
 
 
 @pytest.fixture(params=["podman", "docker"])
-def engine(request) -> Engine:
+def container_engine(request) -> Engine:
     """The test once on each engine, each skipped (or failed) by its own rule: podman's base_image
     (need_podman) and docker's docker_base (need_docker: failed under CI or AGENTRIG_REQUIRE_DOCKER=1).
     A module using it imports both fixtures."""
