@@ -40,6 +40,16 @@ def _ctx(n_calls: int, instruction: str = "Print hello and list a directory.") -
     return ctx
 
 
+def _applied(kind: str, directory, **kw) -> tuple[TrialContext, list]:
+    """A record of `kind` (`kw`: its options, e.g. text_mode) written to `directory` and applied to
+    a new trial's context with the proxy's replies: (the context, the replies)."""
+    write_record(kind, directory, _record(kind, **kw))
+    replies = replies_for(kind, **kw)
+    ctx = _ctx(len(replies))
+    apply_record(ctx, kind, directory, replies)
+    return ctx, replies
+
+
 def _events(ctx, plugin, kind):
     return [e.data for e in ctx.trajectory.events if (e.plugin, e.kind) == (plugin, kind)]
 
@@ -151,10 +161,7 @@ def test_a_record_cut_short_by_a_kill_is_read_up_to_the_cut(tmp_path):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_apply_record_writes_the_conversation_as_the_bash_agent_does(kind, tmp_path):
-    write_record(kind, tmp_path, _record(kind))
-    replies = replies_for(kind)
-    ctx = _ctx(len(replies))
-    apply_record(ctx, kind, tmp_path, replies)
+    ctx, replies = _applied(kind, tmp_path)
     msgs = ctx.trajectory.messages
     assert msgs[0].role == "user" and msgs[0].content == "Print hello and list a directory."
     assistants = [m for m in msgs if m.role == "assistant"]
@@ -179,10 +186,7 @@ def test_apply_record_writes_the_conversation_as_the_bash_agent_does(kind, tmp_p
 
 
 def test_mini_text_mode_gets_text_calls_and_user_observations(tmp_path):
-    write_record("mini-swe-agent", tmp_path, mini_doc(text_mode=True))
-    replies = replies_for("mini-swe-agent", text_mode=True)
-    ctx = _ctx(len(replies))
-    apply_record(ctx, "mini-swe-agent", tmp_path, replies)
+    ctx, _ = _applied("mini-swe-agent", tmp_path, text_mode=True)
     msgs = ctx.trajectory.messages
     assistants = [m for m in msgs if m.role == "assistant"]
     assert [c.id for m in assistants for c in m.tool_calls] == ["text-1", "text-2", "text-3"]
@@ -353,10 +357,7 @@ def test_a_description_or_output_paging_is_not_another_decision():
 def test_decisions_and_the_command_sequence_of_an_installed_agents_trial(kind, tmp_path):
     from agentrig.bench.terminal.benchmark import TerminalBenchmark
 
-    write_record(kind, tmp_path, _record(kind))
-    replies = replies_for(kind)
-    ctx = _ctx(len(replies))
-    apply_record(ctx, kind, tmp_path, replies)
+    ctx, replies = _applied(kind, tmp_path)
     record = SimpleNamespace(trajectory=ctx.trajectory)
     keys = decisions_of(record)
     assert len(keys) == len(replies) and keys[0][0] == "tool" and keys[-1][0] in ("text", "tool")
@@ -375,10 +376,7 @@ def test_the_mini_swe_agent_export_reads_codex_and_claude_commands(tmp_path):
     from agentrig.bench.terminal.export import _mini_message
 
     for kind, name in (("codex", "exec_command"), ("claude-code", "Bash")):
-        write_record(kind, tmp_path / kind, _record(kind))
-        replies = replies_for(kind)
-        ctx = _ctx(len(replies))
-        apply_record(ctx, kind, tmp_path / kind, replies)
+        ctx, _ = _applied(kind, tmp_path / kind)
         record = SimpleNamespace(trajectory=ctx.trajectory)
         first = next(m for m in ctx.trajectory.messages if m.role == "assistant")
         assert first.tool_calls[0].name == name
@@ -391,10 +389,7 @@ def test_a_resampled_mini_text_reply_is_read_as_mini_reads_it(tmp_path):
     recorded step is a `bash` call (text-<n>), so the sample's block must be read as one too."""
     from agentrig.commands.instability import parse_reply
 
-    write_record("mini-swe-agent", tmp_path, mini_doc(text_mode=True))
-    replies = replies_for("mini-swe-agent", text_mode=True)
-    ctx = _ctx(len(replies))
-    apply_record(ctx, "mini-swe-agent", tmp_path, replies)
+    ctx, _ = _applied("mini-swe-agent", tmp_path, text_mode=True)
     taken = decisions_of(SimpleNamespace(trajectory=ctx.trajectory))[1]
     settings = SimpleNamespace(agent=SimpleNamespace(kind="mini-swe-agent", tool_mode="native"))
     sample = "Let me look.\n\n```mswea_bash_command\nls  /nonexistent-dir-xyz\n```"

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import dataclass
 
 import pytest
 
 from agentrig.bench.terminal.sandbox.engine import OWNER_LABEL, engine_cli, labelled
 
 from ...dockerd import need_docker, required
+from . import podman_support
 from .podman_support import BASE
 
 
@@ -48,3 +50,25 @@ def docker_base(docker_daemon):
         pytest.skip("mmdebstrap is missing: the base images are built from packages with it")
     yield import_base(BASE, "docker")
     remove_task_images()
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A container engine a test runs on (podman or docker) with TB's python-3-13 imported into it."""
+
+    kind: str
+    base: str
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        return (podman_support.podman if self.kind == "podman" else docker)(*args)
+
+    def owned_containers(self, pid: int | None = None) -> list[str]:
+        return (podman_support.owned_containers if self.kind == "podman" else owned_containers)(pid)
+
+
+@pytest.fixture(params=["podman", "docker"])
+def container_engine(request) -> Engine:
+    """The test once on each engine, each skipped (or failed) by its own rule: podman's base_image
+    (need_podman) and docker's docker_base (need_docker: failed under CI or AGENTRIG_REQUIRE_DOCKER=1).
+    A module using it imports both fixtures."""
+    return Engine(request.param, request.getfixturevalue("base_image" if request.param == "podman" else "docker_base"))

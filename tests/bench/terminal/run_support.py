@@ -17,8 +17,10 @@ BUILTIN_TASKS, _ = load_tasks(builtin_tasks_dir())
 LENIENT = {t.id for t in BUILTIN_TASKS if "lenient-by-design" in t.tags}
 
 
-def agentrig(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}
+def agentrig(*args: str, cwd: Path | None = None, timeout: float = 900,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`agentrig ARGS` in this process's environment (or `env`), 200 columns wide."""
+    env = {**(os.environ if env is None else env), "COLUMNS": "200"}
     return subprocess.run([AGENTRIG, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=timeout)
 
@@ -54,6 +56,27 @@ def experiment(tmp: Path, name: str, arms: str, *, cache: Path, tasks: Path | No
     path = tmp / f"{name}.toml"
     path.write_text(text)
     return path
+
+
+def solution_run(tmp: Path, name: str, key_env: str, env: dict[str, str], *, more_arms: str = "", run: str,
+                 benchmark: str) -> Path:
+    """The run directory of `agentrig run` (in `env`, which holds the fake key `key_env` names)
+    against the solution endpoint: the bash agent in both tool modes, `more_arms`, the no-op agent."""
+    from tests.support import EndpointProcess
+
+    server = EndpointProcess("solution_endpoint", "--api-key-env", key_env, env=env)
+    try:
+        arms = "".join(f'\n[[arms]]\nname = "bash-{m}"\nagent = {{ kind = "bash", tool_mode = "{m}" }}\n'
+                       for m in ("native", "text"))
+        arms += more_arms + '\n[[arms]]\nname = "noop"\nagent = { kind = "noop" }\n'
+        channel = (f'\n[channel]\nbase_url = "{server.base_url}"\napi_key_env = "{key_env}"\nmodel = "solution"\n'
+                   "timeout_s = 30\n")
+        toml = experiment(tmp, name, channel + arms, cache=tmp / "cache", run=run, benchmark=benchmark)
+        done = agentrig("run", toml, "--json", env=env)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    finally:
+        server.stop()
+    return Path(json.loads(done.stdout)["run_dir"])
 
 
 def records(run_dir: str | Path, arm: str | None = None, valid: bool | None = None) -> list:

@@ -34,6 +34,42 @@ def settings(tmp_path: Path, **overrides) -> SandboxSettings:
     return SandboxSettings(cache_dir=tmp_path / "cache", **overrides)
 
 
+HEREDOCS = """FROM {base}
+WORKDIR /app
+COPY <<EOT logs/auth.log
+Apr 10 08:15:45 server sshd[1235]: Failed password for root
+  an indented line
+EOT
+COPY --chmod=755 <<'EOF' /usr/local/bin/
+#!/bin/sh
+echo from-a-copied-script
+EOF
+RUN <<EOF
+set -e
+echo "run-heredoc $((6 * 7))" > /app/run.txt
+EOF
+RUN cat <<-EOT > /app/shell.txt && echo appended >> /app/shell.txt
+\tinside
+\tEOT
+"""
+
+
+async def built_heredocs(tmp_path: Path, base: str, **overrides) -> None:
+    """HEREDOCS built FROM `base` in the sandbox `overrides` ask for: the image holds the files, their
+    content and modes, the scripts' effects — the same on every sandbox."""
+    task = make_task(tmp_path, HEREDOCS.format(base=base), task_id="heredocs")
+    sandbox = await open_sandbox(task, settings(tmp_path, **overrides))
+    try:
+        result = await sandbox.run("cat logs/auth.log; stat -c %a logs/auth.log /usr/local/bin/EOF; EOF; "
+                                   "cat run.txt shell.txt", 60)
+    finally:
+        await sandbox.close()
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "Apr 10 08:15:45 server sshd[1235]: Failed password for root", "  an indented line", "644", "755",
+        "from-a-copied-script", "run-heredoc 42", "inside", "appended"], result.output
+
+
 async def opened(task: TerminalTask, tmp_path: Path, **overrides):
     return await open_sandbox(task, settings(tmp_path, **overrides))
 

@@ -26,16 +26,14 @@ import json
 import math
 import os
 import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from tests.anchors import anchor_python
-from tests.support import EndpointProcess
 
-from .run_support import experiment, records
+from .run_support import agentrig, records, solution_run
 from .sandbox_support import needs_root_bwrap
 
 pytestmark = needs_root_bwrap()
@@ -54,8 +52,7 @@ def _env() -> dict[str, str]:
 
 
 def _agentrig(*args, timeout: float = 900) -> subprocess.CompletedProcess:
-    exe = str(Path(sys.executable).with_name("agentrig"))
-    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=_env())
+    return agentrig(*args, timeout=timeout, env=_env())
 
 
 def _anchor(python: Path, script: str, *args, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -73,22 +70,9 @@ def anchors() -> Path:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("anchor-exports")
-    server = EndpointProcess("solution_endpoint", "--api-key-env", KEY_ENV, env=_env())
-    try:
-        arms = "".join(f'\n[[arms]]\nname = "bash-{m}"\nagent = {{ kind = "bash", tool_mode = "{m}" }}\n'
-                       for m in ("native", "text"))
-        arms += '\n[[arms]]\nname = "flaky-oracle"\nagent = { kind = "flaky-oracle", drop_p = 0.5 }\n'
-        arms += '\n[[arms]]\nname = "noop"\nagent = { kind = "noop" }\n'
-        channel = (f'\n[channel]\nbase_url = "{server.base_url}"\napi_key_env = "{KEY_ENV}"\nmodel = "solution"\n'
-                   "timeout_s = 30\n")
-        toml = experiment(tmp, "anchors", channel + arms, cache=tmp / "cache",
-                          run=f"trials = {TRIALS}\nconcurrency = 4", benchmark=f"task_ids = {json.dumps(TASKS)}")
-        done = _agentrig("run", toml, "--json")
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    finally:
-        server.stop()
-    return Path(json.loads(done.stdout)["run_dir"])
+    flaky = '\n[[arms]]\nname = "flaky-oracle"\nagent = { kind = "flaky-oracle", drop_p = 0.5 }\n'
+    return solution_run(tmp_path_factory.mktemp("anchor-exports"), "anchors", KEY_ENV, _env(), more_arms=flaky,
+                        run=f"trials = {TRIALS}\nconcurrency = 4", benchmark=f"task_ids = {json.dumps(TASKS)}")
 
 
 @pytest.fixture(scope="module")

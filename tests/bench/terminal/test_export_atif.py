@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,9 +23,8 @@ from agentrig.trial.context import TrialContext
 from agentrig.types import ModelCall, TrialRecord, Usage
 from tests.agents.installed_records_support import FINAL, claude_events, codex_events, mini_doc, replies_for, write_record
 from tests.anchors import anchor_python
-from tests.support import EndpointProcess
 
-from .run_support import experiment, records
+from .run_support import agentrig, records, solution_run
 from .sandbox_support import needs_root_bwrap
 
 pytestmark = needs_root_bwrap()
@@ -65,8 +63,7 @@ def _env() -> dict[str, str]:
 
 
 def _agentrig(*args, timeout: float = 900) -> subprocess.CompletedProcess:
-    exe = str(Path(sys.executable).with_name("agentrig"))
-    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=_env())
+    return agentrig(*args, timeout=timeout, env=_env())
 
 
 def _validate(python: Path, *dirs: Path) -> dict:
@@ -84,21 +81,8 @@ def anchors() -> Path:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("atif")
-    server = EndpointProcess("solution_endpoint", "--api-key-env", KEY_ENV, env=_env())
-    try:
-        arms = "".join(f'\n[[arms]]\nname = "bash-{m}"\nagent = {{ kind = "bash", tool_mode = "{m}" }}\n'
-                       for m in ("native", "text"))
-        arms += '\n[[arms]]\nname = "noop"\nagent = { kind = "noop" }\n'
-        channel = (f'\n[channel]\nbase_url = "{server.base_url}"\napi_key_env = "{KEY_ENV}"\nmodel = "solution"\n'
-                   "timeout_s = 30\n")
-        toml = experiment(tmp, "atif", channel + arms, cache=tmp / "cache", run="trials = 1\nconcurrency = 2",
-                          benchmark='task_ids = ["write-marker", "harbor-dedupe-emails"]')
-        done = _agentrig("run", toml, "--json")
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    finally:
-        server.stop()
-    return Path(json.loads(done.stdout)["run_dir"])
+    return solution_run(tmp_path_factory.mktemp("atif"), "atif", KEY_ENV, _env(), run="trials = 1\nconcurrency = 2",
+                        benchmark='task_ids = ["write-marker", "harbor-dedupe-emails"]')
 
 
 @pytest.fixture(scope="module")

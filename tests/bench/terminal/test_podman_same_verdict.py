@@ -16,7 +16,7 @@ from agentrig.bench.terminal.sandbox.hostsettings import CA_BUNDLE
 from agentrig.bench.terminal.verifier import verify
 
 from .podman_support import BASE, base_image, podman  # noqa: F401 - base_image is a fixture
-from .sandbox_support import make_task, settings
+from .sandbox_support import built_heredocs, make_task, settings
 
 
 async def test_a_podman_trial_with_the_network_fetches_with_the_hosts_package_settings(tmp_path, base_image):
@@ -69,27 +69,6 @@ async def test_a_test_script_with_the_images_own_pip_and_pytest_runs_on_the_imag
     assert [t.name for t in result.tests] == ["test_the_build_installed_six"]
 
 
-
-HEREDOCS = """FROM {base}
-WORKDIR /app
-COPY <<EOT logs/auth.log
-Apr 10 08:15:45 server sshd[1235]: Failed password for root
-  an indented line
-EOT
-COPY --chmod=755 <<'EOF' /usr/local/bin/
-#!/bin/sh
-echo from-a-copied-script
-EOF
-RUN <<EOF
-set -e
-echo "run-heredoc $((6 * 7))" > /app/run.txt
-EOF
-RUN cat <<-EOT > /app/shell.txt && echo appended >> /app/shell.txt
-\tinside
-\tEOT
-"""
-
-
 @pytest.mark.parametrize("kind", ["podman", "bwrap"])
 async def test_dockerfile_heredocs_build_the_same_files_on_podman_as_on_bwrap(tmp_path, base_image, kind):
     """BuildKit's heredocs (TB's intrusion-detection writes its logs with `COPY <<EOT /app/logs/…`):
@@ -98,17 +77,7 @@ async def test_dockerfile_heredocs_build_the_same_files_on_podman_as_on_bwrap(tm
     content and modes, the scripts' effects."""
     if kind == "bwrap" and os.geteuid() != 0:
         pytest.skip("the bwrap sandbox enters namespaces with setns: needs root (CI runs as root)")
-    task = make_task(tmp_path, HEREDOCS.format(base=BASE), task_id="heredocs")
-    sandbox = await open_sandbox(task, settings(tmp_path, kind=kind, root="image"))
-    try:
-        result = await sandbox.run("cat logs/auth.log; stat -c %a logs/auth.log /usr/local/bin/EOF; EOF; "
-                                   "cat run.txt shell.txt", 60)
-    finally:
-        await sandbox.close()
-    assert result.exit_code == 0, result.output
-    assert result.output.splitlines() == [
-        "Apr 10 08:15:45 server sshd[1235]: Failed password for root", "  an indented line", "644", "755",
-        "from-a-copied-script", "run-heredoc 42", "inside", "appended"], result.output
+    await built_heredocs(tmp_path, BASE, kind=kind, root="image")
 
 
 def test_a_dockerfile_without_heredocs_is_built_as_written(tmp_path):

@@ -1,7 +1,9 @@
 """The docker sandbox for real, tested as podman's is: Debian's docker.io (dockerd 20.10 with runc,
 overlay2) — the daemon that answers, else agentrig's own started for the session — on base images
 imported from roots built from packages (no registry here). Skipped only where no daemon can be
-started; under CI (CI=true) or AGENTRIG_REQUIRE_DOCKER=1 that fails instead."""
+started; under CI (CI=true) or AGENTRIG_REQUIRE_DOCKER=1 that fails instead. The tests that are the
+same on both engines run on each: the offline tool chain (test_sandbox_podman.py), services
+(test_compose_engines.py)."""
 
 from __future__ import annotations
 
@@ -12,16 +14,15 @@ import subprocess
 import pytest
 
 from agentrig.bench.terminal.images import resolve_base
-from agentrig.bench.terminal.sandbox import build_plan, engine, open_sandbox, sandbox_check
+from agentrig.bench.terminal.sandbox import engine, open_sandbox, sandbox_check
 from agentrig.bench.terminal.sandbox.container_images import import_base, imported_images, remove_task_images
 from agentrig.bench.terminal.sandbox.engine import OWNER_LABEL, _boot_id, engine_cli
 from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
-from agentrig.bench.terminal.verifier import verify
 
 from ...dockerd import need_docker
 from .docker_support import docker, docker_base, owned_containers, owned_images, volumes  # noqa: F401 - docker_base: a fixture
 from .podman_support import BASE, killed_runner
-from .sandbox_support import make_task, settings
+from .sandbox_support import built_heredocs, make_task, settings
 
 
 async def test_the_doctor_asks_the_daemon(docker_daemon):
@@ -210,45 +211,11 @@ async def test_the_verifier_gets_read_only_and_writable_binds_in_the_container(t
     assert seen.output == "0\n1\n"
 
 
-@pytest.mark.parametrize("solve", [True, False], ids=["oracle", "noop"])
-async def test_the_offline_test_tool_chain_runs_in_a_docker_container(tmp_path, docker_daemon, solve):
-    """A built-in task whose run-tests.sh is TB's template: the verifier enters the container and
-    runs agentrig's Python on the tests; the solution passes, doing nothing fails, a fake test the
-    agent planted is not run."""
-    need_docker(docker_daemon)
-    task = next(t for t in load_tasks(builtin_tasks_dir())[0] if t.id == "csv-region-totals")
-    import_base(build_plan(task).base, "docker")
-    sandbox = await open_sandbox(task, settings(tmp_path, kind="docker"))
-    try:
-        await sandbox.run("mkdir -p /tests && printf 'def test_fake():\\n    pass\\n' > /tests/test_outputs.py", 30)
-        if solve:
-            await sandbox.copy_in(task.solution_script, "/oracle/solution.sh")
-            assert (await sandbox.run("bash /oracle/solution.sh", 120)).exit_code == 0
-        result = await verify(sandbox, task, network=False)
-    finally:
-        await sandbox.close()
-        remove_task_images()
-    assert result.failure_mode == ("submitted" if solve else "wrong_output"), result
-    assert result.resolved is solve and "test_fake" not in (result.output or "")
-
-
 async def test_dockerfile_heredocs_build_the_same_files_on_docker(tmp_path, docker_base):
     """Docker's classic builder reads no heredocs and has no named build contexts nor COPY --chmod:
     agentrig rewrites them (the files an image of their own), and the image holds what podman's
-    and bwrap's builds of the same Dockerfile make (test_podman_same_verdict.HEREDOCS)."""
-    from .test_podman_same_verdict import HEREDOCS
-
-    task = make_task(tmp_path, HEREDOCS.format(base=docker_base), task_id="heredocs")
-    sandbox = await open_sandbox(task, settings(tmp_path, kind="docker"))
-    try:
-        result = await sandbox.run("cat logs/auth.log; stat -c %a logs/auth.log /usr/local/bin/EOF; EOF; "
-                                   "cat run.txt shell.txt", 60)
-    finally:
-        await sandbox.close()
-    assert result.exit_code == 0, result.output
-    assert result.output.splitlines() == [
-        "Apr 10 08:15:45 server sshd[1235]: Failed password for root", "  an indented line", "644", "755",
-        "from-a-copied-script", "run-heredoc 42", "inside", "appended"], result.output
+    and bwrap's builds of the same Dockerfile make (sandbox_support.HEREDOCS)."""
+    await built_heredocs(tmp_path, docker_base, kind="docker")
     assert not [t for t in owned_images(os.getpid()) if "agentrig-heredocs" in t]  # the files' image went
 
 

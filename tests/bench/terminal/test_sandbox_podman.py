@@ -1,6 +1,7 @@
 """The podman sandbox for real: Debian's podman with runc, on a base root built from packages and
 imported as the task's FROM image (no registry here). Skipped where podman or mmdebstrap is
-missing, except in CI (env CI=true), where missing tools fail the test."""
+missing, except in CI (env CI=true), where missing tools fail the test. The offline tool chain's
+test runs on docker too (``container_engine``: docker's own rule, test_sandbox_docker.py's)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,17 @@ import pytest
 
 from agentrig.bench.terminal.images import resolve_base
 from agentrig.bench.terminal.sandbox import build_plan, open_sandbox, sandbox_check
-from agentrig.bench.terminal.sandbox.container_images import remove_task_images
+from agentrig.bench.terminal.sandbox.container_images import import_base, remove_task_images
 from agentrig.bench.terminal.sandbox import engine
 from agentrig.bench.terminal.sandbox.engine import engine_cli
 
 from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
 from agentrig.bench.terminal.verifier import verify
 
-from .podman_support import (
+from .docker_support import container_engine, docker_base  # noqa: F401 - fixtures
+from .podman_support import (  # noqa: F401 - base_image: a fixture
     BASE,
     base_image,
-    import_base_image,
     killed_runner,
     need_podman,
     owned_containers,
@@ -188,24 +189,27 @@ async def test_teardown_leaves_nothing_and_what_a_killed_runner_left_is_reaped(t
 
 
 @pytest.mark.parametrize("solve", [True, False], ids=["oracle", "noop"])
-async def test_the_offline_test_tool_chain_runs_in_a_container(tmp_path, base_image, solve):
+async def test_the_offline_test_tool_chain_runs_in_a_container(tmp_path, container_engine, solve):
     """A built-in task whose run-tests.sh is TB's template (curl, uv from astral.sh — no network
-    here): the verifier enters the container and runs agentrig's Python on the tests, as under
-    bwrap; the solution passes, doing nothing fails, a fake test the agent planted is not run."""
+    here): on podman and on docker, the verifier enters the container and runs agentrig's Python on
+    the tests, as under bwrap; the solution passes, doing nothing fails, a fake test the agent
+    planted is not run."""
     task = next(t for t in load_tasks(builtin_tasks_dir())[0] if t.id == "csv-region-totals")
-    import_base_image(build_plan(task).base)
-    sandbox = await open_sandbox(task, settings(tmp_path, kind="podman"))
+    import_base(build_plan(task).base, container_engine.kind)
+    sandbox = await open_sandbox(task, settings(tmp_path, kind=container_engine.kind))
     try:
         await sandbox.run("mkdir -p /tests && printf 'def test_fake():\\n    pass\\n' > /tests/test_outputs.py", 30)
         if solve:
             await sandbox.copy_in(task.solution_script, "/oracle/solution.sh")
             assert (await sandbox.run("bash /oracle/solution.sh", 120)).exit_code == 0
-        assert sandbox.binds_verifier
+        if container_engine.kind == "podman":  # docker's verifier binds only as root (test_sandbox_docker)
+            assert sandbox.binds_verifier
         result = await verify(sandbox, task, network=False)
     finally:
         await sandbox.close()
         remove_task_images()
-    assert result.offline and result.failure_mode == ("submitted" if solve else "wrong_output"), result
+    assert result.offline or container_engine.kind == "docker", result
+    assert result.failure_mode == ("submitted" if solve else "wrong_output"), result
     assert result.resolved is solve and "test_fake" not in (result.output or "")
 
 

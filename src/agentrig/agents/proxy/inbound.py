@@ -30,6 +30,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentrig.channel.wires.common import text_of as wire_text_of
 from agentrig.errors import Signal
 
 IMAGE = "[image]"  # what an image part becomes (the channel's wires carry text only)
@@ -55,25 +56,8 @@ class Inbound:
 
 
 def text_of(content: Any) -> str:
-    """Text of a content given as a string or as parts/blocks (an image → a placeholder)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        out = []
-        for p in content:
-            if isinstance(p, str):
-                out.append(p)
-            elif isinstance(p, dict):
-                if isinstance(p.get("text"), str):
-                    out.append(p["text"])
-                elif p.get("type") in ("image", "input_image", "image_url"):
-                    out.append(IMAGE)
-                elif p.get("type") == "refusal" and isinstance(p.get("refusal"), str):
-                    out.append(p["refusal"])
-        return "\n".join(out) if len(out) > 1 else "".join(out)
-    return str(content)
+    """Text of a content given as a string or as parts/blocks, one a line (an image → a placeholder)."""
+    return wire_text_of(content, "\n", IMAGE)
 
 
 def function_tool(name: Any, description: Any, parameters: Any) -> dict:

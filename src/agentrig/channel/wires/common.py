@@ -1,7 +1,7 @@
-"""What the wire modules share: the text of a chat message's content, and the classification of an
-error answer by the APIs that are not chat completions (``classify_api``: the chat wire's rules plus
-what they say differently — Anthropic's ``not_found_error`` for a model, its credit-balance 400, a
-404 on the wire's own path)."""
+"""What the wire modules share: the text of a chat message's content (the proxy reads an agent's
+with it too), and the classification of an error answer by the APIs that are not chat completions
+(``classify_api``: the chat wire's rules plus what they say differently — Anthropic's
+``not_found_error`` for a model, its credit-balance 400, a 404 on the wire's own path)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,32 @@ from agentrig.config import ResolvedRole
 from agentrig.errors import Diagnosis, EndpointNotFound, ModelNotFound, QuotaExhausted
 
 
-def text_of(content: Any) -> str:
-    """A chat message's content as text (a string, or a list of text parts)."""
+def text_of(content: Any, sep: str = "", image: str | None = None) -> str:
+    """A message's content as text: a string, or a list of parts — their ``text``, joined by `sep`.
+    With `image` (the proxy reading what an agent sent: ``agents/proxy/inbound.py``) a bare string
+    part and a refusal's text count too, and an image part stands as `image`."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p.get("text") or "" for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+        return sep.join(t for t in (_part_text(p, image) for p in content) if t is not None)
     return str(content)
+
+
+def _part_text(part: Any, image: str | None) -> str | None:
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return part["text"]
+    if image is None:
+        return None
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict):
+        if part.get("type") in ("image", "input_image", "image_url"):
+            return image
+        if part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+            return part["refusal"]
+    return None
 
 
 def error_type(body: Any) -> str:
