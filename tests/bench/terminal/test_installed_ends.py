@@ -1,0 +1,233 @@
+"""How a trial of an agent we did not write ends (issue 32): its limits at the proxy, the task's
+agent timeout, a channel fault it cannot ride out, an agent that fails by itself, Ctrl-C.
+
+The agent is a script run as `agent = { kind = "command" }` through `agentrig run` (a subprocess)
+against the solution endpoint (its own process). Each arm gives it a mode: make model calls until
+the proxy refuses one, then start a child in a session of its own (`setsid`) and hang; hang at
+once; start such a child and hang; fail by itself (exit 3, its key in its log); start the child and
+exit 0 (the control). Every process the agent starts carries a marker in its command line, and the
+task's only test lists the sandbox's processes: it passes (reward 1) when none carries the marker —
+so a reward of 1 says the verifier ran and found no process of the agent left, and the control's
+reward of 0 says the test sees one when it is there (an agent that ends by itself may leave a
+server running for the tests, as the bash agent's commands may).
+
+Limits end the trial at once (`limits_exceeded`, the agent/stop event naming the limit): the
+limits' task has an agent timeout of an hour, so a trial that waited for it would not end within
+the test's own timeout. The hang arms run a task whose agent timeout is 4 s (`agent_timeout`).
+bwrap (cgroups) in the default suite; podman slow-marked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.interrupt_support import assert_clean_stop, command_lines, interrupt, when_running
+
+from .run_support import experiment, records, write_task
+from .sandbox_support import needs_root_bwrap
+from .test_bash_runs import KEY, KEY_ENV, WRONG_KEY_ENV, SolutionServer, _env, assert_no_key
+
+pytestmark = needs_root_bwrap()
+
+AGENT = r'''
+import json, os, subprocess, sys, time, urllib.error, urllib.request
+
+mode, marker = sys.argv[1], sys.argv[2]
+
+
+def call():
+    body = json.dumps({"model": os.environ["AGENTRIG_MODEL"],
+                       "messages": [{"role": "user", "content": "Say hello."}]}).encode()
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body, headers={
+        "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=600) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def child():  # a process in a session of its own (setsid), as `setsid sleep 1000 &` starts
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", marker + "-child"],
+                     start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+
+
+if mode == "calls":  # call until refused, then hang with a child of its own
+    while True:
+        status, text = call()
+        print("call", status, text[:300], flush=True)
+        if status != 200:
+            break
+    child()
+    time.sleep(3600)
+elif mode == "hang":
+    time.sleep(3600)
+elif mode == "setsid":
+    child()
+    time.sleep(3600)
+elif mode == "fail":
+    print("working, with", os.environ["OPENAI_API_KEY"], flush=True)
+    print("giving up: no idea how to do this", flush=True)
+    sys.exit(3)
+elif mode == "leave":
+    child()
+elif mode == "once":
+    status, text = call()
+    print("call", status, text[:300], flush=True)
+    time.sleep(3600)
+'''
+
+TEST_NO_AGENT_LEFT = '''
+import os
+
+
+def test_no_process_of_the_agent_is_left():
+    left = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    line = f.read().replace(b"\\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "MARKER" in line:
+                left.append(line)
+    assert not left, left
+'''
+
+BASE = "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n"
+
+
+def _setup(tmp: Path, marker: str) -> tuple[Path, Path]:
+    agent_dir = tmp / "agent"
+    agent_dir.mkdir()
+    (agent_dir / "agent.py").write_text(AGENT)
+    tasks = tmp / "tasks"
+    test = TEST_NO_AGENT_LEFT.replace("MARKER", marker)
+    write_task(tasks, "ends-long", dockerfile=BASE, test=test, agent_timeout=3600)
+    write_task(tasks, "ends-short", dockerfile=BASE, test=test, agent_timeout=4)
+    return agent_dir, tasks
+
+
+def _arm(name: str, mode: str, agent_dir: Path, marker: str, **limits: object) -> str:
+    extra = "".join(f", {k} = {json.dumps(v)}" for k, v in limits.items())
+    return (f'[[arms]]\nname = "{name}"\nagent = {{ kind = "command", run = "python3 {{tool}}/agent.py {mode} '
+            f'{marker}", mount = "{agent_dir}"{extra} }}\n')
+
+
+def _channel(base_url: str, key_env: str = KEY_ENV, model: str = "solution", more: str = "") -> str:
+    return (f'[channel]\nbase_url = "{base_url}"\napi_key_env = "{key_env}"\nmodel = "{model}"\ntimeout_s = 30\n'
+            f'backoff_base_s = 0.01\nbackoff_max_s = 0.05\n{more}')
+
+
+def _run(toml: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    exe = str(Path(sys.executable).with_name("agentrig"))
+    return subprocess.run([exe, "run", str(toml), "--json"], capture_output=True, text=True, timeout=timeout,
+                          env=_env())
+
+
+def _stop_events(record) -> list[dict]:
+    return [e.data for e in record.trajectory.events if (e.plugin, e.kind) == ("agent", "stop")]
+
+
+def _verifier_says(record) -> str:
+    return "".join(str(e.data.get("output", ""))[-1500:] for e in record.trajectory.events
+                   if (e.plugin, e.kind) == ("verifier", "result"))
+
+
+def _left_on_host(marker: str) -> list[str]:
+    return [c for c in command_lines() if marker in c and "pytest" not in c]
+
+
+def _ends(tmp_path: Path, sandbox: str) -> None:
+    marker = f"agentrig-ends-{os.getpid()}-{tmp_path.name}"
+    agent_dir, tasks = _setup(tmp_path, marker)
+    server = SolutionServer("--tasks", str(tasks))
+    cache = tmp_path / "cache"
+    box = f'kind = "{sandbox}"\nnetwork = false'
+    try:
+        limits = _channel(server.base_url) + '[prices."solution"]\ninput = 1000.0\noutput = 1000.0\n'
+        limits += (_arm("steps", "calls", agent_dir, marker, step_limit=2)
+                   + _arm("tokens", "calls", agent_dir, marker, token_limit=1)
+                   + _arm("cost", "calls", agent_dir, marker, cost_limit=0.000001)
+                   + _arm("fails", "fail", agent_dir, marker)
+                   + _arm("leaves", "leave", agent_dir, marker))
+        toml = experiment(tmp_path, f"limits-{sandbox}", limits, cache=cache, tasks=tasks, sandbox=box,
+                          benchmark='task_ids = ["ends-long"]', run="concurrency = 3")
+        done = _run(toml)
+        assert done.returncode == 0, done.stderr[-3000:]
+        hangs = (_channel(server.base_url) + _arm("hangs", "hang", agent_dir, marker)
+                 + _arm("setsid", "setsid", agent_dir, marker))
+        toml2 = experiment(tmp_path, f"timeouts-{sandbox}", hangs, cache=cache, tasks=tasks, sandbox=box,
+                           benchmark='task_ids = ["ends-short"]', run="concurrency = 2")
+        done2 = _run(toml2)
+        assert done2.returncode == 0, done2.stderr[-3000:]
+    finally:
+        server.stop()
+    run_dir, run_dir2 = (Path(json.loads(d.stdout)["run_dir"]) for d in (done, done2))
+    assert not records(run_dir, valid=False) and not records(run_dir2, valid=False)
+    got = {r.key.arm: r for r in records(run_dir, valid=True) + records(run_dir2, valid=True)}
+    assert sorted(got) == ["cost", "fails", "hangs", "leaves", "setsid", "steps", "tokens"]
+
+    # the limits: ended at once by the proxy, the event naming the limit, the agent's tree gone
+    for arm, calls, words in (("steps", 2, "step limit: 2 model calls"), ("tokens", 1, "token limit"),
+                              ("cost", 1, "cost limit")):
+        r = got[arm]
+        assert r.verdict.termination == "limits_exceeded", (arm, r.verdict.termination, _stop_events(r))
+        assert [e["termination"] for e in _stop_events(r)] == ["limits_exceeded"]
+        assert words in _stop_events(r)[0]["detail"], (arm, _stop_events(r))
+        assert len(r.trajectory.model_calls) == calls, arm  # the refused call never reached the model
+        assert r.verdict.reward == 1.0, (arm, _verifier_says(r))  # the verifier ran; nothing was left
+    # the task's agent timeout: a plain hang, and one with a child in its own session
+    for arm in ("hangs", "setsid"):
+        r = got[arm]
+        assert r.verdict.termination == "agent_timeout", (arm, r.verdict.termination)
+        assert r.verdict.reward == 1.0, (arm, _verifier_says(r))
+    # an agent that fails by itself: valid, never_submitted, its exit and its log's tail recorded
+    r = got["fails"]
+    assert r.verdict.termination == "never_submitted" and r.verdict.reward == 1.0
+    (exit_event,) = [e.data for e in r.trajectory.events if (e.plugin, e.kind) == ("agent", "exit")]
+    assert exit_event["exit_code"] == 3 and "giving up: no idea how to do this" in exit_event["log_tail"]
+    assert "working, with [trial token]" in exit_event["log_tail"] and "agentrig-" not in exit_event["log_tail"]
+    # the control: a child left by an agent that ended by itself is seen by the tests
+    r = got["leaves"]
+    assert r.verdict.termination == "submitted" and r.verdict.reward == 0.0
+    assert f"{marker}-child" in json.dumps(r.trajectory.model_dump(mode="json")["events"])
+    assert not _left_on_host(marker)  # and nothing of any agent outlived its sandbox
+    assert_no_key(run_dir)
+
+
+def test_limits_timeouts_and_failures_end_a_command_agents_trial_on_bwrap(tmp_path):
+    _ends(tmp_path, "bwrap")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["podman", "docker"])
+def test_limits_timeouts_and_failures_end_a_command_agents_trial_in_a_container(tmp_path, engine):
+    """In a container the agent runs through nsutil, with no cgroup of the trial's: before its own
+    cgroup (docker.py ``_own_cgroup``) a child in a session of its own outlived the kill."""
+    _need_engine(engine)
+    _ends(tmp_path, engine)
+
+
+def _need_engine(engine: str) -> None:
+    import asyncio
+
+    from agentrig.bench.terminal.sandbox.engine import engine_problem
+
+    if engine == "podman":
+        from .podman_support import need_podman
+
+        need_podman()
+    elif (problem := asyncio.run(engine_problem(engine))) is not None:
+        pytest.skip(f"{engine} sandbox unavailable: {problem}")
