@@ -81,10 +81,12 @@ elif mode == "fail":
     sys.exit(3)
 elif mode == "leave":
     child()
-elif mode == "once":
+elif mode == "call":  # one call: done when answered, else it waits (the proxy's end kills it)
     status, text = call()
     print("call", status, text[:300], flush=True)
-    time.sleep(3600)
+    if status != 200:
+        child()
+        time.sleep(3600)
 '''
 
 TEST_NO_AGENT_LEFT = '''
@@ -130,10 +132,10 @@ def _channel(base_url: str, key_env: str = KEY_ENV, model: str = "solution", mor
             f'backoff_base_s = 0.01\nbackoff_max_s = 0.05\n{more}')
 
 
-def _run(toml: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def _run(toml: Path, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
     exe = str(Path(sys.executable).with_name("agentrig"))
     return subprocess.run([exe, "run", str(toml), "--json"], capture_output=True, text=True, timeout=timeout,
-                          env=_env())
+                          env={**_env(), **env})
 
 
 def _stop_events(record) -> list[dict]:
@@ -231,3 +233,136 @@ def _need_engine(engine: str) -> None:
         need_podman()
     elif (problem := asyncio.run(engine_problem(engine))) is not None:
         pytest.skip(f"{engine} sandbox unavailable: {problem}")
+
+
+# ------------------------------------------------------------------ faults the channel cannot ride out
+
+
+def _fault_run(tmp_path: Path, name: str, channel_of, faults: list[dict] | None = None,
+               mode: str = "call") -> tuple[subprocess.CompletedProcess, str]:
+    """One trial of the "call" agent against the solution endpoint (given ``faults`` to answer
+    first), its channel ``channel_of(base_url)``: `agentrig run --json`'s outcome and the marker."""
+    marker = f"agentrig-ends-{os.getpid()}-{tmp_path.name}"
+    agent_dir, tasks = _setup(tmp_path, marker)
+    server = SolutionServer("--tasks", str(tasks))
+    try:
+        if faults:
+            control = server.base_url.rsplit("/v1", 1)[0] + "/_fake/faults"
+            urllib.request.urlopen(urllib.request.Request(control, data=json.dumps(faults).encode(), method="POST"),
+                                   timeout=10).read()
+        toml = experiment(tmp_path, name, channel_of(server.base_url) + _arm("agent", mode, agent_dir, marker),
+                          cache=tmp_path / "cache", tasks=tasks, sandbox='kind = "bwrap"\nnetwork = false',
+                          benchmark='task_ids = ["ends-long"]', run="concurrency = 1")
+        return _run(toml), marker
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("wrong", ["key", "model", "down"])
+def test_a_fatal_channel_fault_stops_the_run_with_the_doctors_diagnosis(tmp_path, wrong):
+    """The endpoint refuses the key (401), does not know the model (404), or, having answered,
+    stays down past ``outage_wait_s``: the proxy answers the agent 502 and ends its trial; the run
+    stops as for the bash agent — exit 1, the diagnosis and its fix, nothing stored, no traceback —
+    and no process of the agent is left."""
+    if wrong == "key":
+        done, marker = _fault_run(tmp_path, "wrong", lambda url: _channel(url, key_env=WRONG_KEY_ENV))
+        code = "AUTH_REJECTED"
+    elif wrong == "model":
+        done, marker = _fault_run(tmp_path, "wrong", lambda url: _channel(url, model="no-such-model"))
+        code = "MODEL_NOT_FOUND"
+    else:  # the first call answered, then every connection cut
+        done, marker = _fault_run(tmp_path, "down", lambda url: _channel(url, more="outage_wait_s = 1\n"),
+                                  faults=[{"kind": "delay", "delay_s": 0}] + [{"kind": "disconnect"}] * 200,
+                                  mode="calls")
+        code = "ENDPOINT_DOWN"
+    assert done.returncode == 1, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "fatal" and doc["error"]["code"] == code and doc["error"]["role"] == "agent", doc
+    assert doc["error"]["fix"] and doc["stored"] == 0
+    assert code in done.stderr and "fix:" in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert not _left_on_host(marker)
+    assert KEY not in done.stdout + done.stderr
+
+
+def test_retries_exhausted_make_the_trial_invalid_and_it_is_replayed(tmp_path):
+    """A call whose attempts all fail (two 500s, max_attempts = 2): the proxy answers the agent 503
+    and ends the trial, stored invalid (channel_error), not failed; its replay is valid."""
+    done, marker = _fault_run(tmp_path, "exhausted", lambda url: _channel(url, more="max_attempts = 2\n"),
+                              faults=[{"kind": "server_error", "status": 500}] * 2)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = Path(json.loads(done.stdout)["run_dir"])
+    (spoiled,) = records(run_dir, valid=False)
+    assert spoiled.verdict.termination == "channel_error", spoiled.verdict
+    assert spoiled.verdict.invalid_cause.startswith("SERVER_ERROR: "), spoiled.verdict.invalid_cause
+    calls = spoiled.trajectory.model_calls
+    assert len(calls) == 1 and calls[0].error == "SERVER_ERROR" and len(calls[0].attempts) == 2, calls
+    (replayed,) = records(run_dir, valid=True)
+    assert replayed.verdict.termination == "submitted" and replayed.verdict.reward == 1.0
+    assert not _left_on_host(marker)
+    assert_no_key(run_dir)
+
+
+# ------------------------------------------------------------------ Ctrl-C
+
+
+def _ctrl_c(tmp_path: Path, sandbox: str) -> None:
+    marker = f"agentrig-ends-{os.getpid()}-{tmp_path.name}"
+    agent_dir, tasks = _setup(tmp_path, marker)
+    server = SolutionServer("--tasks", str(tasks))
+    try:
+        arms = (_channel(server.base_url) + _arm("setsid", "setsid", agent_dir, marker)
+                + _arm("calls", "calls", agent_dir, marker, step_limit=1000))
+        toml = experiment(tmp_path, f"ctrlc-{sandbox}", arms, cache=tmp_path / "cache", tasks=tasks,
+                          sandbox=f'kind = "{sandbox}"\nnetwork = false', benchmark='task_ids = ["ends-long"]',
+                          run="trials = 2\nconcurrency = 4")
+        store = tmp_path / "runs" / toml.stem / "trials.sqlite"
+        # both arms' agents run: one hangs beside its setsid child, one calls its proxy in a loop
+        until = when_running(f"{marker}-child")
+        result = interrupt(["run", toml], store, lambda v: until(v) and v.running("agent.py calls"), env=_env(),
+                           workdir=tmp_path)
+    finally:
+        server.stop()
+    assert_clean_stop(result, f"Ctrl-C on {sandbox}")
+    assert not result.after, "a trial was stored"
+    assert not _left_on_host(marker), _left_on_host(marker)
+
+
+def test_ctrl_c_while_a_command_agent_runs_stops_it_on_bwrap(tmp_path):
+    """SIGINT to `agentrig run`'s process group while two agents run (one hanging beside a child in
+    its own session, one calling its proxy in a loop): exit 130 in time, nothing stored, no process
+    of either agent left."""
+    _ctrl_c(tmp_path, "bwrap")
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_a_command_agent_runs_stops_it_on_podman(tmp_path):
+    import asyncio
+
+    from agentrig.bench.terminal.sandbox.engine import engine_cli, reap_orphans
+
+    from .podman_support import need_podman
+
+    need_podman()
+    try:
+        _ctrl_c(tmp_path, "podman")
+    finally:  # a container whose removal the harness's kill of the run's group cut short (exited)
+        asyncio.run(reap_orphans(engine_cli("podman")))
+
+
+# ------------------------------------------------------------------ an agent that cannot be installed
+
+
+def test_an_agent_that_cannot_be_installed_is_a_clear_error_before_the_run(tmp_path):
+    """Codex not in the (empty) tool-root cache and npm's registry unreachable: exit 1 before any
+    trial, naming the arm, the agent and the fix; no run directory, no traceback."""
+    channel = _channel("http://127.0.0.1:9/v1")
+    toml = experiment(tmp_path, "uninstallable", channel + '[[arms]]\nname = "mine"\nagent = { kind = "codex" }\n',
+                      cache=tmp_path / "cache", benchmark='task_ids = ["write-marker"]')
+    done = _run(toml, AGENTRIG_AGENTS_DIR=str(tmp_path / "agents"), npm_config_registry="http://127.0.0.1:9/",
+                npm_config_fetch_retries="0")
+    assert done.returncode == 1, done.stderr[-3000:]
+    error = json.loads(done.stdout)["error"]
+    assert error.startswith("arm 'mine': agent 'codex' could not be installed: npm install @openai/codex@"), error
+    assert "(fix: " in error and "agentrig agents install codex" in error
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "runs" / "uninstallable").exists()
