@@ -258,7 +258,7 @@ def _fault_run(tmp_path: Path, name: str, channel_of, faults: list[dict] | None 
         server.stop()
 
 
-@pytest.mark.parametrize("wrong", ["key", "model", "down"])
+@pytest.mark.parametrize("wrong", ["key", pytest.param("model", marks=pytest.mark.slow), "down"])
 def test_a_fatal_channel_fault_stops_the_run_with_the_doctors_diagnosis(tmp_path, wrong):
     """The endpoint refuses the key (401), does not know the model (404), or, having answered,
     stays down past ``outage_wait_s``: the proxy answers the agent 502 and ends its trial; the run
@@ -366,3 +366,75 @@ def test_an_agent_that_cannot_be_installed_is_a_clear_error_before_the_run(tmp_p
     assert "(fix: " in error and "agentrig agents install codex" in error
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "runs" / "uninstallable").exists()
+
+
+# ------------------------------------------------------------------ mini-swe-agent, Codex, Claude Code
+
+INSTALLED_LIMITS = {"mini-swe-agent": ("step_limit", 1, "step limit"), "codex": ("token_limit", 1, "token limit"),
+                    "claude-code": ("cost_limit", 0.000001, "cost limit")}
+
+
+def _stuck_tasks(tmp: Path, marker: str, stuck_s: int) -> Path:
+    """ends-done: one command, then the agent's finish; ends-stuck: a command that runs for 1000 s
+    (the agent is stuck in it until its ``stuck_s`` run out; mini's own 30 s command timeout is lifted).
+    The instruction carries the marker, so the agent's own process does (its command line holds
+    the instruction), and so does the command."""
+    tasks = tmp / "tasks"
+    test = TEST_NO_AGENT_LEFT.replace("MARKER", marker)
+    for task_id, solution, timeout in (("ends-done", "echo ok > /app/out.txt\n", 600),
+                                       ("ends-stuck", f"sh -c 'sleep 1000; true' {marker}-long\n", stuck_s)):
+        d = write_task(tasks, task_id, dockerfile=BASE, solution="#!/bin/bash\n" + solution, test=test,
+                       agent_timeout=timeout)
+        yaml = (d / "task.yaml").read_text().replace("Write ok to /app/out.txt.", f"Do the task {marker}.")
+        (d / "task.yaml").write_text(yaml)
+    return tasks
+
+
+def _installed_ends(tmp_path: Path, kind: str, sandbox: str) -> None:
+    marker = f"agentrig-ends-{os.getpid()}-{tmp_path.name}"
+    # mini-swe-agent takes ~35 s to start (litellm's import) on a loaded 2-core machine
+    tasks = _stuck_tasks(tmp_path, marker, 150 if kind == "mini-swe-agent" else 45)
+    field, value, words = INSTALLED_LIMITS[kind]
+    server = SolutionServer("--tasks", str(tasks))
+    box = f'kind = "{sandbox}"\nnetwork = false'
+    try:
+        channel = _channel(server.base_url) + '[prices."solution"]\ninput = 1000.0\noutput = 1000.0\n'
+        limited = channel + f'[[arms]]\nname = "limited"\nagent = {{ kind = "{kind}", {field} = {value} }}\n'
+        toml = experiment(tmp_path, "limited", limited, cache=tmp_path / "cache", tasks=tasks, sandbox=box,
+                          benchmark='task_ids = ["ends-done"]')
+        done = _run(toml, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        lifted = ', config = { "environment.timeout" = 3600 }' if kind == "mini-swe-agent" else ""
+        stuck = channel + f'[[arms]]\nname = "stuck"\nagent = {{ kind = "{kind}"{lifted} }}\n'
+        toml2 = experiment(tmp_path, "stuck", stuck, cache=tmp_path / "cache", tasks=tasks, sandbox=box,
+                           benchmark='task_ids = ["ends-stuck"]')
+        done2 = _run(toml2, timeout=600)
+        assert done2.returncode == 0, done2.stderr[-3000:]
+    finally:
+        server.stop()
+    (limited_rec,) = records(Path(json.loads(done.stdout)["run_dir"]), valid=True)
+    assert limited_rec.verdict.termination == "limits_exceeded", (limited_rec.verdict, _stop_events(limited_rec))
+    assert words in _stop_events(limited_rec)[0]["detail"], _stop_events(limited_rec)
+    assert limited_rec.verdict.reward == 1.0, _verifier_says(limited_rec)  # nothing of the agent was left
+    (stuck_rec,) = records(Path(json.loads(done2.stdout)["run_dir"]), valid=True)
+    assert stuck_rec.verdict.termination == "agent_timeout", stuck_rec.verdict
+    commands = json.dumps([m.model_dump(mode="json") for m in stuck_rec.trajectory.messages])
+    assert f"{marker}-long" in commands  # it was stuck in the long command
+    assert stuck_rec.verdict.reward == 1.0, _verifier_says(stuck_rec)
+    assert not _left_on_host(marker)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sandbox", ["bwrap", "podman"])
+@pytest.mark.parametrize("kind", ["mini-swe-agent", "codex", "claude-code"])
+def test_an_installed_agents_limit_and_timeout_end_its_trial(tmp_path, kind, sandbox):
+    """mini-swe-agent past step_limit, Codex past token_limit, Claude Code past cost_limit:
+    limits_exceeded, the verifier finding nothing of the agent left; each stuck in a 1000 s command
+    at its agent timeout: agent_timeout, the command and the agent gone before the verifier."""
+    from agentrig.agents.installed import list_tool_roots
+
+    if not any(r.kind == kind for r in list_tool_roots()):
+        pytest.skip(f"{kind} is not installed here (agentrig agents install {kind})")
+    if sandbox == "podman":
+        _need_engine("podman")
+    _installed_ends(tmp_path, kind, sandbox)
