@@ -438,3 +438,59 @@ def test_an_installed_agents_limit_and_timeout_end_its_trial(tmp_path, kind, san
     if sandbox == "podman":
         _need_engine("podman")
     _installed_ends(tmp_path, kind, sandbox)
+
+
+# ------------------------------------------------------------------ an agent's own cgroup in a container
+
+
+async def test_an_agents_own_cgroup_is_killed_whole_and_what_it_leaves_is_released(tmp_path):
+    """docker.py's cgroup for an agent in a container, on real cgroups: a trial's cgroups stand for
+    the container's. A process that joined it (as nsutil does) and its child in a session of its
+    own are killed together; what an agent leaves after exiting by itself is moved to the parent
+    (the container's cgroup) and the agent's cgroup removed."""
+    import asyncio
+
+    from agentrig.bench.terminal.sandbox import cgroup
+    from agentrig.bench.terminal.sandbox.docker import _own_cgroup, _release_cgroup
+
+    if (why := cgroup.available()) is not None:
+        pytest.skip(why)
+    box = cgroup.TrialCgroups.create(f"owncg-test-{os.getpid()}", memory_mb=None, pids=64, cpus=None)
+    assert box is not None
+    marker = f"agentrig-owncg-{os.getpid()}"
+
+    def start(script: str, group: Path) -> subprocess.Popen:
+        join = str(group / "cgroup.procs")
+        return subprocess.Popen(["sh", "-c", script, marker], start_new_session=True,
+                                preexec_fn=lambda: Path(join).write_text(str(os.getpid())))
+
+    try:
+        files = [str(box.dirs[c] / "cgroup.procs") for c in cgroup.CONTROLLERS if c in box.dirs]
+        group = _own_cgroup(files, "agentrig-agent-1")
+        assert group == box.dirs["pids"] / "agentrig-agent-1" and str(group / "cgroup.procs") in files
+        agent = start(f"setsid sh -c 'sleep 1000; true' {marker}-child & sleep 1000", group)
+        for _ in range(1000):  # sh (or its sleep), the setsid child and its sleep
+            if len(cgroup._procs(group)) >= 3:
+                break
+            await asyncio.sleep(0.02)
+        await cgroup.kill_cgroup(group)
+        assert agent.wait(timeout=10) == -9
+        assert cgroup._procs(group) == [] and not _left_on_host(marker)
+        _release_cgroup(group)
+        assert not group.exists()
+
+        group = _own_cgroup([str(box.dirs["pids"] / "cgroup.procs")], "agentrig-agent-2")
+        assert group is not None
+        agent = start(f"setsid sh -c 'sleep 1000; true' {marker}-child & exit 0", group)
+        assert agent.wait(timeout=10) == 0
+        for _ in range(1000):
+            if _left_on_host(f"{marker}-child"):
+                break
+            await asyncio.sleep(0.02)
+        left = cgroup._procs(group)
+        assert left
+        _release_cgroup(group)
+        assert not group.exists() and set(left) <= set(cgroup._procs(box.dirs["pids"]))
+    finally:
+        await box.close()
+    assert not _left_on_host(marker)
