@@ -14,7 +14,11 @@ server running for the tests, as the bash agent's commands may).
 Limits end the trial at once (`limits_exceeded`, the agent/stop event naming the limit): the
 limits' task has an agent timeout of an hour, so a trial that waited for it would not end within
 the test's own timeout. The hang arms run a task whose agent timeout is 4 s (`agent_timeout`).
-bwrap (cgroups) in the default suite; podman slow-marked.
+bwrap (cgroups) in the default suite; podman and docker slow-marked. Also: a fatal channel fault
+(401, unknown model, an outage past `outage_wait_s`) stops the run; retries exhausted make the
+trial invalid and replayed; Ctrl-C while agents run; an agent that cannot be installed; the agent's
+own cgroup in a container (docker.py) on real cgroups; and (slow) mini-swe-agent, Codex and
+Claude Code each past a limit and stuck in a long command at the agent timeout.
 """
 
 from __future__ import annotations
