@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup chromium containers appworld mmdebstrap test test-fast demo bench clean
+.PHONY: setup chromium containers docker appworld mmdebstrap test test-fast demo bench clean
 
 setup: $(STAMP)
 
@@ -25,6 +25,12 @@ chromium:
 
 containers:
 	@scripts/install-debian.sh --with-recommends containers podman runc slirp4netns -- podman runc slirp4netns
+
+# - Debian's docker.io (dockerd 20.10 with containerd and runc), minimally: the docker sandbox's tests.
+#   The tests start a daemon of their own when none answers (scripts/start-dockerd.sh, data under
+#   ~/.cache/agentrig/dockerd) and stop it after them (tests/dockerd.py).
+docker:
+	@scripts/install-debian.sh docker dockerd -- docker.io
 
 # AppWorld's own environment (it pins pydantic 1, SQLAlchemy 1.4 …: a venv of its own): the AppWorld
 # tests use it (tests/bench/appworld/conftest.py); `agentrig appworld setup` runs `appworld install`.
@@ -62,7 +68,7 @@ XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The whole suite, slow scale tests included, with every system package its tests need (CI runs
 # exactly this: .ci/run only sets CI's variables).
-test: setup chromium containers appworld mmdebstrap anchors
+test: setup chromium containers docker appworld mmdebstrap anchors
 	$(BIN)/python -m pytest -q $(XDIST)
 
 # Everything but the slow scale tests.

@@ -19,6 +19,8 @@
 ``--sandbox podman``: the same figures for the podman sandbox (a container per trial on the task's
 image, built once per process; no raw-bwrap rows); the bare command is then a ``podman exec`` into
 an idle container of the same image, the figure a harness that execs each command pays at least.
+``--sandbox docker``: the same for docker (a daemon must answer: ``scripts/start-dockerd.sh`` starts
+agentrig's own, which this finds by itself; ``kill PID`` stops it after).
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def raw_bwrap(n: int, upper_dirs: bool) -> list[float]:
 
 
 async def bare_exec(task: TerminalTask, settings: SandboxSettings, n: int) -> list[float]:
-    """``podman exec CONTAINER bash -lc true`` into an idle container of the task's image."""
+    """``podman exec`` (or ``docker exec``) ``CONTAINER bash -lc true`` into an idle container of the task's image."""
     from agentrig.bench.terminal.sandbox.engine import engine_cli
 
     sandbox = await open_sandbox(task, settings)  # its container: the image, limits and network of a trial
@@ -160,7 +162,7 @@ async def main() -> None:
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--commands", type=int, default=200)
     parser.add_argument("--oracle-trials", type=int, default=4, help="trials per built-in task for the oracle rate")
-    parser.add_argument("--sandbox", choices=["bwrap", "podman"], default="bwrap")
+    parser.add_argument("--sandbox", choices=["bwrap", "podman", "docker"], default="bwrap")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="agentrig-terminal-bench-"))
     try:

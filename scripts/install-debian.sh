@@ -2,7 +2,7 @@
 # Debian packages the test suite (and the demo) needs, installed minimally and said first:
 #   scripts/install-debian.sh [--with-recommends] WHAT COMMAND... -- PACKAGE...
 # WHAT names the feature in messages and the variable that decides (browser → AGENTRIG_BROWSER,
-# containers → AGENTRIG_CONTAINERS, mmdebstrap → AGENTRIG_MMDEBSTRAP); nothing is done when every
+# containers → AGENTRIG_CONTAINERS, docker → AGENTRIG_DOCKER, mmdebstrap → AGENTRIG_MMDEBSTRAP); nothing is done when every
 # COMMAND is already on PATH. Otherwise `apt-get install --no-install-recommends PACKAGE...` (with
 # --with-recommends, their recommended packages too: podman's and mmdebstrap's helpers), the
 # packages listed before they are installed. Whether to install: under CI (CI=1/true/yes) always,
@@ -29,6 +29,7 @@ case "$what" in
   browser)    why="the report's browser test needs it";;
   containers) why="the container sandbox's tests (podman with runc) and the services' network (slirp4netns) need them";;
   mmdebstrap) why="terminal tasks' base images are built from packages with it";;
+  docker)     why="the docker sandbox's tests need Debian's Docker daemon (they start it themselves)";;
   *)          why="the tests need it";;
 esac
 if [ -n "$recommends" ]; then how="no recommended packages"; else how="with their recommended packages"; fi

@@ -1,5 +1,6 @@
 """Issues 23.12 and 31.11: `make test` installs every Debian package its tests need — Debian's
-chromium minimally (--no-install-recommends), podman with runc and slirp4netns, mmdebstrap — says
+chromium minimally (--no-install-recommends), podman with runc and slirp4netns, Debian's docker.io
+(dockerd; issue 32), mmdebstrap — says
 what it installs before it does, and leaves a package out when the user declines (CI always
 installs). `.ci/run` only sets CI's variables and calls `make test`, so a newcomer's `make test` runs
 what CI runs. apt-get is a recorder script here (the test never installs anything)."""
@@ -28,7 +29,8 @@ def _apt(tmp_path: Path) -> Path:
 
 def _env(tmp_path: Path, **env: str) -> dict[str, str]:
     full = {k: v for k, v in os.environ.items()
-            if k not in ("CI", "AGENTRIG_BROWSER", "AGENTRIG_CONTAINERS", "AGENTRIG_MMDEBSTRAP", "AGENTRIG_SYSTEM")}
+            if k not in ("CI", "AGENTRIG_BROWSER", "AGENTRIG_CONTAINERS", "AGENTRIG_DOCKER", "AGENTRIG_MMDEBSTRAP",
+                         "AGENTRIG_SYSTEM")}
     full.update(APT_GET=str(_apt(tmp_path)), **env)
     return full
 
@@ -81,6 +83,18 @@ def test_containers_are_installed_under_ci_and_skipped_when_declined(tmp_path):
     assert "no-such-podman no-such-runc missing" in p.stderr
 
 
+def test_docker_io_is_installed_minimally_under_ci(tmp_path):
+    """Debian's docker.io for the docker sandbox's tests (issue 32), without recommended packages;
+    AGENTRIG_DOCKER=skip declines it outside CI."""
+    _need_root()
+    p = _script(tmp_path, "docker", "no-such-dockerd", "--", "docker.io", AGENTRIG_DOCKER="skip")
+    assert p.returncode == 0 and "AGENTRIG_DOCKER=install" in p.stderr and _installs(tmp_path) == [], p.stderr
+    p = _script(tmp_path, "docker", "no-such-dockerd", "--", "docker.io", CI="true")
+    assert p.returncode == 0, p.stderr
+    assert _installs(tmp_path) == ["install -y --no-install-recommends docker.io"]
+    assert "no-such-dockerd missing: the docker sandbox's tests need Debian's Docker daemon" in p.stderr
+
+
 def test_nothing_is_done_when_the_commands_are_there(tmp_path):
     p = _script(tmp_path, "containers", "sh", "--", "podman", CI="true")
     assert p.returncode == 0 and p.stderr == "" and _installs(tmp_path) == []
@@ -92,7 +106,8 @@ def test_make_test_installs_what_ci_installs_and_ci_only_calls_it():
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # under `make test`
     dry = subprocess.run(["make", "-n", "--no-print-directory", "test"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60, env=env).stdout
-    for what, pkgs in (("browser", "chromium"), ("containers", "podman runc slirp4netns"), ("mmdebstrap", "mmdebstrap")):
+    for what, pkgs in (("browser", "chromium"), ("containers", "podman runc slirp4netns"), ("docker", "docker.io"),
+                       ("mmdebstrap", "mmdebstrap")):
         assert re.search(rf"install-debian\.sh .*{what} .*-- {pkgs}$", dry, re.M), (what, dry)
     assert dry.rstrip().splitlines()[-1].startswith(".venv/bin/python -m pytest")
     ci = (ROOT / ".ci" / "run").read_text()

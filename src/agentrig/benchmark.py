@@ -290,6 +290,15 @@ class FirstRequest:
     messages: list[dict]
     tools: list[dict]
     tools_where: str  # e.g. "arm a, domain airline"
+    # an agent we did not write (terminal: mini-swe-agent, Codex, Claude Code): its name and version;
+    # its request is the real one, as its proxy forwards it (``tool_choice``, ``parallel_tool_calls``
+    # as the proxy sends them), or ``problem`` (and ``fix``) says why it could not be had
+    agent: str = ""
+    tool_choice: Any = None
+    parallel_tool_calls: bool | None = None
+    problem: str | None = None
+    problem_code: str | None = None  # e.g. AGENT_NOT_INSTALLED
+    fix: str | None = None
 
 
 # ------------------------------------------------------------------------------------ registry

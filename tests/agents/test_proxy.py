@@ -191,6 +191,31 @@ async def test_an_upstream_auth_failure_is_the_proxy_s_failure(fake, wire):
         assert len(upstream(fake)) == 1  # the trial is over: no second call
 
 
+async def test_a_call_in_flight_that_fails_after_a_limit_still_makes_the_trial_invalid(fake):
+    release = asyncio.Event()
+
+    async def responder(body):
+        await release.wait()  # held until the limit has been met by the next request
+        return Fault("unauthorized")
+
+    fake.responder = responder
+    chat = dict(model="m", messages=[{"role": "user", "content": "hi"}])
+    async with serving(fake, step_limit=1) as proxy:
+        client = openai_client(proxy)
+        first = asyncio.create_task(client.chat.completions.create(**chat))
+        while fake.chat_count == 0:  # the first call has reached the endpoint
+            await asyncio.sleep(0.01)
+        with pytest.raises(openai.RateLimitError):
+            await client.chat.completions.create(**chat)
+        assert proxy.stop is not None and proxy.failure is None
+        release.set()
+        with pytest.raises(openai.InternalServerError):
+            await first
+        assert isinstance(proxy.failure, AuthError) and proxy.ended.is_set()
+        with pytest.raises(openai.InternalServerError):  # from now on, the failure's answer
+            await client.chat.completions.create(**chat)
+
+
 async def test_retries_exhausted_is_a_503_and_the_failure(fake):
     fake.push(*[Fault("server_error", status=500)] * 3)
     async with serving(fake, channel=dict(max_attempts=2)) as proxy:
@@ -217,17 +242,22 @@ async def test_only_the_trial_s_token_opens_its_proxy_and_none_after_it_closed(f
         assert refused_a.value.body["error"]["type"] == "authentication_error"
         with pytest.raises(openai.AuthenticationError):
             await openai_client(mine, KEY).models.list()  # not even the real key
+        with pytest.raises(openai.BadRequestError) as stateful:  # a body it cannot mean: a 400, no call
+            await openai_client(mine).responses.create(model="m", input="hi", previous_response_id="resp_1")
+        assert "previous_response_id" in stateful.value.message
         async with aiohttp.ClientSession() as http:  # no token at all
             async with http.post(mine.base_url + "/v1/chat/completions", json=chat) as resp:
                 assert resp.status == 401
         assert (await openai_client(mine).chat.completions.create(**chat)).choices[0].message.content == "OK"
+        bearer = anthropic.AsyncAnthropic(base_url=mine.base_url, auth_token=mine.token, max_retries=0)  # ANTHROPIC_AUTH_TOKEN
+        assert (await bearer.messages.create(**anth)).content[0].text == "OK"
         base, token = mine.base_url, mine.token
         await mine.close()
         with pytest.raises(openai.APIConnectionError):
             await openai.AsyncOpenAI(base_url=base + "/v1", api_key=token, max_retries=0).chat.completions.create(**chat)
         with pytest.raises(anthropic.APIConnectionError):
             await anthropic.AsyncAnthropic(base_url=base, api_key=token, max_retries=0).messages.create(**anth)
-    assert len(upstream(fake)) == 1
+    assert len(upstream(fake)) == 2
 
 
 async def test_the_real_key_is_never_in_what_the_agent_receives(fake):

@@ -60,11 +60,19 @@ def _plugin(settings: Any) -> dict[str, Any]:
     return out
 
 
+# agent settings added after runs were stored (issue 32: agents we did not write): left out of the
+# snapshot while at their defaults, so a run stored before them compares equal and resumes
+LATER_AGENT_FIELDS = ("version", "run", "config", "config_file", "args", "mount")
+
+
 def comparability(r: Resolved) -> dict[str, Any]:
     exp = r.exp
     arms: dict[str, dict] = {}
     for i, arm in enumerate(r.arms):
         agent = arm.agent.model_dump(mode="json")
+        for name in LATER_AGENT_FIELDS:  # at their defaults they change nothing: runs made before them still resume
+            if agent.get(name) == type(arm.agent).model_fields[name].get_default(call_default_factory=True):
+                agent.pop(name, None)
         text = agent_prompts.preamble(arm.agent.prompt, text_mode=arm.agent.tool_mode == "text",
                                       parallel_tool_calls=arm.agent.parallel_tool_calls)
         agent["prompt"] = "default" if arm.agent.prompt == "default" else "file"

@@ -96,18 +96,13 @@ def valid_count(db: Path) -> int:
 def owned(engine: str, pid: int, *, running: bool = False) -> dict[str, list[str]]:
     """The containers (``running``: only those running) and task images the runner `pid` made that
     the engine still holds."""
-    from ..bench.terminal.sandbox.engine import OWNER_LABEL, engine_cli
+    from ..bench.terminal.sandbox.engine import OWNER_LABEL, engine_cli, labelled
 
     cli = engine_cli(engine)
-    out: dict[str, list[str]] = {}
-    for what, cmd, name in (("containers", ["ps"] if running else ["ps", "-a"], "{{.Names}}"),
-                            ("images", ["images"], "{{.ID}}")):
-        fmt = f'{name} {{{{index .Labels "{OWNER_LABEL}"}}}}'
-        done = subprocess.run([*cli, *cmd, "--filter", f"label={OWNER_LABEL}", "--format", fmt],
-                              capture_output=True, text=True, timeout=120)
-        out[what] = sorted({line.split()[0] for line in done.stdout.splitlines()
-                            if len(line.split()) == 2 and line.split()[1].startswith(f"{pid}@")})
-    return out
+    containers = labelled(cli, "containers", OWNER_LABEL, running=running)
+    images = labelled(cli, "images", OWNER_LABEL)
+    return {"containers": sorted({name for _, name, owner in containers if owner.startswith(f"{pid}@")}),
+            "images": sorted({ident for ident, _, owner in images if owner.startswith(f"{pid}@")})}
 
 
 def _removing(pid: int) -> bool:

@@ -66,8 +66,8 @@ def import_base_image(ref: str = BASE) -> str:
     return import_base(ref, "podman")
 
 
-def killed_runner(tmp_path, task_dir, cache_dir, task_expr: str = "load_task(d)") -> int:
-    """A runner process that opens a podman sandbox for the task in `task_dir` (``task_expr`` makes
+def killed_runner(tmp_path, task_dir, cache_dir, task_expr: str = "load_task(d)", kind: str = "podman") -> int:
+    """A runner process that opens a podman (or `kind`) sandbox for the task in `task_dir` (``task_expr`` makes
     the task from ``d``, its directory), says so, and is killed by SIGKILL: its pid (what it left
     carries its owner label)."""
     import signal
@@ -85,7 +85,7 @@ def killed_runner(tmp_path, task_dir, cache_dir, task_expr: str = "load_task(d)"
         d = Path({str(task_dir)!r})
 
         async def main():
-            await open_sandbox({task_expr}, SandboxSettings(kind="podman", cache_dir=Path({str(cache_dir)!r})))
+            await open_sandbox({task_expr}, SandboxSettings(kind={kind!r}, cache_dir=Path({str(cache_dir)!r})))
             print("ready", flush=True)
             time.sleep(600)
 

@@ -477,14 +477,19 @@ def test_smoke_plays_the_builtin_smoke_task_when_the_run_selects_its_own_tasks(t
     assert [r["role"] for r in doc["arms"][1]["roles"]] == []  # a reference agent calls no model
 
 
-@pytest.mark.parametrize("name", ["terminal.toml", "terminal_reference.toml"])
+@pytest.mark.parametrize("name", ["terminal.toml", "terminal_reference.toml",
+                                  pytest.param("terminal_agents.toml", marks=pytest.mark.slow)])
 def test_the_terminal_examples_pass_their_smoke_check(tmp_path, name):
-    """examples/terminal.toml against an endpoint named by $OPENAI_BASE_URL (the solution endpoint
+    """examples/terminal.toml (and terminal_agents.toml: mini-swe-agent, Codex, Claude Code and the
+    example command agent) against an endpoint named by $OPENAI_BASE_URL (the solution endpoint
     serving its model id), examples/terminal_reference.toml with no model at all."""
+    from agentrig.agents.installed.toolroot import agents_dir
+
     example = Path(__file__).resolve().parents[3] / "examples" / name
     server = SolutionServer("--models", "gpt-4.1")
     try:
         env = {**_env(), "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY,
+               "AGENTRIG_AGENTS_DIR": str(agents_dir()),  # the installed agents' roots: the shared cache
                "XDG_CACHE_HOME": str(tmp_path / "cache")}
         exe = str(Path(sys.executable).with_name("agentrig"))
         done = subprocess.run([exe, "run", str(example), "--smoke", "--json", "--dir", str(tmp_path / "run")],
@@ -493,6 +498,7 @@ def test_the_terminal_examples_pass_their_smoke_check(tmp_path, name):
         server.stop()
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     doc = json.loads(done.stdout)
-    want = {"terminal.toml": ["native", "text"], "terminal_reference.toml": ["oracle", "flaky-oracle", "noop"]}[name]
+    want = {"terminal.toml": ["native", "text"], "terminal_reference.toml": ["oracle", "flaky-oracle", "noop"],
+            "terminal_agents.toml": ["mini", "codex", "claude", "mine"]}[name]
     assert doc["ok"] and [a["arm"] for a in doc["arms"]] == want
     assert {a["task"] for a in doc["arms"]} == {"terminal/write-marker"}

@@ -31,7 +31,8 @@ left out and recorded once as a ``proxy``/``tools_left_out`` event.
 How a trial ends here: a fault the channel could not ride out (``RetriesExhausted``, a
 ``FatalChannelError``: auth, unknown model, ``EndpointDown``, context overflow; a
 ``PromptTruncated``) is answered 503/502 in the wire's error shape (naming only the diagnosis code),
-kept in ``proxy.failure`` (the first one) and ``proxy.ended`` is set: the caller stops the agent and
+kept in ``proxy.failure`` (the first one, also when a limit was reached before it) and
+``proxy.ended`` is set: the caller stops the agent and
 raises it, so the trial is invalid and replayed. Before each call the limits are checked —
 ``step_limit`` calls, ``token_limit`` tokens (prompt + completion of the answered calls),
 ``cost_limit`` USD (the channel's price table; a model without a price turns it off, noted once),

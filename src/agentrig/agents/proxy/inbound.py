@@ -11,7 +11,8 @@
   tools of type ``function`` as they are, type ``custom`` (Codex's freeform ``apply_patch``) → a
   function with one string parameter ``input`` (its grammar, if any, in the description); the
   built-in tool types no chat endpoint has (``web_search``, ``local_shell``…) are left out and
-  named in ``Inbound.left_out``.
+  named in ``Inbound.left_out``. The API used statelessly only: a ``previous_response_id`` is a
+  400 (nothing is stored here).
 - Anthropic Messages: ``system`` (a string or text blocks; ``cache_control`` ignored) → a system
   message; ``text``/``tool_use``/``tool_result`` (a string or blocks; ``is_error`` marked in the
   text) blocks → messages, ``thinking`` blocks dropped (the proxy puts the reply's own
@@ -155,6 +156,9 @@ def _responses_item(item: Any, messages: list[dict]) -> None:
 
 def from_responses(body: Any) -> Inbound:
     body = _body(body)
+    if body.get("previous_response_id"):
+        raise BadBody("previous_response_id is not supported here: this endpoint keeps no responses; send the whole "
+                      "conversation in 'input' (store=false)")
     messages: list[dict] = []
     if isinstance(body.get("instructions"), str) and body["instructions"]:
         messages.append({"role": "system", "content": body["instructions"]})

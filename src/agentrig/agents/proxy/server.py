@@ -133,11 +133,12 @@ class TrialProxy:
         return web.Response(status=status, body=body, content_type="application/json")
 
     def _authorized(self, request: web.Request) -> bool:
-        sent = request.headers.get("x-api-key")
-        if sent is None:
-            header = request.headers.get("Authorization", "")
-            sent = header[7:].strip() if header[:7].lower() == "bearer " else None
-        return sent is not None and hmac.compare_digest(sent.encode(), self._token_bytes)
+        """The trial's token in ``x-api-key`` (Anthropic's clients) or ``Authorization: Bearer``."""
+        header = request.headers.get("Authorization", "")
+        for sent in (request.headers.get("x-api-key"), header[7:].strip() if header[:7].lower() == "bearer " else None):
+            if sent is not None and hmac.compare_digest(sent.encode(errors="surrogateescape"), self._token_bytes):
+                return True
+        return False
 
     def _refused(self, wire: Wire) -> web.Response:
         if wire == "anthropic":
@@ -147,7 +148,7 @@ class TrialProxy:
 
     def _ending(self, wire: Wire) -> web.Response:
         """The answer to every request once the trial's agent is to stop."""
-        if self.stop is not None:
+        if self.failure is None and self.stop is not None:
             message = f"agentrig: this trial's limit is reached: {self.stop.detail}. You exceeded your current quota."
             if wire == "anthropic":
                 message = f"agentrig: this trial's limit is reached: {self.stop.detail}. You have reached your specified API usage limits."
@@ -160,8 +161,12 @@ class TrialProxy:
                            "will be played again", "server_error", code)
 
     def _end(self, *, stop: AgentStop | None = None, failure: BaseException | None = None) -> None:
-        if self.stop is None and self.failure is None:
-            self.stop, self.failure = stop, failure
+        """The first failure is kept even after a stop (a call in flight when a limit was reached
+        may still fail: the trial is then invalid); a stop only while nothing failed."""
+        if failure is not None and self.failure is None:
+            self.failure = failure
+        if stop is not None and self.stop is None and self.failure is None:
+            self.stop = stop
         self.ended.set()
 
     def _over_limit(self) -> AgentStop | None:

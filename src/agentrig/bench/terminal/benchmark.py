@@ -366,6 +366,29 @@ class TerminalBenchmark(Benchmark):
 
         return export_run(fmt, store, config, run_dir, arm=arm, out_path=out_path)
 
+    def first_requests(self, r: Any) -> list[Any] | None:
+        """For each arm whose agent is mini-swe-agent, Codex or Claude Code: the request that agent
+        really sends first, as its proxy forwards it (the installed agent run once on this host:
+        ``first_request.py``). None when no arm has one (the doctor uses a representative request)."""
+        from .installed import INSTALLED_KINDS
+
+        arms = [arm for arm in r.arms if arm.agent.kind in INSTALLED_KINDS]
+        if not arms:
+            return None
+        from dataclasses import replace
+
+        from .first_request import first_request
+
+        out, made = [], {}
+        for arm in arms:  # arms with the same agent settings and model: the agent is run once
+            model = arm.channel.resolve("agent", env={}).model or ""
+            key = (arm.agent.model_dump_json(), model)
+            if key not in made:
+                made[key] = run_sync(first_request(arm.name, arm.agent, model))
+            req = made[key]
+            out.append(replace(req, arm=arm.name, where=f"arm {arm.name}", tools_where=f"arm {arm.name}"))
+        return out
+
     def tasks_app(self) -> Any:
         from .commands import tasks_app
 

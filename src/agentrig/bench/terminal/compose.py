@@ -9,7 +9,7 @@ agent's (``agent_service``: the one Terminal-Bench names its client container).
   infinity``, the logs volume, ``environment``), plus ``platform`` of this machine, ``tmpfs``
   mounts, ``extra_hosts`` and ``dns`` (written into the trial's ``/etc/hosts`` and
   ``/etc/resolv.conf``, as Docker does) — else ``needs_container`` naming what it uses;
-- the services beside it (a mock web server, an API) run on bwrap and podman when each is **built
+- the services beside it (a mock web server, an API) run on bwrap, podman and docker when each is **built
   from a Dockerfile of the task** (``sandbox/services.py``, ``sandbox/container_services.py``);
   a service that runs an image from a registry, or uses what we do not honour, is
   ``needs_services`` naming the service and the image or the key. The local sandbox runs none.
@@ -39,7 +39,7 @@ SERVICE_KEYS = {
     "healthcheck", "ports", "expose", "networks", "depends_on", "labels", "restart", "tty",
     "stdin_open", "init", "platform", "hostname",
 }
-SERVICE_KINDS = ("bwrap", "podman")  # the sandbox kinds that run services beside the agent
+SERVICE_KINDS = ("bwrap", "podman", "docker")  # the sandbox kinds that run services beside the agent
 
 
 class ComposeError(DataError, ValueError):

@@ -3,7 +3,7 @@
 - the agent's service: Terminal-Bench's template (built from a Dockerfile of the task, ``sleep
   infinity``, the logs volume, ``environment``), plus ``platform`` of this machine, ``tmpfs``
   mounts, ``extra_hosts`` and ``dns`` — else ``needs_container`` naming what it uses;
-- the services beside it run on bwrap and podman when each is **built from a Dockerfile of the
+- the services beside it run on bwrap, podman and docker when each is **built from a Dockerfile of the
   task**; a service that runs an image from a registry, or uses what we do not honour, is
   ``needs_services`` naming the service and the image or the key. The local sandbox runs none.
 
@@ -60,7 +60,7 @@ def _platform_problem(compose: Compose, service: Service) -> str | None:
 def service_problem(compose: Compose, service: Service, kind: str) -> str | None:
     """Why sandbox `kind` cannot run `service` beside the agent's (None: it can)."""
     if kind not in SERVICE_KINDS:
-        return f"the {kind} sandbox starts no service beside the agent's (bwrap and podman do)"
+        return f"the {kind} sandbox starts no service beside the agent's (bwrap, podman and docker do)"
     if not service.builds:
         return (f"service '{service.name}' runs the image {service.image} from a registry, not one the task builds"
                 if service.image else f"service '{service.name}' has neither a build nor an image")

@@ -162,7 +162,7 @@ class InstalledAgent:
         root = await asyncio.to_thread(ensure_tool_root, kind, self.settings.version)
         return Path(root.path), f"{TOOL_MOUNT}/{root.entry}"
 
-    def _write_home(self, home: Path, model: str, base_url: str) -> dict[str, str]:
+    def write_home(self, home: Path, model: str, base_url: str) -> dict[str, str]:
         """The agent's config files in its home; returns the environment naming them."""
         a = self.settings
         env: dict[str, str] = {}
@@ -183,6 +183,9 @@ class InstalledAgent:
             if settings:
                 (home / "claude" / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
             env.update(CLAUDE_ENV, CLAUDE_CONFIG_DIR=f"{HOME_MOUNT}/claude")
+        for sub in home.iterdir():
+            if sub.is_dir():
+                sub.chmod(0o777)
         return env
 
     async def run(self, session: Any) -> None:
@@ -202,6 +205,7 @@ class InstalledAgent:
         model = ctx.channel.role("agent").model or ""
         base_dir = Path(getattr(box, "trial_dir", None) or tempfile.gettempdir())
         home = Path(tempfile.mkdtemp(prefix="agentrig-agent-home-", dir=base_dir if base_dir.is_dir() else None))
+        home.chmod(0o777)  # the image's user may not be root (a container's USER): the agent writes its record here
         proxy = TrialProxy(ctx, step_limit=a.step_limit, token_limit=a.token_limit, cost_limit=a.cost_limit,
                            deadline=session.deadline)
         try:
@@ -210,7 +214,7 @@ class InstalledAgent:
             env = {"OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": proxy.token,
                    "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": proxy.token,
                    "AGENTRIG_MODEL": model, "AGENTRIG_INSTRUCTION": session.task.instruction,
-                   "AGENTRIG_HOME": HOME_MOUNT, **self._write_home(home, model, base_url)}
+                   "AGENTRIG_HOME": HOME_MOUNT, **self.write_home(home, model, base_url)}
             line = command_line(a, entry, RECORD_FILES.get(a.kind))
             ro = {str(tool): TOOL_MOUNT} if tool is not None else {}
             ctx.event("agent", "start", agent=a.kind, version=self._version(), command=line[:2000])
@@ -219,8 +223,11 @@ class InstalledAgent:
                 result = await self._run_until_ended(box, proxy, line, env, ro, {str(home): HOME_MOUNT})
             finally:
                 await proxy.close()
-                with contextlib.suppress(Exception):
+                try:
                     apply_record(ctx, a.kind, home, [(r.call, r.message) for r in proxy.replies])
+                except Exception as exc:  # noqa: BLE001 - the trial stands on the proxy's calls alone
+                    ctx.event("agent", "record_unreadable", file=str(RECORD_FILES.get(a.kind, "")),
+                              problem=f"{type(exc).__name__}: {exc}"[:500])
             if proxy.failure is not None:
                 raise proxy.failure
             if proxy.stop is not None:

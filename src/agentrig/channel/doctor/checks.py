@@ -18,6 +18,7 @@ Sizes are estimated without a tokenizer: about 4 characters a token.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import openai
 from pydantic import BaseModel
@@ -50,6 +51,15 @@ class RequestShape(BaseModel):
     tools_where: str = ""  # whose tools those are
     first_request_tokens: int  # system prompt + tools + first message, estimated
     max_tokens: int | None = None
+    # an agent we did not write (e.g. "Codex CLI 0.169.0"): its real first request as its proxy
+    # forwards it (``agent_request.py`` sends it as it is), or why it could not be had
+    agent: str = ""
+    messages: list[dict] = []
+    tool_choice: Any = None
+    parallel_tool_calls: bool | None = None
+    problem: str | None = None
+    problem_code: str | None = None
+    fix: str | None = None
 
 
 def largest(shapes: list[RequestShape]) -> RequestShape | None:
@@ -210,19 +220,24 @@ def check_window(rr: ResolvedRole, shape: RequestShape | None, info: ServerInfo)
     limit = shape.max_tokens or 0
     needed = shape.first_request_tokens + limit
     parts = f"~{shape.first_request_tokens} tokens" + (f" + max_tokens {limit}" if limit else "")
+    whose = f"{shape.agent}'s first request ({shape.where}" if shape.agent else \
+        f"the experiment's largest first request ({shape.where}"
     if needed > info.window:
         # a server that cuts rather than refuses (Ollama): a first request over its window is cut in
         # every trial, which the run makes invalid (trial/truncation.py) — no valid trial would come of it
         cut = info.cuts_silently and shape.first_request_tokens > info.window
-        return Check(name="window", status="fail" if cut else "warn", code=CONTEXT_TOO_SMALL,
-                     message=f"the experiment's largest first request ({shape.where}: system prompt, tools and first "
-                             f"message, {parts}) needs ~{needed} tokens; {info.label}'s window is {info.window} "
-                             f"tokens ({info.window_source})" + (
-                                 f"; {info.label} would cut it and answer, so every such trial would be invalid"
-                                 if cut else ""),
+        # an agent's real request (its own system prompt and tools, which no setting of ours makes
+        # smaller) over the window: every trial's first call is refused or cut
+        alone = bool(shape.agent) and shape.first_request_tokens > info.window
+        too_small = f"; the window is too small for {shape.agent}: every trial's first call would be " + (
+            "cut (each trial invalid)" if info.cuts_silently else "refused") if alone else ""
+        return Check(name="window", status="fail" if cut or alone else "warn", code=CONTEXT_TOO_SMALL,
+                     message=f"{whose}: system prompt, tools and first message, {parts}) needs ~{needed} tokens; "
+                             f"{info.label}'s window is {info.window} tokens ({info.window_source})" + (
+                                 too_small or (f"; {info.label} would cut it and answer, so every such trial would "
+                                               "be invalid" if cut else "")),
                      fix=fix_window(info, needed))
-    return _ok("window", f"the largest first request ({shape.where}, {parts}) fits the {info.window}-token window "
-                         f"({info.window_source})")
+    return _ok("window", f"{whose}, {parts}) fits the {info.window}-token window ({info.window_source})")
 
 
 def server_check(info: ServerInfo) -> Check:

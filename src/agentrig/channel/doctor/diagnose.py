@@ -10,9 +10,12 @@ Checks, in order (a check whose prerequisite failed is skipped):
   server    which server answers (vLLM, llama.cpp, llama-cpp-python, Ollama, SGLang) and its window
   tools     the agent's own request: AUTO_TOOL_CHOICE_OFF, NO_TOOL_SUPPORT, NO_TOOL_CALLS (a warning)
   forced    a forced tool call: NO_TOOL_SUPPORT (a warning), TOOL_ARGS_INVALID (a warning)
+  agent     an installed agent's real first request, sent as it is (one per agent on the endpoint):
+            CONTEXT_TOO_SMALL, the tools faults, AGENT_NOT_INSTALLED (a warning) (``agent_request.py``)
   prompt    PROMPT_TRUNCATED (prompt_tokens does not grow with the prompt)
-  window    CONTEXT_TOO_SMALL (a warning: the experiment's first request does not fit)
-(server, tools, prompt, window: ``doctor_checks.py`` and ``servers.py``.)
+  window    CONTEXT_TOO_SMALL (a warning: the experiment's first request does not fit; a failure when an
+            installed agent's real first request alone does not)
+(server, tools, prompt, window: ``checks.py`` and ``servers.py``.)
 The key is never shown, not even in part: only its variable's name and its length.
 """
 
@@ -60,10 +63,12 @@ from agentrig.channel.doctor.checks import (
     largest,
     server_check,
 )
+from agentrig.channel.doctor.agent_request import check_agent_request
 from agentrig.channel.servers import identify
 from agentrig.channel.wires import wire_module
 
-ORDER = ("key", "base_url", "network", "models", "model", "chat", "server", "tools", "forced", "prompt", "window")
+ORDER = ("key", "base_url", "network", "models", "model", "chat", "server", "tools", "forced", "agent", "prompt",
+         "window")
 
 
 class EndpointReport(BaseModel):
@@ -276,8 +281,11 @@ async def check_tools(client: openai.AsyncOpenAI, rr: ResolvedRole, headers: dic
 
 # ------------------------------------------------------------------------------------- driver
 async def diagnose(rr: ResolvedRole, roles: list[str], env: Mapping[str, str] | None = None,
-                   shape: RequestShape | None = None, uses: list[str] | None = None) -> EndpointReport:
-    """``shape``: what the experiment's agent sends first (``--config``); None = a representative request."""
+                   shape: RequestShape | None = None, uses: list[str] | None = None,
+                   agents: list[RequestShape] | None = None) -> EndpointReport:
+    """``shape``: what the experiment's agent sends first (``--config``); None = a representative request.
+    ``agents``: the real first requests of the installed agents that use this endpoint (each sent as it is)."""
+    agents = agents or []
     env = os.environ if env is None else env
     report = EndpointReport(base_url=redact_url(normalize_base_url(rr.base_url)), model=rr.model, wire=rr.wire,
                             roles=roles, uses=uses or [])
@@ -332,8 +340,14 @@ async def diagnose(rr: ResolvedRole, roles: list[str], env: Mapping[str, str] | 
         checks.append(server_check(info))
         checks.append(await check_agent_tools(client, rr, headers, shape, info))
         checks.append(await check_tools(client, rr, headers))
-        checks.append(await check_prompt_growth(client, rr, headers, shape, info))
-        checks.append(check_window(rr, shape, info))
+        for agent in agents:
+            checks.append(await check_agent_request(client, rr, headers, agent, info))
+        real = [a for a in agents if not a.problem]
+        checks.append(await check_prompt_growth(client, rr, headers, largest([*([shape] if shape else []), *real]), info))
+        if shape is not None or not real or info.window is None:
+            checks.append(check_window(rr, shape or largest(real), info))
+        if info.window is not None:
+            checks.extend(check_window(rr, agent, info) for agent in real)
     finally:
         await client.close()
     return report
@@ -362,17 +376,20 @@ async def run_doctor(config: ChannelConfig | None, env: Mapping[str, str] | None
         targets = [(rr, roles, []) for rr, roles in endpoint_groups(config or ChannelConfig(), env)]
     shapes = shapes or {}
 
-    def shape_of(roles: list[str], uses: list[str]) -> RequestShape | None:
+    def shape_of(roles: list[str], uses: list[str]) -> tuple[RequestShape | None, list[RequestShape]]:
         """The first requests of the arms that use this endpoint (``"ARM: role"`` keys), else the
-        experiment's for the role."""
+        experiment's for the role; and apart, the installed agents' real ones (each checked as it is)."""
         for r in roles:
             mine = [shapes[u] for u in uses if u.endswith(f": {r}") and u in shapes]
             if mine:
-                return largest(mine)
+                return largest([s for s in mine if not s.agent]), [s for s in mine if s.agent]
             if r in shapes:
-                return shapes[r]
-        return None
+                return shapes[r], []
+        return None, []
 
-    reports = await asyncio.gather(*(diagnose(rr, roles, env, shape_of(roles, uses), uses)
-                                     for rr, roles, uses in targets))
+    async def one(rr: ResolvedRole, roles: list[str], uses: list[str]) -> EndpointReport:
+        shape, agents = shape_of(roles, uses)
+        return await diagnose(rr, roles, env, shape, uses, agents)
+
+    reports = await asyncio.gather(*(one(rr, roles, uses) for rr, roles, uses in targets))
     return DoctorReport(ok=all(r.ok for r in reports), endpoints=list(reports))

@@ -7,16 +7,18 @@ from packages (``images``) is imported under that very name (``import_base``, al
 carries the label ``agentrig.base=<recipe key>`` and is kept (cached by design, like the root);
 ``agentrig images rm`` removes it with the root. One whose recipe changed is imported anew.
 
-**Task images**: built once per runner process and Dockerfile (``--layers=false``: no intermediate
-images), tagged ``agentrig-task-<id>:<hash>-<pid>`` and labelled ``agentrig.owner=<pid>@<boot>``;
-removed when the process exits (``remove_task_images``, at exit), and by the next runner's first
-sandbox start when the process was killed (``engine.reap_orphan_images``).
+**Task images**: built once per runner process and Dockerfile (podman ``--layers=false``: no
+intermediate images; docker's classic builder ``--no-cache``: no other build stands on ours),
+tagged ``agentrig-task-<id>:<hash>-<pid>`` and labelled ``agentrig.owner=<pid>@<boot>``; removed
+when the process exits (``remove_task_images``, at exit), and by the next runner's first sandbox
+start when the process was killed (``engine.reap_orphan_images``).
 
 With ``build_network = "host-settings"`` a podman build gets the host's package-index settings
 (``hostsettings.container_settings``) in a directory mounted read-only at ``/dev/.agentrig-host-settings``
 (``/dev`` is the build's own tmpfs: no mount point is left in a layer), and the variables that name
 them as build arguments declared after each ``FROM`` of a copy of the Dockerfile (arguments are not
-in the image's ``ENV``; their values — paths only — are in its history).
+in the image's ``ENV``; their values — paths only — are in its history). docker's classic builder
+mounts nothing at build time: its builds get no host settings (a warning says so once).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from ..netfail import network_failure, registry_outage
 from .base import DISK_FULL, SandboxError, TaskBuildError
 from .base_roots import in_thread
 from .containerfile import HEREDOC_CONTEXT, without_heredocs
-from .engine import OWNER_LABEL, _call, _owner, engine_cli
+from .engine import OWNER_LABEL, _call, _owner, engine_cli, labelled
 from .hostsettings import container_settings
 
 BASE_LABEL = "agentrig.base"
@@ -79,7 +81,7 @@ def copy_from_images(dockerfile_text: str) -> list[str]:
 
 def _label_of(cli: list[str], ref: str) -> str | None:
     """The image's agentrig.base label ('' when it has none); None when the engine has no such image."""
-    proc = subprocess.run([*cli, "image", "inspect", "--format", f'{{{{index .Labels "{BASE_LABEL}"}}}}', ref],
+    proc = subprocess.run([*cli, "image", "inspect", "--format", f'{{{{index .Config.Labels "{BASE_LABEL}"}}}}', ref],
                           capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         return None
@@ -127,7 +129,8 @@ def import_base(ref: str, engine: str, progress: Callable[[str], None] | None = 
         # import --change takes no SHELL (the recipes' shell is the default /bin/sh -c anyway)
         changes = [c for c in recipe.image_changes() if not c.startswith("SHELL ")]
         changes.append(f"LABEL {BASE_LABEL}={recipe.key()}")
-        argv = [*cli, "import", "-q", *[a for c in changes for a in ("--change", c)], "-", ref]
+        quiet = ["-q"] if engine == "podman" else []  # docker's import has no -q (it prints the id alone)
+        argv = [*cli, "import", *quiet, *[a for c in changes for a in ("--change", c)], "-", ref]
         tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
         try:
@@ -151,15 +154,8 @@ def import_base(ref: str, engine: str, progress: Callable[[str], None] | None = 
 def imported_images(engine: str) -> list[tuple[str, str]]:
     """(recipe key, image name) of every image imported into `engine` from a root (none when the
     engine does not answer)."""
-    cli = engine_cli(engine)
-    fmt = f'{{{{index .Labels "{BASE_LABEL}"}}}} {{{{.Repository}}}}:{{{{.Tag}}}}'
-    try:
-        out = subprocess.run([*cli, "images", "--filter", f"label={BASE_LABEL}", "--format", fmt],
-                             capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    rows = [tuple(line.split(" ", 1)) for line in out.stdout.splitlines() if " " in line] if out.returncode == 0 else []
-    return sorted((key, name) for key, name in rows if not name.startswith("<none>"))
+    rows = labelled(engine_cli(engine), "images", BASE_LABEL)
+    return sorted({(key, name) for _, name, key in rows if key and not name.startswith("<none>")})
 
 
 def remove_imported(engine: str, key: str) -> list[str]:
@@ -247,8 +243,11 @@ async def task_image(engine: str, task: Any, *, build_network: bool | str, timeo
             raise
 
 
-_STEP = re.compile(r"^STEP \d+/\d+: ", re.MULTILINE)
-_EXIT_STATUS = re.compile(r"^Error: building at STEP .*exit status (\d+)\s*$", re.MULTILINE)
+# podman: "STEP 3/9: RUN …" then "Error: building at STEP …: exit status N"; docker's classic
+# builder: "Step 3/9 : RUN …" then "The command '/bin/sh -c …' returned a non-zero code: N"
+_STEP = re.compile(r"^(?:STEP|Step) \d+/\d+ ?: ", re.MULTILINE)
+_EXIT_STATUS = re.compile(r"^(?:Error: building at STEP .*exit status|The command .* returned a non-zero code:) (\d+)\s*$",
+                          re.MULTILINE)
 
 
 def build_error(engine: str, out: str, build_network: bool | str) -> Exception:
@@ -269,7 +268,7 @@ def build_error(engine: str, out: str, build_network: bool | str) -> Exception:
                            f"from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"host-settings\"); run again\n{out[-1000:]}")
     if unreached:  # a fetch that could not reach its host (or a build without network)
         return TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
-    header = step.split("\n", 1)[0][:200] if starts else ""
+    header = re.sub(r"^(\d+/\d+) : ", r"\1: ", step.split("\n", 1)[0][:200]) if starts else ""
     return TaskBuildError(f"{engine} build failed" + (f" at STEP {header}" if header else "") + f":\n{out[-2000:]}")
 
 
@@ -282,33 +281,66 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
     digest = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
     task_id = re.sub(r"[^a-z0-9_.-]", "-", str(getattr(task, "id", "task")).lower())[:80] or "task"
     tag = f"localhost/agentrig-task-{task_id}:{digest}-{os.getpid()}"
-    argv = [*cli, "build", "--layers=false", "--force-rm", "-t", tag, "--label", f"{OWNER_LABEL}={_owner()}"]
+    # no cache: another build never stands on our intermediate images, which go with our image (rmi)
+    argv = [*cli, "build", *(["--layers=false"] if engine == "podman" else ["--no-cache"]), "--force-rm", "-t", tag,
+            "--label", f"{OWNER_LABEL}={_owner()}"]
     if build_network is False:
         argv += ["--network", "none"]
+    helper = None  # docker: the image of the heredocs' files (containerfile.py)
     with tempfile.TemporaryDirectory(prefix="agentrig-build-") as tmp:
         built_text = text
+        heredocs = Path(tmp) / "heredocs"
         if engine == "podman":  # podman 4.3's builder reads no heredocs (containerfile.py)
-            rewritten = without_heredocs(text, Path(tmp) / "heredocs")
+            rewritten = without_heredocs(text, heredocs)
             if rewritten is not None:
                 built_text = rewritten
-                argv += ["--build-context", f"{HEREDOC_CONTEXT}={Path(tmp) / 'heredocs'}"]
+                argv += ["--build-context", f"{HEREDOC_CONTEXT}={heredocs}"]
+        else:  # nor does docker's classic builder, which has no named contexts: an image of the files
+            name = f"localhost/agentrig-heredocs-{task_id}:{digest}-{os.getpid()}"
+            rewritten = without_heredocs(text, heredocs, source=name, modes_in_files=True)
+            if rewritten is not None:
+                built_text = rewritten
+                if heredocs.is_dir():
+                    helper = name
+                    (Path(tmp) / "heredocs.Dockerfile").write_text("FROM scratch\nCOPY . /\n")
+                    code, out = await _call([*cli, "build", "--no-cache", "--force-rm", "-t", name, "--label",
+                                             f"{OWNER_LABEL}={_owner()}", "-f", str(Path(tmp) / "heredocs.Dockerfile"),
+                                             str(heredocs)], timeout_s)
+                    if code != 0:
+                        raise SandboxError(f"{engine} build of the Dockerfile's heredoc files failed: {out.strip()[-500:]}")
         if build_network == "host-settings" and engine == "podman":
             env = container_settings(Path(tmp) / "settings", SETTINGS_MOUNT)
             built_text = _with_build_args(built_text, sorted(env))
             argv += ["-v", f"{Path(tmp) / 'settings'}:{SETTINGS_MOUNT}:ro"]
             argv += [a for name, value in sorted(env.items()) for a in ("--build-arg", f"{name}={value}")]
         elif build_network == "host-settings":
-            print(f"agentrig: warning: {engine} builds cannot mount the host's package-index settings; "
-                  "building without them", file=sys.stderr, flush=True)
+            _warn_once(f"agentrig: warning: {engine} builds cannot mount the host's package-index settings; "
+                       "building without them")
         if built_text != original:
             (Path(tmp) / "Dockerfile").write_text(built_text)
         argv += ["-f", str(Path(tmp) / "Dockerfile") if built_text != original else str(dockerfile)]
-        code, out = await _call([*argv, str(context)], timeout_s)
+        try:
+            code, out = await _call([*argv, str(context)], timeout_s)
+        finally:
+            if helper is not None:
+                await _call([*cli, "rmi", helper], 60)
     if code != 0:
         await _call([*cli, "rmi", tag], 60)
-        raise build_error(engine, out, build_network)
+        raise build_error(engine, _ANSI.sub("", _LEGACY_NOTICE.sub("", out)), build_network)
     _built[key] = (tag, cli)
     return tag
+
+
+# a newer docker client's notice before a classic build (DOCKER_BUILDKIT=0): no part of the build's output
+_LEGACY_NOTICE = re.compile(r"\ADEPRECATED: The legacy builder is deprecated.*?\n(?:[ \t]+.*\n)*\n?")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the classic builder colours a step's stderr
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        print(message, file=sys.stderr, flush=True)
 
 
 def _remove_built(keys: list[tuple]) -> list[str]:

@@ -1,12 +1,13 @@
-"""The services beside the agent's in the podman sandbox: containers in the agent's network namespace.
+"""The services beside the agent's in the podman and docker sandboxes: containers in the agent's network namespace.
 
 As compose runs them, minus the bridge network: each service's image is built from its Dockerfile
 (once per runner, like the task's: ``container_images.task_image``), and its container joins the
 agent container's network namespace (``--network container:AGENT``), so the agent reaches it at
 its name (the agent container's ``--add-host NAME:127.0.0.1``) on the port it listens on, and two
 trials never share a port. The compose ``entrypoint``/``command``, ``environment`` and
-``working_dir`` are passed to ``run``; the image's ``ENTRYPOINT``/``CMD`` apply otherwise. Each is
-waited for as under bwrap (``readiness.py``, the probes run by ``exec`` in the service's
+``working_dir`` are passed to ``run`` (podman takes the entrypoint as a JSON array, docker one
+executable whose arguments lead the command's); the image's ``ENTRYPOINT``/``CMD`` apply otherwise.
+Each is waited for as under bwrap (``readiness.py``, the probes run by ``exec`` in the service's
 container). They carry the runner's owner label (a killed runner's are reaped with its other
 containers) and are removed before the agent's container (which they depend on) at close.
 """
@@ -61,11 +62,16 @@ def run_argv(cli: list[str], service: Service, name: str, agent: str, tag: str,
     for key, value in service.environment.items():
         argv += ["-e", f"{key}={value}"]
     argv += ["-w", service.working_dir] if service.working_dir else []
-    argv += ["--entrypoint", json.dumps(service.entrypoint)] if service.entrypoint is not None else []
+    rest: list[str] = []  # docker's --entrypoint is one executable: its arguments go before the command's
+    if service.entrypoint is not None and cli[-1] == "podman":  # podman reads a JSON array
+        argv += ["--entrypoint", json.dumps(service.entrypoint)]
+    elif service.entrypoint is not None:
+        argv += ["--entrypoint", service.entrypoint[0] if service.entrypoint else ""]
+        rest = service.entrypoint[1:]
     argv += ["--memory", f"{memory_mb}m"] if memory_mb else []
     argv += ["--pids-limit", str(pids)] if pids else []
     argv += ["--cpus", str(cpus)] if cpus else []
-    return [*argv, tag, *(service.command or [])]
+    return [*argv, tag, *rest, *(service.command or [])]
 
 
 async def start_container_services(box: Any, compose: Compose) -> None:

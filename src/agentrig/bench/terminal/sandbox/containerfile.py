@@ -11,6 +11,10 @@ bwrap's replay gives them (``dockerfile.py``):
   command with its body, for the shell to read;
 - a ``COPY``/``ADD`` of heredocs: each body a file of a build context of its own
   (``--build-context agentrig-heredocs=DIR``), copied from it with ``--from`` (the other flags kept).
+  Docker's classic builder (Debian's docker.io 20.10 without BuildKit) reads no heredocs either and
+  has no named build contexts nor ``COPY --chmod``: there the files are an image of their own
+  (``source``: its name, built ``FROM scratch`` from DIR) and a ``--chmod`` is the file's own mode
+  (``modes_in_files``).
 
 A Dockerfile without heredocs is left as it is (``None``).
 """
@@ -29,10 +33,11 @@ _DEFAULT_SHELL = ["/bin/sh", "-c"]
 _ONLY_HEREDOC = re.compile(r"<<-?([\"']?)\w+\1")
 
 
-def without_heredocs(text: str, into: Path) -> str | None:
+def without_heredocs(text: str, into: Path, *, source: str = HEREDOC_CONTEXT, modes_in_files: bool = False) -> str | None:
     """The Dockerfile `text` with its heredocs rewritten (see the module's docstring); the bodies of
-    COPY/ADD heredocs are written under `into`, the build context ``HEREDOC_CONTEXT`` names. None
-    when it has no heredoc."""
+    COPY/ADD heredocs are written under `into`, which `source` names (a build context, or an image
+    made from it: ``COPY --from=SOURCE``). With `modes_in_files` a ``--chmod`` sets the files' own
+    mode instead of staying a flag. None when it has no heredoc."""
     lines = _logical_lines(text)
     if not any("\n" in line for _, line in lines):  # _logical_lines joins a heredoc's body by newlines
         return None
@@ -45,12 +50,13 @@ def without_heredocs(text: str, into: Path) -> str | None:
             shell = list(_DEFAULT_SHELL)
         elif op == "SHELL":
             shell = _json_or_words(rest) or shell
-        rewritten = _rewrite(op, rest, shell, into, len(out)) if "\n" in line else None
+        rewritten = _rewrite(op, rest, shell, into, len(out), source, modes_in_files) if "\n" in line else None
         out.append(rewritten or line)
     return "\n".join(out) + "\n"
 
 
-def _rewrite(op: str, rest: str, shell: list[str], into: Path, index: int) -> str | None:
+def _rewrite(op: str, rest: str, shell: list[str], into: Path, index: int, source: str = HEREDOC_CONTEXT,
+             modes_in_files: bool = False) -> str | None:
     flags, rest = _split_flags(rest)
     head, bodies = _heredoc_bodies(rest)
     if not bodies:
@@ -63,13 +69,16 @@ def _rewrite(op: str, rest: str, shell: list[str], into: Path, index: int) -> st
     words = shlex.split(_HEREDOC.sub("", head))
     if len(words) != 1:  # heredocs mixed with files of the context: left for the builder to refuse
         return None
+    mode = 0o644
+    if modes_in_files and re.fullmatch(r"[0-7]{3,4}", flags.get("chmod", "")):
+        mode = int(flags.pop("chmod"), 8)
     folder = into / f"h{index}"
     folder.mkdir(parents=True, exist_ok=True)
     for name, body in bodies.items():
         (folder / name).write_text(body, encoding="utf-8")
-        (folder / name).chmod(0o644)
+        (folder / name).chmod(mode)
     sources = [f"h{index}/{name}" for name in bodies]
-    flags["from"] = HEREDOC_CONTEXT
+    flags["from"] = source
     return f"{op} {_flags(flags)}{json.dumps([*sources, words[0]], ensure_ascii=False)}"
 
 

@@ -2,9 +2,14 @@
 the owner label that lets the next runner remove what a runner killed by SIGKILL left behind.
 
 podman runs with agentrig's own containers.conf (runc, the host's ulimits), never the host's;
-it needs no daemon (``podman info`` answers), docker's daemon must answer. Every container and
-task image agentrig makes carries ``agentrig.owner=<pid>@<boot id>``; ``reap_orphans`` removes
-those whose owner is gone.
+it needs no daemon (``podman info`` answers), docker's daemon must answer: the one ``DOCKER_HOST``
+names, else the system's (``/var/run/docker.sock``), else agentrig's own that
+``scripts/start-dockerd.sh`` starts (``dockerd_dir()``: its socket is used when no other is set or
+present). docker builds with its classic builder (``DOCKER_BUILDKIT=0``: BuildKit needs the buildx
+plugin, and its Dockerfile frontends come from a registry). Every container and task image
+agentrig makes carries ``agentrig.owner=<pid>@<boot id>``; ``reap_orphans`` removes those whose
+owner is gone. The two engines list labels differently (docker's ``ps`` has ``.Label "k"``, its
+``images`` no labels at all): ``labelled`` reads them the same way for both.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -56,10 +62,33 @@ def podman_conf() -> Path:
     return path
 
 
+def dockerd_dir() -> Path:
+    """Where ``scripts/start-dockerd.sh`` keeps agentrig's own Docker daemon (its socket ``docker.sock``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentrig" / "dockerd"
+
+
+def docker_host() -> str | None:
+    """The daemon socket for docker when none is set: agentrig's own (``dockerd_dir()``) if it is
+    there and neither ``DOCKER_HOST`` nor the system's socket is; else None (docker's own choice)."""
+    if os.environ.get("DOCKER_HOST") or os.path.exists("/var/run/docker.sock"):
+        return None
+    own = dockerd_dir() / "docker.sock"
+    return f"unix://{own}" if own.is_socket() else None
+
+
+_DOCKER_VARS = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+                "DOCKER_API_VERSION")
+
+
 def engine_cli(engine: str) -> list[str]:
-    """The argv prefix that runs ``engine``: podman with agentrig's containers.conf, docker as is."""
+    """The argv prefix that runs ``engine``: podman with agentrig's containers.conf; docker with its
+    classic builder, on agentrig's own daemon when no other is set (``docker_host``)."""
     if engine == "podman":
         return ["env", f"CONTAINERS_CONF={podman_conf()}", "podman"]
+    if engine == "docker":  # the client's own settings ride along: a trial's commands run with a bare environment
+        found = docker_host()
+        own = [f"{k}={os.environ[k]}" for k in _DOCKER_VARS if os.environ.get(k)]
+        return ["env", "DOCKER_BUILDKIT=0", *own, *([f"DOCKER_HOST={found}"] if found else []), "docker"]
     return [engine]
 
 
@@ -74,9 +103,12 @@ async def engine_info(engine: str) -> tuple[str | None, str]:
             last = out.strip().splitlines()[-1] if out.strip() else code
             return f"podman is installed but `podman info` fails: {last}", ""
         return None, out.strip().splitlines()[-1]
-    code, out = await _call([engine, "info", "--format", "docker {{.ServerVersion}}, runtime {{.DefaultRuntime}}, storage {{.Driver}}"], timeout=15)
+    code, out = await _call([*engine_cli(engine), "info", "--format",
+                             "docker {{.ServerVersion}}, runtime {{.DefaultRuntime}}, storage {{.Driver}}"], timeout=15)
     if code != 0 or not out.strip() or "docker ," in out:
-        return f"{engine} client found but no daemon answers: {out.strip().splitlines()[-1] if out.strip() else code}", ""
+        last = out.strip().splitlines()[-1] if out.strip() else code
+        return (f"{engine} client found but no daemon answers: {last} (start one: `dockerd`, or agentrig's own "
+                "with scripts/start-dockerd.sh)"), ""
     return None, out.strip().splitlines()[-1]
 
 
@@ -112,14 +144,39 @@ async def reap_left_behind(cli: list[str]) -> None:
     await reap_orphan_images(cli)
 
 
+def labelled(cli: list[str], what: str, label: str, *, running: bool = False) -> list[tuple[str, str, str]]:
+    """(id, name, value of `label`) of each container (`what` = "containers"; ``running``: only the
+    running ones) or image ("images": its name ``repository:tag``, one row per name) carrying
+    `label`; none when the engine does not answer. Both engines list, then ``inspect`` for the label
+    (docker's ``images`` shows no labels, its ``ps`` a string)."""
+    if what == "containers":
+        argv, fmt = ["ps", *([] if running else ["-a"])], "{{.ID}} {{.Names}}"
+    else:
+        argv, fmt = ["images"], "{{.ID}} {{.Repository}}:{{.Tag}}"
+    try:
+        listed = subprocess.run([*cli, *argv, "--no-trunc", "--filter", f"label={label}", "--format", fmt],
+                                capture_output=True, text=True, timeout=60)
+        rows = [line.split(" ", 1) for line in listed.stdout.splitlines() if " " in line.strip()]
+        if listed.returncode != 0 or not rows:
+            return []
+        ids = sorted({ident for ident, _ in rows})
+        kind = "container" if what == "containers" else "image"
+        inspected = subprocess.run([*cli, kind, "inspect", "--format", f'{{{{.Id}}}} {{{{index .Config.Labels "{label}"}}}}',
+                                    *ids], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    values = {}
+    for line in inspected.stdout.splitlines():
+        ident, _, value = line.strip().partition(" ")
+        values[ident.removeprefix("sha256:")] = "" if value in ("", "<no value>") else value
+    return [(ident, name.strip(), values[ident.removeprefix("sha256:")]) for ident, name in rows
+            if ident.removeprefix("sha256:") in values]
+
+
 async def reap_orphans(cli: list[str]) -> list[str]:
     """Remove agentrig containers whose owner process is gone (a runner killed by SIGKILL)."""
-    code, out = await _call([*cli, "ps", "-a", "--filter", f"label={OWNER_LABEL}",
-                             "--format", f'{{{{.Names}}}} {{{{index .Labels "{OWNER_LABEL}"}}}}'], 30)
-    if code != 0:
-        return []
-    dead = [name for name, _, owner in (line.partition(" ") for line in out.splitlines() if line.strip())
-            if not _owner_alive(owner.strip())]
+    found = await asyncio.to_thread(labelled, cli, "containers", OWNER_LABEL)
+    dead = [name for _, name, owner in found if not _owner_alive(owner)]
     refused = []
     for name in dead:  # one by one: podman 4.3 stops at the first that is already gone
         code, _ = await _call([*cli, "rm", "-f", "-v", *_no_grace(cli), name], 120)
@@ -132,13 +189,8 @@ async def reap_orphans(cli: list[str]) -> list[str]:
 
 async def reap_orphan_images(cli: list[str]) -> list[str]:
     """Remove agentrig task images whose owner process is gone (after its containers: reap_orphans)."""
-    code, out = await _call([*cli, "images", "--filter", f"label={OWNER_LABEL}",
-                             "--format", f'{{{{.ID}}}} {{{{index .Labels "{OWNER_LABEL}"}}}}'], 30)
-    if code != 0:
-        return []
-    dead = sorted({ident for ident, _, owner in (line.partition(" ") for line in out.splitlines() if line.strip())
-                   if not _owner_alive(owner.strip())})
+    found = await asyncio.to_thread(labelled, cli, "images", OWNER_LABEL)
+    dead = sorted({ident for ident, _, owner in found if not _owner_alive(owner)})
     for ident in dead:
         await _call([*cli, "rmi", ident], 120)
     return dead
-
