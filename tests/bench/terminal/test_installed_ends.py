@@ -2,8 +2,8 @@
 agent timeout, a channel fault it cannot ride out, an agent that fails by itself, Ctrl-C.
 
 The agent is a script run as `agent = { kind = "command" }` through `agentrig run` (a subprocess)
-against the solution endpoint (its own process). Each arm gives it a mode: make model calls until
-the proxy refuses one, then start a child in a session of its own (`setsid`) and hang; hang at
+against the solution endpoint (its own process). Each arm gives it a mode: start a child in a
+session of its own (`setsid`), make model calls until the proxy refuses one, and hang; hang at
 once; start such a child and hang; fail by itself (exit 3, its key in its log); start the child and
 exit 0 (the control). Every process the agent starts carries a marker in its command line, and the
 task's only test lists the sandbox's processes: it passes (reward 1) when none carries the marker —
@@ -66,13 +66,13 @@ def child():  # a process in a session of its own (setsid), as `setsid sleep 100
                      stderr=subprocess.DEVNULL)
 
 
-if mode == "calls":  # call until refused, then hang with a child of its own
+if mode == "calls":  # a child of its own, then call until refused, then hang
+    child()
     while True:
         status, text = call()
         print("call", status, text[:300], flush=True)
         if status != 200:
             break
-    child()
     time.sleep(3600)
 elif mode == "hang":
     time.sleep(3600)
@@ -218,25 +218,21 @@ def test_limits_timeouts_and_failures_end_a_command_agents_trial_on_bwrap(tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["podman", "docker"])
-def test_limits_timeouts_and_failures_end_a_command_agents_trial_in_a_container(tmp_path, engine):
+def test_limits_timeouts_and_failures_end_a_command_agents_trial_on_podman(tmp_path):
     """In a container the agent runs through nsutil, with no cgroup of the trial's: before its own
     cgroup (docker.py ``_own_cgroup``) a child in a session of its own outlived the kill."""
-    _need_engine(engine)
-    _ends(tmp_path, engine)
+    from .podman_support import need_podman
+
+    need_podman()
+    _ends(tmp_path, "podman")
 
 
-def _need_engine(engine: str) -> None:
-    import asyncio
+@pytest.mark.slow
+def test_limits_timeouts_and_failures_end_a_command_agents_trial_on_docker(tmp_path, docker_daemon):
+    from ...dockerd import need_docker
 
-    from agentrig.bench.terminal.sandbox.engine import engine_problem
-
-    if engine == "podman":
-        from .podman_support import need_podman
-
-        need_podman()
-    elif (problem := asyncio.run(engine_problem(engine))) is not None:
-        pytest.skip(f"{engine} sandbox unavailable: {problem}")
+    need_docker(docker_daemon)
+    _ends(tmp_path, "docker")
 
 
 # ------------------------------------------------------------------ faults the channel cannot ride out
@@ -440,7 +436,9 @@ def test_an_installed_agents_limit_and_timeout_end_its_trial(tmp_path, kind, san
     if not any(r.kind == kind for r in list_tool_roots()):
         pytest.skip(f"{kind} is not installed here (agentrig agents install {kind})")
     if sandbox == "podman":
-        _need_engine("podman")
+        from .podman_support import need_podman
+
+        need_podman()
     _installed_ends(tmp_path, kind, sandbox)
 
 
