@@ -425,9 +425,9 @@ def _installed_ends(tmp_path: Path, kind: str, sandbox: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sandbox", ["bwrap", "podman"])
+@pytest.mark.parametrize("sandbox", ["bwrap", "podman", "docker"])
 @pytest.mark.parametrize("kind", ["mini-swe-agent", "codex", "claude-code"])
-def test_an_installed_agents_limit_and_timeout_end_its_trial(tmp_path, kind, sandbox):
+def test_an_installed_agents_limit_and_timeout_end_its_trial(tmp_path, kind, sandbox, request):
     """mini-swe-agent past step_limit, Codex past token_limit, Claude Code past cost_limit:
     limits_exceeded, the verifier finding nothing of the agent left; each stuck in a 1000 s command
     at its agent timeout: agent_timeout, the command and the agent gone before the verifier."""
@@ -439,6 +439,10 @@ def test_an_installed_agents_limit_and_timeout_end_its_trial(tmp_path, kind, san
         from .podman_support import need_podman
 
         need_podman()
+    elif sandbox == "docker":
+        from ...dockerd import need_docker
+
+        need_docker(request.getfixturevalue("docker_daemon"))
     _installed_ends(tmp_path, kind, sandbox)
 
 
