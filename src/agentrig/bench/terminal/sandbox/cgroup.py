@@ -119,17 +119,7 @@ class TrialCgroups:
 
     async def kill(self, command_dir: Path) -> None:
         """SIGKILL every process of the cgroup (and its children) until it is empty."""
-        for dirpath in _subtree(command_dir):
-            with contextlib.suppress(OSError):
-                _write(dirpath / "pids.max", "0")  # no new forks while we kill
-        for _ in range(500):
-            pids = [pid for d in _subtree(command_dir) for pid in _procs(d)]
-            if not pids:
-                return
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            await asyncio.sleep(0.01)
+        await kill_cgroup(command_dir)
 
     def oom_kills(self) -> int:
         path = self.dirs.get("memory")
@@ -158,6 +148,22 @@ class TrialCgroups:
                         break
                     except OSError:
                         await asyncio.sleep(0.01)
+
+
+async def kill_cgroup(path: Path) -> None:
+    """SIGKILL every process of the cgroup at ``path`` (and of its children) until it is empty; no
+    new forks there meanwhile (its ``pids.max``, where the pids controller is)."""
+    for dirpath in _subtree(path):
+        with contextlib.suppress(OSError):
+            _write(dirpath / "pids.max", "0")
+    for _ in range(500):
+        pids = [pid for d in _subtree(path) for pid in _procs(d)]
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.01)
 
 
 _SWEPT = False

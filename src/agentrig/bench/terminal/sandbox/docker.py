@@ -206,26 +206,48 @@ class ContainerSandbox:
         """An installed agent's ``bash -c command`` with its tool root and home bound in, as under
         bwrap (``BwrapSandbox.run_agent``): a private copy of the container's mount namespace, its
         cgroups, capabilities, pid and network namespaces. It needs the container's init on this
-        host (agentrig running as root)."""
+        host (agentrig running as root). Its processes get a pids cgroup of their own inside the
+        container's (``_own_cgroup``): at ``timeout_s`` or when cancelled all of them are killed, a
+        child in a session of its own (``setsid``) too; what it leaves running when it exits by
+        itself stays, moved back to the container's cgroup, as a command's background process does."""
         if not self.binds_verifier:
             raise SandboxError(f"an installed agent needs its tool root bound into the {self.engine} container, "
                                "which needs agentrig to run as root (fix: run as root, or use [sandbox] kind = \"bwrap\")")
-        return await self._nsutil_verifier(command, timeout_s, env, ro_binds, rw_binds, None)
+        self._seq += 1
+        return await self._nsutil_verifier(command, timeout_s, env, ro_binds, rw_binds, None,
+                                           own_cgroup=f"agentrig-agent-{os.getpid()}-{self._seq}")
 
     async def run_pytest(self, *_args: Any, **_kw: Any) -> None:
         return None  # no warm verifier in a container: the cold command runs
 
     async def _nsutil_verifier(self, command: str, timeout_s: float, env: dict[str, str], ro: dict[str, str],
-                               rw: dict[str, str] | None, remove: list[str] | None) -> CommandResult:
+                               rw: dict[str, str] | None, remove: list[str] | None,
+                               own_cgroup: str | None = None) -> CommandResult:
         from .bwrap import NSUTIL
+        from .cgroup import kill_cgroup
 
         pid = str(self.init_pid)
+        files = _cgroup_files(pid)
+        group = _own_cgroup(files, own_cgroup) if own_cgroup else None
         binds = [["ro", h, i] for h, i in ro.items()] + [["rw", h, i] for h, i in (rw or {}).items()]
-        spec = {"cgroups": _cgroup_files(pid), "binds": binds, "caps": _bounding_caps(pid), "cwd": self.workdir,
+        spec = {"cgroups": files, "binds": binds, "caps": _bounding_caps(pid), "cwd": self.workdir,
                 "env": {**self.env, **env}, "remove": list(remove or []), "argv": ["bash", "-c", command]}
         spawn = subprocess_spawn([sys.executable, "-I", "-S", str(NSUTIL), "run", pid, json.dumps(spec)],
                                  {"PATH": os.defpath})
-        result = await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, drainers=self._drainers)
+
+        async def kill(proc) -> None:  # the whole cgroup (nsutil joined it too), then its group as ever
+            if group is not None:
+                await kill_cgroup(group)
+            from ..shell import kill_process_group
+
+            await kill_process_group(proc)
+
+        try:
+            result = await run_process(spawn, timeout_s=timeout_s, limit=self.output_limit, kill=kill,
+                                       drainers=self._drainers)
+        finally:
+            if group is not None:
+                _release_cgroup(group)
         if "nsutil run:" in result.output[:300] and not os.path.exists(f"/proc/{pid}"):
             raise SandboxError(f"the {self.engine} container ended during the verifier")
         return result
@@ -267,6 +289,45 @@ def _cgroup_files(pid: str) -> list[str]:
         if candidate.exists():
             files.append(str(candidate))
     return files
+
+
+def _own_cgroup(files: list[str], name: str) -> Path | None:
+    """A child cgroup ``name`` of the container's pids cgroup (v1; its cgroup on v2), put in
+    ``files`` (the ``cgroup.procs`` files nsutil joins) in place of its parent: the container's
+    limits still bound it, and its processes can be killed whole. None where it cannot be made."""
+    index = next((i for i, f in enumerate(files) if (Path(f).parent / "pids.max").exists()),
+                 0 if len(files) == 1 else None)
+    if index is None:
+        return None
+    group = Path(files[index]).parent / name
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    files[index] = str(group / "cgroup.procs")
+    return group
+
+
+def _release_cgroup(group: Path) -> None:
+    """Move what is left in ``group`` (an agent's background process) to its parent, the
+    container's cgroup, and remove it."""
+    for _ in range(100):
+        try:
+            pids = (group / "cgroup.procs").read_text().split()
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                (group.parent / "cgroup.procs").write_text(pid)
+            except OSError:  # it ended meanwhile
+                pass
+        try:
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # a fork landed in it meanwhile: again
+            continue
 
 
 def _bounding_caps(pid: str) -> list[int]:
