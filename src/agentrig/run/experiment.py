@@ -175,10 +175,7 @@ def resolve(exp: Experiment, source: Path, run_dir: str | Path | None = None, *,
     they play)."""
     bench = get_benchmark(exp.benchmark.kind)
     selection = bench.select(exp, source)
-    if prepare:
-        bench.prepare(exp, source, selection)
     tasks = selection.tasks
-    bench.check(exp, source, selection)
     arms: list[ArmPlan] = []
     for arm in exp.arms:
         agent = arm.agent
@@ -196,6 +193,10 @@ def resolve(exp: Experiment, source: Path, run_dir: str | Path | None = None, *,
         need = roles_needed(exp, arm, tasks, bench)
         _check_arm(exp, source, arm, cfg, tasks, need, bench)
         arms.append(ArmPlan(arm.name, agent, list(arm.plugins), cfg, need))
+    if prepare:  # after every arm is checked: a mistake in one is said before anything is built or installed
+        bench.prepare(exp, source, selection)
+        tasks = selection.tasks
+    bench.check(exp, source, selection)
     name = exp.name or source.stem
     if run_dir is not None:
         directory = Path(run_dir).expanduser().resolve()
