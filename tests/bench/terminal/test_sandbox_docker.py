@@ -367,6 +367,9 @@ async def test_host_package_settings_reach_a_docker_build_and_stay_out_of_the_im
                 names = [n for m in layers for n in tarfile.open(fileobj=outer.extractfile(m)).getnames()]
             assert any(n.endswith("saw-host-pip-settings") for n in names)
             assert not [n for n in names if "agentrig-host-settings" in n or "ca.crt" in n or "pip.conf" in n]
+            comment = docker("history", "--no-trunc", "--format", "{{.Comment}}", tag).stdout
+            unsquashed = re.search(r"merge (sha256:[0-9a-f]+) to", comment)
+            assert unsquashed and docker("image", "inspect", unsquashed.group(1)).returncode != 0, comment
         else:
             await asyncio.sleep(0)
     finally:

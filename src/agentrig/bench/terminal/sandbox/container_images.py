@@ -330,6 +330,8 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
         finally:  # the images of the heredocs' files and of the host's settings go with the build
             for name in ([helper] if helper else []) + helpers:
                 await _call([*cli, "rmi", name], 60)
+    if helpers:  # the settings were copied into layers: the build's images left untagged go too
+        await _remove_step_images(cli, tag, out, code == 0 and "--squash" in argv)
     if code != 0:
         await _call([*cli, "rmi", tag], 60)
         raise build_error(engine, _ANSI.sub("", _LEGACY_NOTICE.sub("", out)), build_network)
@@ -345,6 +347,24 @@ async def _files_image(cli: list[str], name: str, directory: Path, timeout_s: fl
                              "-f", str(dockerfile), str(directory)], timeout_s)
     if code != 0:
         raise SandboxError(f"docker build of {what} failed: {out.strip()[-500:]}")
+
+
+async def _remove_step_images(cli: list[str], tag: str, out: str, squashed: bool) -> None:
+    """Remove the untagged images a docker build left (each step's image of another stage, of a
+    failed build; with ``--squash`` the unsquashed image and its steps'): they hold the layer with
+    the host's settings. Tagged ones (a base image) are never removed; the final image's own
+    ancestors refuse (they have a child)."""
+    ids = list(dict.fromkeys(reversed(re.findall(r"^ ---> ([0-9a-f]{12})\s*$", out, re.MULTILINE))))
+    if squashed:
+        code, comment = await _call([*cli, "history", "--no-trunc", "--format", "{{.Comment}}", tag], 60)
+        merged = re.search(r"merge (sha256:[0-9a-f]+) to", comment) if code == 0 else None
+        ids = ([merged.group(1)] if merged else []) + ids
+    if not ids:
+        return
+    _, listed = await _call([*cli, "image", "inspect", "--format", "{{.Id}} {{len .RepoTags}}", *ids], 60)
+    untagged = [line.split()[0] for line in listed.splitlines() if re.fullmatch(r"sha256:[0-9a-f]+ 0", line.strip())]
+    if untagged:
+        await _call([*cli, "rmi", *untagged], 300)
 
 
 async def _user_of(cli: list[str], ref: str) -> str:
