@@ -12,6 +12,8 @@
 # session fixture stops only a daemon it started: tests/dockerd.py). Exit 1, said on stderr, when
 # dockerd is missing or does not answer within 60 s. DOCKERD_FLAGS: more flags for dockerd (the
 # tests' second daemon: --bridge=none --iptables=false, leaving the first one's network alone).
+# agentrig's own daemon is experimental (--experimental): `docker build --squash` exists, so a build
+# with the host's package-index settings leaves no copy of them in any layer (docs/terminal.md).
 set -u
 dir="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrig/dockerd}"
 client="${DOCKER_CLIENT:-docker}"
@@ -43,7 +45,7 @@ rm -f "$dir/docker.sock"
 # setsid: the daemon outlives this script and is not in its caller's process group (a Ctrl-C of
 # the tests does not take it down mid-teardown); its PID is the one dockerd writes to its pidfile.
 setsid dockerd --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
-    -H "$sock" --storage-driver "$storage" ${DOCKERD_FLAGS:-} >"$dir/dockerd.log" 2>&1 </dev/null &
+    -H "$sock" --storage-driver "$storage" --experimental ${DOCKERD_FLAGS:-} >"$dir/dockerd.log" 2>&1 </dev/null &
 pid=$!
 for _ in $(seq 1 120); do
     if answers "$sock"; then echo "DOCKER_HOST=$sock"; echo "started $pid"; exit 0; fi

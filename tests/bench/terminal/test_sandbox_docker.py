@@ -292,3 +292,53 @@ def test_the_audit_of_every_builtin_task_is_the_same_on_docker_as_on_podman(tmp_
     assert len(found["docker"]) == 15 and found["docker"] == found["podman"], found
     assert sum(status == "ok" for status, *_ in found["docker"].values()) >= 13, found["docker"]
 
+
+
+async def test_host_package_settings_reach_a_docker_build_and_stay_out_of_the_image(tmp_path, docker_base, monkeypatch):
+    """build_network = "host-settings" on docker, whose classic builder mounts nothing: `RUN pip
+    install` builds (the host's pip configuration and CA bundle reach it; through this machine's
+    TLS-intercepting proxy it fails without them), a stage ending as another user removes them too,
+    and the final image has nothing of them: not in its filesystem, ENV or history, the image of the
+    settings files is gone — and on an experimental daemon (`--squash`) no layer holds a copy."""
+    import asyncio
+    import tarfile
+
+    from agentrig.bench.terminal.sandbox.container_images import experimental
+
+    monkeypatch.setenv("PIP_TIMEOUT", "181.5")  # a distinctive host PIP_* value
+    task = make_task(tmp_path, f"FROM {docker_base}\nRUN pip install --no-cache-dir six "
+                               "&& if pip config list | grep -q '181[.]5'; then touch /saw-host-pip-settings; fi\n"
+                               "USER nobody\n", task_id="docker-pip-probe")
+    sandbox = await open_sandbox(task, settings(tmp_path, kind="docker", build_network="host-settings"))
+    try:
+        result = await sandbox.run("python -c 'import six; print(six.__version__)'; ls /saw-host-pip-settings; "
+                                   "ls -a /; env | grep -E '^(PIP_|SSL_CERT|APT_CONFIG)' || echo no-pip-env", 60)
+        assert result.exit_code == 0, result.output
+        assert "/saw-host-pip-settings" in result.output and "no-pip-env" in result.output, result.output
+        assert "agentrig-host-settings" not in result.output, result.output
+        tag = next(t for t in owned_images(os.getpid()) if "docker-pip-probe" in t)
+        assert not [t for t in owned_images(os.getpid()) if "agentrig-settings-" in t]
+        inspect = docker("image", "inspect", "--format", "{{.Config.Env}} {{.Config.User}}", tag).stdout
+        assert "PIP_" not in inspect and "APT_CONFIG" not in inspect and inspect.split()[-1] == "nobody", inspect
+        history = docker("history", "--no-trunc", "--format", "{{.CreatedBy}}", tag).stdout
+        assert "181.5" not in history and "/etc/ssl" not in history, history
+        export = subprocess.run(f"{' '.join(engine_cli('docker'))} export {sandbox.name} | tar -t", shell=True,
+                                capture_output=True, text=True)
+        assert export.returncode == 0 and "etc/passwd" in export.stdout
+        assert "agentrig-host-settings" not in export.stdout
+        if await experimental(engine_cli("docker")):  # squashed: no layer has a copy of them
+            saved = tmp_path / "saved.tar"
+            assert docker("save", "-o", str(saved), tag).returncode == 0
+            with tarfile.open(saved) as outer:
+                layers = [m for m in outer.getmembers() if m.name.endswith("layer.tar")]
+                names = [n for m in layers for n in tarfile.open(fileobj=outer.extractfile(m)).getnames()]
+            assert any(n.endswith("saw-host-pip-settings") for n in names)
+            assert not [n for n in names if "agentrig-host-settings" in n or "ca.crt" in n or "pip.conf" in n]
+            comment = docker("history", "--no-trunc", "--format", "{{.Comment}}", tag).stdout
+            unsquashed = re.search(r"merge (sha256:[0-9a-f]+) to", comment)
+            assert unsquashed and docker("image", "inspect", unsquashed.group(1)).returncode != 0, comment
+        else:
+            await asyncio.sleep(0)
+    finally:
+        await sandbox.close()
+        remove_task_images()

@@ -18,7 +18,8 @@ With ``build_network = "host-settings"`` a podman build gets the host's package-
 (``/dev`` is the build's own tmpfs: no mount point is left in a layer), and the variables that name
 them as build arguments declared after each ``FROM`` of a copy of the Dockerfile (arguments are not
 in the image's ``ENV``; their values — paths only — are in its history). docker's classic builder
-mounts nothing at build time: its builds get no host settings (a warning says so once).
+mounts nothing at build time: its builds copy them in a first layer and remove them in a last
+(`docker_settings.py`), squashed where the daemon is experimental.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ..netfail import network_failure, registry_outage
 from .base import DISK_FULL, SandboxError, TaskBuildError
 from .base_roots import in_thread
 from .containerfile import HEREDOC_CONTEXT, without_heredocs
+from .docker_settings import SETTINGS_DIR, with_settings_layers
 from .engine import OWNER_LABEL, _call, _owner, engine_cli, labelled
 from .hostsettings import container_settings
 
@@ -287,43 +289,49 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
     if build_network is False:
         argv += ["--network", "none"]
     helper = None  # docker: the image of the heredocs' files (containerfile.py)
+    helpers: list[str] = []  # docker: the image of the host's settings files (docker_settings.py)
     with tempfile.TemporaryDirectory(prefix="agentrig-build-") as tmp:
-        built_text = text
-        heredocs = Path(tmp) / "heredocs"
-        if engine == "podman":  # podman 4.3's builder reads no heredocs (containerfile.py)
-            rewritten = without_heredocs(text, heredocs)
-            if rewritten is not None:
-                built_text = rewritten
-                argv += ["--build-context", f"{HEREDOC_CONTEXT}={heredocs}"]
-        else:  # nor does docker's classic builder, which has no named contexts: an image of the files
-            name = f"localhost/agentrig-heredocs-{task_id}:{digest}-{os.getpid()}"
-            rewritten = without_heredocs(text, heredocs, source=name, modes_in_files=True)
-            if rewritten is not None:
-                built_text = rewritten
-                if heredocs.is_dir():
-                    helper = name
-                    (Path(tmp) / "heredocs.Dockerfile").write_text("FROM scratch\nCOPY . /\n")
-                    code, out = await _call([*cli, "build", "--no-cache", "--force-rm", "-t", name, "--label",
-                                             f"{OWNER_LABEL}={_owner()}", "-f", str(Path(tmp) / "heredocs.Dockerfile"),
-                                             str(heredocs)], timeout_s)
-                    if code != 0:
-                        raise SandboxError(f"{engine} build of the Dockerfile's heredoc files failed: {out.strip()[-500:]}")
-        if build_network == "host-settings" and engine == "podman":
-            env = container_settings(Path(tmp) / "settings", SETTINGS_MOUNT)
-            built_text = _with_build_args(built_text, sorted(env))
-            argv += ["-v", f"{Path(tmp) / 'settings'}:{SETTINGS_MOUNT}:ro"]
-            argv += [a for name, value in sorted(env.items()) for a in ("--build-arg", f"{name}={value}")]
-        elif build_network == "host-settings":
-            _warn_once(f"agentrig: warning: {engine} builds cannot mount the host's package-index settings; "
-                       "building without them")
-        if built_text != original:
-            (Path(tmp) / "Dockerfile").write_text(built_text)
-        argv += ["-f", str(Path(tmp) / "Dockerfile") if built_text != original else str(dockerfile)]
         try:
+            built_text = text
+            heredocs = Path(tmp) / "heredocs"
+            if engine == "podman":  # podman 4.3's builder reads no heredocs (containerfile.py)
+                rewritten = without_heredocs(text, heredocs)
+                if rewritten is not None:
+                    built_text = rewritten
+                    argv += ["--build-context", f"{HEREDOC_CONTEXT}={heredocs}"]
+            else:  # nor does docker's classic builder, which has no named contexts: an image of the files
+                name = f"localhost/agentrig-heredocs-{task_id}:{digest}-{os.getpid()}"
+                rewritten = without_heredocs(text, heredocs, source=name, modes_in_files=True)
+                if rewritten is not None:
+                    built_text = rewritten
+                    if heredocs.is_dir():
+                        helper = name
+                        await _files_image(cli, name, heredocs, timeout_s, "the Dockerfile's heredoc files")
+            if build_network == "host-settings" and engine == "podman":
+                env = container_settings(Path(tmp) / "settings", SETTINGS_MOUNT)
+                built_text = _with_build_args(built_text, sorted(env))
+                argv += ["-v", f"{Path(tmp) / 'settings'}:{SETTINGS_MOUNT}:ro"]
+                argv += [a for name, value in sorted(env.items()) for a in ("--build-arg", f"{name}={value}")]
+            elif build_network == "host-settings":  # docker: copied in a first layer, removed in a last (docker_settings.py)
+                env, before = container_settings(Path(tmp) / "settings", SETTINGS_DIR), built_text
+                settings_image = f"localhost/agentrig-settings-{task_id}:{digest}-{os.getpid()}"
+                users = {ref: await _user_of(cli, ref) for ref in from_refs(built_text)}
+                built_text = with_settings_layers(built_text, settings_image, sorted(env), lambda ref: users.get(ref, ""))
+                if built_text != before:
+                    await _files_image(cli, settings_image, Path(tmp) / "settings", timeout_s, "the host's package-index settings")
+                    helpers.append(settings_image)
+                    argv += [a for name, value in sorted(env.items()) for a in ("--build-arg", f"{name}={value}")]
+                    if await experimental(cli):
+                        argv.append("--squash")  # the final image's one new layer: no copy of them at all
+            if built_text != original:
+                (Path(tmp) / "Dockerfile").write_text(built_text)
+            argv += ["-f", str(Path(tmp) / "Dockerfile") if built_text != original else str(dockerfile)]
             code, out = await _call([*argv, str(context)], timeout_s)
-        finally:
-            if helper is not None:
-                await _call([*cli, "rmi", helper], 60)
+        finally:  # the images of the heredocs' files and of the host's settings go with the build
+            for name in ([helper] if helper else []) + helpers:
+                await _call([*cli, "rmi", name], 60)
+    if helpers:  # the settings were copied into layers: the build's images left untagged go too
+        await _remove_step_images(cli, tag, out, code == 0 and "--squash" in argv)
     if code != 0:
         await _call([*cli, "rmi", tag], 60)
         raise build_error(engine, _ANSI.sub("", _LEGACY_NOTICE.sub("", out)), build_network)
@@ -331,16 +339,54 @@ async def _build(engine: str, task: Any, key: tuple, dockerfile: Path, context: 
     return tag
 
 
+async def _files_image(cli: list[str], name: str, directory: Path, timeout_s: float, what: str) -> None:
+    """Build the image `name` (``FROM scratch``) of `directory`'s files, for a docker build to copy from."""
+    dockerfile = directory.parent / f"{directory.name}.Dockerfile"
+    dockerfile.write_text("FROM scratch\nCOPY . /\n")
+    code, out = await _call([*cli, "build", "--no-cache", "--force-rm", "-t", name, "--label", f"{OWNER_LABEL}={_owner()}",
+                             "-f", str(dockerfile), str(directory)], timeout_s)
+    if code != 0:
+        raise SandboxError(f"docker build of {what} failed: {out.strip()[-500:]}")
+
+
+async def _remove_step_images(cli: list[str], tag: str, out: str, squashed: bool) -> None:
+    """Remove the untagged images a docker build left (each step's image of another stage, of a
+    failed build; with ``--squash`` the unsquashed image and its steps'): they hold the layer with
+    the host's settings. Tagged ones (a base image) are never removed; the final image's own
+    ancestors refuse (they have a child)."""
+    ids = list(dict.fromkeys(reversed(re.findall(r"^ ---> ([0-9a-f]{12})\s*$", out, re.MULTILINE))))
+    if squashed:
+        code, comment = await _call([*cli, "history", "--no-trunc", "--format", "{{.Comment}}", tag], 60)
+        merged = re.search(r"merge (sha256:[0-9a-f]+) to", comment) if code == 0 else None
+        ids = ([merged.group(1)] if merged else []) + ids
+    if not ids:
+        return
+    _, listed = await _call([*cli, "image", "inspect", "--format", "{{.Id}} {{len .RepoTags}}", *ids], 60)
+    untagged = [line.split()[0] for line in listed.splitlines() if re.fullmatch(r"sha256:[0-9a-f]+ 0", line.strip())]
+    if untagged:
+        await _call([*cli, "rmi", *untagged], 300)
+
+
+async def _user_of(cli: list[str], ref: str) -> str:
+    """The user an image's commands run as (its ``USER``; '' for root or when unknown)."""
+    code, out = await _call([*cli, "image", "inspect", "--format", "{{.Config.User}}", ref], 60)
+    return out.strip() if code == 0 else ""
+
+
+_EXPERIMENTAL: dict[tuple[str, ...], bool] = {}
+
+
+async def experimental(cli: list[str]) -> bool:
+    """Whether the docker daemon is experimental (so ``docker build --squash`` exists); asked once."""
+    if tuple(cli) not in _EXPERIMENTAL:
+        code, out = await _call([*cli, "info", "--format", "{{.ExperimentalBuild}}"], 60)
+        _EXPERIMENTAL[tuple(cli)] = code == 0 and "true" in out.strip().splitlines()
+    return _EXPERIMENTAL[tuple(cli)]
+
+
 # a newer docker client's notice before a classic build (DOCKER_BUILDKIT=0): no part of the build's output
 _LEGACY_NOTICE = re.compile(r"\ADEPRECATED: The legacy builder is deprecated.*?\n(?:[ \t]+.*\n)*\n?")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the classic builder colours a step's stderr
-_WARNED: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    if message not in _WARNED:
-        _WARNED.add(message)
-        print(message, file=sys.stderr, flush=True)
 
 
 def _remove_built(keys: list[tuple]) -> list[str]:
