@@ -21,6 +21,7 @@ from typing import Any
 
 from agentrig import __version__
 from agentrig.agents import prompts as agent_prompts
+from agentrig.agents.installed.toolroot import DEFAULT_VERSIONS
 from agentrig.benchmark import sha
 from agentrig.redact import read_secret, redact, redact_url
 
@@ -73,6 +74,8 @@ def comparability(r: Resolved) -> dict[str, Any]:
         for name in LATER_AGENT_FIELDS:  # at their defaults they change nothing: runs made before them still resume
             if agent.get(name) == type(arm.agent).model_fields[name].get_default(call_default_factory=True):
                 agent.pop(name, None)
+        if arm.agent.kind in DEFAULT_VERSIONS:  # an installed agent's version as played: a new pinned default is another agent
+            agent["version"] = arm.agent.version or DEFAULT_VERSIONS[arm.agent.kind]
         text = agent_prompts.preamble(arm.agent.prompt, text_mode=arm.agent.tool_mode == "text",
                                       parallel_tool_calls=arm.agent.parallel_tool_calls)
         agent["prompt"] = "default" if arm.agent.prompt == "default" else "file"

@@ -105,3 +105,20 @@ def test_mini_swe_agent_plays_in_text_mode_with_its_own_config_file(tmp_path):
     first = rec.trajectory.agent_requests[0]
     assert first.tools is None  # text mode: no tools offered, as mini_textbased.yaml says
     assert len(records(run_dir, valid=False)) == 0
+
+
+def test_an_installed_agents_version_as_played_is_in_the_runs_snapshot(tmp_path):
+    """A run of `kind = "codex"` (no version) holds the pinned version it played: a new pinned
+    default is another agent, and the same command refuses to mix the two in one run."""
+    from agentrig.agents.installed.toolroot import DEFAULT_VERSIONS
+    from agentrig.run.experiment import load
+    from agentrig.run.snapshot import comparability
+
+    arms = ('[[arms]]\nname = "pinned"\nagent = { kind = "codex" }\n'
+            '[[arms]]\nname = "other"\nagent = { kind = "codex", version = "0.150.0" }\n'
+            '[[arms]]\nname = "ours"\nagent = { kind = "bash" }\n')
+    toml = experiment(tmp_path, "snap", '[channel]\nmodel = "m"\n' + arms, cache=tmp_path / "cache")
+    snap = comparability(load(toml, prepare=False))["arms"]
+    assert snap["pinned"]["agent"]["version"] == DEFAULT_VERSIONS["codex"]
+    assert snap["other"]["agent"]["version"] == "0.150.0"
+    assert "version" not in snap["ours"]["agent"] and "run" not in snap["ours"]["agent"]  # as runs stored before
