@@ -46,7 +46,8 @@ async def fake():
 
 
 # Long files that have no slow-marked test (a minute or more of one worker's time each).
-_LONG_FILES = ("tests/analysis/test_instability.py", "tests/test_demo.py", "tests/bench/appworld/test_appworld_runs.py")
+_LONG_FILES = ("tests/analysis/test_instability.py", "tests/test_demo.py", "tests/bench/appworld/test_appworld_runs.py",
+               "tests/channel/test_cli_doctor_agents.py", "tests/agents/test_proxy.py")
 
 
 def pytest_collection_modifyitems(config, items):
