@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.agents.base import AgentSettings, AgentStop
+from agentrig.agents.installed.records import RECORD_FILES  # each agent's record, one table for the writer and the reader
 from agentrig.errors import ConfigError
 
 INSTALLED_KINDS = ("mini-swe-agent", "codex", "claude-code")
@@ -48,7 +49,6 @@ EXTERNAL_KINDS = (*INSTALLED_KINDS, "command")
 TOOL_MOUNT = "/run/agentrig/tool"  # the agent's tool root (or a command agent's mount), read-only
 HOME_MOUNT = "/run/agentrig/home"  # the agent's home: its config and its record, writable
 LOG_TAIL_CHARS = 2000  # the end of agent.log kept in the agent/exit event
-RECORD_FILES = {"mini-swe-agent": "trajectory.json", "codex": "codex.jsonl", "claude-code": "claude.jsonl"}
 
 # the flags that keep each CLI headless, unattended and off the network but for the proxy
 CODEX_FLAGS = ["exec", "--json", "--ephemeral", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
