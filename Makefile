@@ -68,8 +68,9 @@ XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The whole suite, slow scale tests included, with every system package its tests need (CI runs
 # exactly this: .ci/run only sets CI's variables).
+# --durations=25: the slowest tests are listed at the end (docs/performance.md, "The whole suite").
 test: setup chromium containers docker appworld mmdebstrap anchors
-	$(BIN)/python -m pytest -q $(XDIST)
+	$(BIN)/python -m pytest -q $(XDIST) --durations=25
 
 # Everything but the slow scale tests.
 test-fast: setup appworld
@@ -81,7 +82,7 @@ demo: setup mmdebstrap
 	$(BIN)/agentrig demo
 
 bench: setup
-	$(BIN)/python benchmarks/channel_overhead.py
+	$(BIN)/python perf/channel_overhead.py
 
 clean:
 	rm -rf $(VENV) $(APPWORLD_VENV) .appworld-test-data .pytest_cache build *.egg-info src/*.egg-info

@@ -50,16 +50,23 @@ _LONG_FILES = ("tests/analysis/test_instability.py", "tests/test_demo.py", "test
                "tests/channel/test_cli_doctor_agents.py", "tests/agents/test_proxy.py")
 
 
+# Files that hold a deadline (a run's exit within 10 s of Ctrl-C): handed out before anything else,
+# so that they run beside each other only — not beside the base-image and package builds of the
+# slow files, which on a 2-core machine starved them past their deadline.
+_DEADLINE_FILES = ("tests/bench/terminal/test_ctrl_c.py", "tests/bench/appworld/test_ctrl_c.py", "tests/run/test_ctrl_c.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`make test`: one file per worker at a time), hand out the long files
-    first — those with a slow-marked test, then ``_LONG_FILES`` — so that no worker starts a
-    minutes-long file when the others are nearly done. Only the order changes; a serial run keeps
-    the collection order."""
+    """Under pytest-xdist (`make test`: one file per worker at a time), hand out ``_DEADLINE_FILES``
+    first, then the long files — those with a slow-marked test, then ``_LONG_FILES`` — so that no
+    worker starts a minutes-long file when the others are nearly done. Only the order changes; a
+    serial run keeps the collection order."""
     if not hasattr(config, "workerinput"):
         return
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     long = {REPO_ROOT / name for name in _LONG_FILES}
-    items.sort(key=lambda item: 0 if item.path in slow else 1 if item.path in long else 2)  # stable
+    deadline = {REPO_ROOT / name for name in _DEADLINE_FILES}
+    items.sort(key=lambda item: -1 if item.path in deadline else 0 if item.path in slow else 1 if item.path in long else 2)
 
 
 _SKIP_LINE = Path(__file__).resolve()  # where the folded skips are reported: the line that skips

@@ -21,14 +21,15 @@ def make_channel(base_url: str, roles: tuple[str, ...] = ("agent",), *, key: str
 
 
 class EndpointProcess:
-    """A local endpoint's command line (``python -m agentrig.testing.<module> …``) as its own
-    process: it prints its base URL on the first line; ``stop`` ends it with SIGTERM (then KILL)."""
+    """A local endpoint's command line (``python -m <module> …``, e.g. the dotted path of a benchmark's
+    scripted endpoint) as its own process: it prints its base URL on the first line; ``stop`` ends it
+    with SIGTERM (then KILL)."""
 
     def __init__(self, module: str, *args: str, env: dict[str, str]):
         import subprocess
         import sys
 
-        self.proc = subprocess.Popen([sys.executable, "-m", f"agentrig.testing.{module}", *args],
+        self.proc = subprocess.Popen([sys.executable, "-m", module, *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
         self.base_url = self.proc.stdout.readline().strip()
         if not self.base_url.startswith("http://"):

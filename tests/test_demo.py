@@ -56,7 +56,8 @@ def test_demo_runs_offline_and_stores_both_runs(tmp_path):
 
 def check_terminal_section(out: str, base: Path):
     """Section 3/4: reference agents on built-in terminal tasks, then the bash agent through the channel."""
-    from agentrig.commands.demo_terminal import LLM_TRIALS, TASK_IDS, TRIALS, choose_sandbox
+    from agentrig.bench.terminal.demo import choose_sandbox
+    from agentrig.commands.demo_terminal import LLM_TRIALS, TASK_IDS, TRIALS
 
     kind, _why = choose_sandbox()
     if kind is None:  # no working bwrap and no root: the section says so instead of running
@@ -99,9 +100,10 @@ def test_terminal_section_says_why_it_skips_without_a_sandbox(tmp_path, monkeypa
 
     from rich.console import Console
 
+    from agentrig.bench.terminal import demo as terminal_demo
     from agentrig.commands import demo_terminal
 
-    monkeypatch.setattr(demo_terminal, "choose_sandbox", lambda: (None, "root: not running as root"))
+    monkeypatch.setattr(terminal_demo, "choose_sandbox", lambda: (None, "root: not running as root"))
     buf = io.StringIO()
     code, dirs = demo_terminal.run_terminal_section(Console(file=buf, width=200), tmp_path, lambda p: None,
                                                     "AGENTRIG_DEMO_KEY", "sk-x")

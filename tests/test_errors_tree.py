@@ -1,5 +1,7 @@
 """Every exception class of the package is drawn in the tree of ``agentrig/errors.py``'s docstring,
-under its real base, with the module it lives in: a new exception class must be drawn there.
+under its real base, with the module it lives in: a new exception class must be drawn there — or, a
+benchmark's own, in its benchmark's drawing: the docstring of the module its registry entry names
+(``exceptions=``, ``agentrig/benchmark.py``), whose subtrees hang under nodes of errors.py's tree.
 
 The classes are found by importing every module under ``src/agentrig`` (a terminal task's own files
 under ``bench/terminal/builtin/`` are task data, not the package) and, for classes defined inside a
@@ -14,34 +16,91 @@ import importlib
 import inspect
 import re
 
+import pytest
+
 import agentrig.errors
+from agentrig.benchmark import exception_trees
 
 from .support import package_modules
 
 NODE = re.compile(r"^    (?P<rails>(?:[│ ]   )*)[├└]── (?P<name>\w+)(?: \((?P<second>\w+)\))?\s+(?P<module>[\w/]+)\s")
+ROOT = re.compile(r"^    (?P<name>\w+)\s*$")  # a benchmark's subtree starts at a node of errors.py's tree
+BENCH_MARK = "Its own exceptions"  # the sentence that introduces a benchmark's drawing
 
 
-def drawn() -> dict[str, tuple[str, str | None, str]]:
-    """The docstring's tree: class name → (parent's name, second base or None, module)."""
-    doc = agentrig.errors.__doc__ or ""
-    lines = doc.splitlines()
-    root = next(i for i, line in enumerate(lines) if line.strip().split(" ")[0] == "Exception")
-    stack = ["Exception"]
-    out: dict[str, tuple[str, str | None, str]] = {}
-    for line in lines[root + 1:]:
+def _walk(lines: list[str], out: dict[str, tuple[str, str | None, str]], roots: set[str] | None = None) -> None:
+    """Read drawn nodes into ``out`` until a blank line. ``roots``: the names a line of a bare name may
+    start a subtree under (a benchmark's drawing); None: the tree starts under ``Exception``."""
+    stack = ["Exception"] if roots is None else []
+    for line in lines:
         if not line.strip():
             break
+        r = ROOT.match(line) if roots is not None else None
+        if r is not None:
+            assert r["name"] in roots, f"{r['name']} is not a node of errors.py's tree: {line!r}"
+            stack = [r["name"]]
+            continue
         m = NODE.match(line)
         if m is None:
             assert re.match(r"^    [│ ]*\s", line), f"a line of the tree that is neither a node nor a continuation: {line!r}"
             continue
+        assert stack, f"{m['name']} is drawn before the node it hangs under: {line!r}"
         depth = len(m["rails"]) // 4 + 1
         assert depth <= len(stack), f"{m['name']} is drawn deeper than under a parent: {line!r}"
         del stack[depth:]
         assert m["name"] not in out, f"{m['name']} is drawn twice"
         out[m["name"]] = (stack[-1], m["second"], m["module"])
         stack.append(m["name"])
+
+
+def drawn_core() -> dict[str, tuple[str, str | None, str]]:
+    """errors.py's tree: class name → (parent's name, second base or None, module)."""
+    lines = (agentrig.errors.__doc__ or "").splitlines()
+    root = next(i for i, line in enumerate(lines) if line.strip().split(" ")[0] == "Exception")
+    out: dict[str, tuple[str, str | None, str]] = {}
+    _walk(lines[root + 1:], out)
     return out
+
+
+def drawn_by(doc: str, known: set[str]) -> dict[str, tuple[str, str | None, str]]:
+    """A benchmark's drawing of its own exceptions (its subtrees under the ``known`` nodes)."""
+    lines = doc.splitlines()
+    intro = [i for i, line in enumerate(lines) if line.startswith(BENCH_MARK)]
+    assert len(intro) == 1, f"the docstring has no (or more than one) paragraph starting {BENCH_MARK!r}"
+    start = next(i for i in range(intro[0], len(lines)) if not lines[i].strip()) + 1
+    out: dict[str, tuple[str, str | None, str]] = {}
+    _walk(lines[start:], out, known)
+    return out
+
+
+def drawn() -> dict[str, tuple[str, str | None, str]]:
+    """The whole tree: errors.py's and every registered benchmark's drawing of its own exceptions
+    (each only of classes in its own package)."""
+    out = drawn_core()
+    assert not [n for n, (_, _, m) in out.items() if m.startswith("bench/")], \
+        "errors.py draws a benchmark's exception: draw it in its benchmark's drawing"
+    for kind, module in exception_trees().items():
+        own = drawn_by(importlib.import_module(module).__doc__ or "", set(out))
+        package = "/".join(module.removeprefix("agentrig.").split(".")[:2]) + "/"
+        assert own, f"benchmark {kind!r}: {module} draws no exception"
+        strays = [n for n, (_, _, m) in own.items() if not m.startswith(package)]
+        assert not strays, f"benchmark {kind!r} draws classes outside {package}: {strays}"
+        twice = set(own) & set(out)
+        assert not twice, f"drawn twice: {sorted(twice)}"
+        out.update(own)
+    return out
+
+
+def test_a_benchmark_s_drawing_is_read(tmp_path):
+    # the reader of a benchmark's drawing can fail: a subtree under an unknown node, and a class
+    # drawn under a node are both seen
+    doc = (f"A benchmark.\n\n{BENCH_MARK}, under errors.py's nodes:\n\n"
+           "    DataError\n    └── ArithError          bench/arith/tasks         a malformed sum\n"
+           "    Signal\n    └── _Carry (ValueError) bench/arith/play          a carry\n\nMore.\n")
+    assert drawn_by(doc, {"DataError", "Signal"}) == {"ArithError": ("DataError", None, "bench/arith/tasks"),
+                                                     "_Carry": ("Signal", "ValueError", "bench/arith/play")}
+    with pytest.raises(AssertionError, match="not a node of errors.py's tree"):
+        drawn_by(doc, {"DataError"})
 
 
 def exception_classes() -> dict[str, type[BaseException]]:

@@ -46,7 +46,10 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
                                                      # amounts…) a derived guideline must not repeat
         export(fmt, store, config, run_dir, arm=, domain=, out_path=) -> (n, path, noun)
         tasks_app() -> typer.Typer | None            # `agentrig tasks … --bench KIND`
-        audit_command() -> callable | None           # `agentrig audit --bench KIND`
+        audit_command() -> callable | None           # `agentrig audit --bench KIND` (ctx.obj["load_experiment"]: run's loader)
+        scripted_endpoint(**settings) -> FakeEndpoint | None   # a local endpoint that plays its tasks'
+                                                     # reference (on testing/'s scripted base; the demo)
+        demo_setup() -> DemoSetup                    # where its section of `agentrig demo` plays here
 
 Tasks are ``(domain, task)`` pairs: the domain is the ``TrialKey.domain`` of its trials (τ²'s
 domain; one fixed name for a benchmark without domains, e.g. ``terminal``) and ``task.id`` its
@@ -58,9 +61,11 @@ retries exhausted, a sandbox that cannot start) is a ``Verdict(valid=False, inva
 the executor stores it as an attempt and replays the trial. The ``Verdict``'s ``reward_info``
 carries the named reward components.
 
-Adding a benchmark: one package under ``bench/`` with a ``Benchmark`` subclass, and one line
-in ``_BUILTIN`` below (or ``register(kind, cls)`` from a plug-in or a test). docs/benchmarks.md
-walks through it.
+Adding a benchmark: one package under ``bench/`` with a ``Benchmark`` subclass (its scripted
+endpoint, its exceptions and its demo part included), and one line in ``_BUILTIN`` below (or
+``register(kind, "module:Class")`` from a plug-in or a test). Nothing outside ``bench/`` imports a
+benchmark's package: only this registry names them, by import path. docs/benchmarks.md walks
+through it.
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ from agentrig.types import FailureLabel
 
 from agentrig.task_values import literal_values
 
-__all__ = ["Benchmark", "Limits", "Selection", "register", "get_benchmark", "settings_model",
+__all__ = ["Benchmark", "DemoSetup", "Limits", "Selection", "register", "get_benchmark", "settings_model",
            "tables", "known_kinds", "playable_kinds", "DEFAULT_KIND", "sha", "json_sha", "literal_values"]
 
 DEFAULT_KIND = "tau2"
@@ -273,6 +278,19 @@ class Benchmark:
     def audit_command(self) -> Callable[..., Any] | None:
         return None
 
+    def scripted_endpoint(self, **settings: Any) -> Any:
+        """A local OpenAI-compatible endpoint whose replies play this benchmark's tasks' reference (τ²:
+        the gold conversation of the built-in domains; terminal: each built-in task's solution) — a
+        ``FakeEndpoint`` on testing/'s scripted-responder base, not started (``settings``: the fake
+        endpoint's, e.g. ``api_key``, ``fault_rate``, ``fault_kinds``, ``seed``). None: it has none."""
+        return None
+
+    def demo_setup(self) -> DemoSetup:
+        """Where this benchmark's section of ``agentrig demo`` plays on this machine (terminal: the
+        sandbox and root that work here); may start what the section will use. Called in a thread
+        while the sections before it play. Default: it plays anywhere, with nothing to fill in."""
+        return DemoSetup()
+
     def doctor(self, target: str | None, as_json: bool, console: Any) -> int:
         """``agentrig doctor --bench KIND [TARGET]``: check what this benchmark needs on this machine
         beyond the endpoints (terminal: the sandboxes, TARGET a sandbox kind; AppWorld: its own
@@ -301,6 +319,15 @@ class FirstRequest:
     fix: str | None = None
 
 
+@dataclass(frozen=True)
+class DemoSetup:
+    """Where a benchmark's section of ``agentrig demo`` plays on this machine (``Benchmark.demo_setup``)."""
+
+    values: dict[str, str] = field(default_factory=dict)  # what its demo experiments are written with
+    skip: str | None = None  # why it cannot play here (the demo says so and goes on without it)
+    warnings: tuple[str, ...] = ()  # what stands in for what is missing, said before it plays
+
+
 # ------------------------------------------------------------------------------------ registry
 
 
@@ -313,6 +340,9 @@ class _Entry:
     commands: dict[str, str | Any] = field(default_factory=dict)
     # analysis figures of its own (analysis/figure.py), "module:Class", shown for its runs
     figures: tuple[str, ...] = ()
+    # the module whose docstring draws its own exception classes, each under a node of errors.py's
+    # tree (DataError, InfrastructureFault, Signal…), in that tree's format (tests/test_errors_tree.py)
+    exceptions: str | None = None
 
 
 # kind → where its parts are (imported only when asked for).
@@ -320,15 +350,18 @@ _BUILTIN: dict[str, _Entry] = {
     "tau2": _Entry("agentrig.bench.tau.settings:Tau2Settings", "agentrig.bench.tau.benchmark:Tau2Benchmark",
                    {"user": "agentrig.bench.tau.user:UserSettings",
                     "judge": "agentrig.bench.tau.settings:JudgeSettings"},
-                   {"data": "agentrig.bench.tau.commands:data_app"}),
+                   {"data": "agentrig.bench.tau.commands:data_app"},
+                   exceptions="agentrig.bench.tau.benchmark"),
     "terminal": _Entry("agentrig.bench.terminal.settings:TerminalSettings",
                        "agentrig.bench.terminal.benchmark:TerminalBenchmark",
-                       {"sandbox": "agentrig.bench.terminal.sandbox.base:SandboxSettings"},
-                       {"images": "agentrig.bench.terminal.images.cli:app"}),
+                       {"sandbox": "agentrig.bench.terminal.core.base:SandboxSettings"},
+                       {"images": "agentrig.bench.terminal.images_cli:app"},
+                       exceptions="agentrig.bench.terminal.benchmark"),
     "appworld": _Entry("agentrig.bench.appworld.settings:AppWorldSettings",
                        "agentrig.bench.appworld.benchmark:AppWorldBenchmark",
                        commands={"appworld": "agentrig.bench.appworld.commands:appworld_app"},
-                       figures=("agentrig.bench.appworld.goals:GoalCompletion",)),
+                       figures=("agentrig.bench.appworld.goals:GoalCompletion",),
+                       exceptions="agentrig.bench.appworld.benchmark"),
 }
 _REGISTRY: dict[str, _Entry] = dict(_BUILTIN)
 _INSTANCES: dict[str, Benchmark] = {}
@@ -345,14 +378,16 @@ def _load(ref: Any) -> Any:
 def register(kind: str, implementation: type[Benchmark] | str, *,
              settings: type[BaseModel] | str | None = None,
              tables: dict[str, type[BaseModel] | str] | None = None,
-             commands: dict[str, Any] | None = None) -> None:
+             commands: dict[str, Any] | None = None, exceptions: str | None = None) -> None:
     """Register (or replace) a benchmark. A class gives its own ``settings_model`` and ``tables``.
     ``commands``: its own top-level command groups (name → typer.Typer or its import path), mounted
-    by the CLI (``command_groups``) when registered before the CLI is built."""
+    by the CLI (``command_groups``) when registered before the CLI is built. ``exceptions``: the
+    module whose docstring draws its own exception classes (``exception_trees``)."""
     if settings is None:
         impl = _load(implementation)
         settings, tables = impl.settings_model, dict(impl.tables) if tables is None else tables
-    _REGISTRY[kind] = _Entry(settings, implementation, dict(tables or {}), dict(commands or {}))
+    _REGISTRY[kind] = _Entry(settings, implementation, dict(tables or {}), dict(commands or {}),
+                             exceptions=exceptions)
     _INSTANCES.pop(kind, None)
     for listener in _listeners:
         listener()
@@ -361,6 +396,12 @@ def register(kind: str, implementation: type[Benchmark] | str, *,
 def figure_refs() -> list[str]:
     """Every registered benchmark's own analysis figures ("module:Class"; analysis/figure.py)."""
     return [ref for entry in _REGISTRY.values() for ref in entry.figures]
+
+
+def exception_trees() -> dict[str, str]:
+    """Every registered benchmark's own exception classes: kind → the module whose docstring draws
+    them under errors.py's nodes (errors.py draws the rest; tests/test_errors_tree.py reads both)."""
+    return {kind: entry.exceptions for kind, entry in _REGISTRY.items() if entry.exceptions}
 
 
 def command_groups() -> dict[str, Any]:

@@ -40,15 +40,11 @@ from .errors import ConfigError, format_validation_error as _format_errors
 Role = Literal["agent", "user", "memory", "judge", "analyst"]
 ROLES: tuple[Role, ...] = ("agent", "user", "memory", "judge", "analyst")
 ToolChoice = Literal["auto", "required", "omit"]
-# The wire formats: the API a role's requests speak (docs/channel.md), name → the module in
-# channel/wires/ that speaks it. Adding a wire: its module and one line here; everything that names
-# wires (the settings, --wire, the doctor, other clients' files, the dispatch) derives from this.
-WIRE_MODULES: dict[str, str] = {
-    "chat": "agentrig.channel.wires.chat",  # chat completions (POST /chat/completions)
-    "responses": "agentrig.channel.wires.responses",  # the OpenAI Responses API
-    "anthropic": "agentrig.channel.wires.anthropic",  # the Anthropic Messages API
-}
-Wire = Literal[tuple(WIRE_MODULES)]  # type: ignore[valid-type]
+# The wire formats: the API a role's requests speak (docs/channel.md), by the names a settings file
+# writes. The settings, --wire and other clients' files validate against these names; which module
+# speaks each is the wires' own registry (channel/wires/__init__.py's REGISTRY, the same names).
+WIRES: tuple[str, ...] = ("chat", "responses", "anthropic")
+Wire = Literal[WIRES]  # type: ignore[valid-type]
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 

@@ -1,20 +1,14 @@
 """One exception tree for agentrig: every exception class of the package, where it lives (the
 module under ``agentrig/``) and what it means. ``tests/test_errors_tree.py`` checks this drawing
-against the code: a new exception class must be drawn here, under its real base.
+against the code: a new exception class must be drawn here, under its real base — or, a
+benchmark's own, in its benchmark's drawing (below).
 
     Exception                                                 (Python's)
     ├── AgentrigError               errors                    raised on purpose, with a message a person can act on;
     │   │                                                     at the CLI: one line on stderr, exit 1 (cli_errors.py)
     │   ├── ConfigError             errors                    user error: a bad experiment file, setting or option
     │   ├── DataError               errors                    user error: a malformed or missing benchmark file
-    │   │   │                                                 (names the file, the task id, the field)
-    │   │   ├── EnvFunctionError    bench/tau/environment     a τ² task names an environment function its domain lacks
-    │   │   ├── TaskFileError       bench/terminal/taskfile   a malformed terminal task (file, field, problem, fix)
-    │   │   ├── ComposeError (ValueError) bench/terminal/compose  a terminal task's compose file that cannot be
-    │   │   │                                                 read (names the file and why)
-    │   │   └── TaskBuildError      bench/terminal/sandbox/base  a terminal task's own build fails deterministically:
-    │   │                                                     its trials are valid and score 0 (``broken_task``), or
-    │   │                                                     it is excluded (``needs_network`` / ``needs_container``)
+    │   │                                                     (names the file, the task id, the field)
     │   ├── RunDirBusy              store/owner               user error: another process holds the run directory
     │   │                                                     (its owner lock); names the holder's pid, host, command
     │   ├── ToolInstallError        agents/installed/common   an installed agent's tool root could not be made (no npm
@@ -37,27 +31,24 @@ against the code: a new exception class must be drawn here, under its real base.
     │       │                                                 (``prompt_tokens``, ``window`` when the server named
     │       │                                                 them); not on the role's first request in a trial,
     │       │                                                 it ends the trial ``context_overflow`` (valid, 0)
-    │       ├── OutageTimeout       trial/envelope            the agent's time ran out while an outage held its calls
-    │       ├── SandboxError        bench/terminal/sandbox/base  the sandbox could not start or was killed, or a build
-    │       │                                                 failed for a reason not the task's (no bwrap, no disk)
-    │       ├── WorkerError         bench/appworld/pool       an AppWorld worker died, hung or garbled its answer
-    │       ├── EngineError         bench/appworld/pool       AppWorld's engine failed to open or judge the world
-    │       └── JudgeFailed         bench/tau/judge_nl        the judge model's answers could not be read twice
+    │       └── OutageTimeout       trial/envelope            the agent's time ran out while an outage held its calls
     └── Signal                      errors                    control flow, not an error: caught by agentrig's own
         │                                                     code, which turns it into something else
         ├── AgentStop               errors                    an agent that cannot go on ends its trial with a
         │                                                     termination (e.g. ``format_errors``): valid, scores 0
-        ├── ToolError               bench/tau/toolkit         a τ² tool refuses the call: the agent reads ``Error: …``
-        ├── ParseError (ValueError) bench/terminal/parsers    the verifier's output is unreadable: the trial is
-        │                                                     valid, failure mode ``parse_error``
         ├── Malformed               channel/parse             a body that is not a completion: a transient fault
-        ├── _Stop                   bench/tau/episode         a τ² task's message history already ends the conversation
         ├── _Fatal                  run/executor              a fatal channel error carried out of the trial's task
         │                                                     with its role and trial, to stop the run
         ├── BadBody (ValueError)    agents/proxy/inbound      an agent's request the measuring proxy cannot read: an
         │                                                     HTTP 400 in the agent's wire
-        ├── GoldRequestError        testing/_gold_texts       a request a scripted endpoint cannot answer: an HTTP 400
+        ├── GoldRequestError        testing/_scripted         a request a scripted endpoint cannot answer: an HTTP 400
         └── ReplyError (ValueError) testing/_fake_bodies      a test's scripted reply that is not a reply: an HTTP 500
+
+A benchmark's own exceptions hang under these nodes too (DataError: its malformed task files and
+broken task builds; InfrastructureFault: its sandbox, worker or judge that failed; Signal: its
+control flow), drawn in its own package — the module its registry entry names with
+``exceptions=`` (``agentrig/benchmark.py``; τ², terminal and AppWorld: their ``benchmark.py``) —
+so that adding a benchmark touches nothing here.
 
 A class with two bases names the second in parentheses. Code that catches ``AgentrigError`` (the
 CLI, the report, the doctor's reading of an experiment) catches the infrastructure faults too;

@@ -15,7 +15,7 @@ from agentrig.agents.base import AgentSettings
 from agentrig.benchmark import Limits
 from agentrig.bench.terminal.episode import SessionSettings, TerminalSession
 from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_task
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_task
 from agentrig.bench.terminal.verifier import capture_shell_state, verify
 from agentrig.trial.context import TrialContext
 from agentrig.types import Transient, TrialKey

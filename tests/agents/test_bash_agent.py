@@ -10,14 +10,14 @@ import pytest
 from agentrig.agents.base import AgentSettings, AgentStop
 from agentrig.agents.bash import BashAgent, parse_action, submission
 from agentrig.agents.bash_prompts import ACTION_LABEL, PREAMBLE, SUBMIT_SENTINEL
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
-from agentrig.bench.terminal.taskmodel import support
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_tasks
+from agentrig.bench.terminal.tasks.taskmodel import support
 from agentrig.channel.client import Channel
 from agentrig.config import ChannelConfig, ChannelSettings, Price, RoleConfig
 from agentrig.errors import ContextOverflow
 from agentrig.testing.fake_endpoint import FakeEndpoint
 from agentrig.testing.personalities import make_personality
-from agentrig.testing.solution_endpoint import SolutionEndpoint
+from agentrig.bench.terminal.scripted.solution_endpoint import SolutionEndpoint
 from agentrig.types import Transient
 
 from tests.support import KEY, KEY_ENV, make_channel

@@ -387,7 +387,7 @@ def test_the_mini_swe_agent_export_reads_codex_and_claude_commands(tmp_path):
 def test_a_resampled_mini_text_reply_is_read_as_mini_reads_it(tmp_path):
     """`agentrig instability` compares a resampled reply with the step taken: in mini's text mode the
     recorded step is a `bash` call (text-<n>), so the sample's block must be read as one too."""
-    from agentrig.commands.instability import parse_reply
+    from agentrig.run.resample import parse_reply
 
     ctx, _ = _applied("mini-swe-agent", tmp_path, text_mode=True)
     taken = decisions_of(SimpleNamespace(trajectory=ctx.trajectory))[1]

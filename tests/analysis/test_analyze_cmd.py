@@ -53,7 +53,7 @@ def test_json_is_one_object_on_stdout(tmp_path, capsys):
     analysis = Analysis.model_validate(json.loads(captured.out))
     assert captured.err == ""
     assert list(analysis.arms) == ["A"] and analysis.arms["A"].overall.valid == 17
-    assert analysis.arms["A"].consistency[0].mixed
+    assert analysis.arms["A"].figures["consistency"].tasks[0].mixed
 
 
 def test_not_a_run_directory(tmp_path):
@@ -151,7 +151,7 @@ def test_flaky_gold_pass_hat_k_matches_the_true_rates(tmp_path, capsys):
     assert o.gap_pp.low <= true_gap <= o.gap_pp.high
     print("\nflaky-gold (p = 0.3) on bikeshop, 10 trials:\n  " + "\n  ".join(lines)
           + f"\n  gap true {true_gap:.1f} pp, est {o.gap_pp.value:.1f} [{o.gap_pp.low:.1f}, {o.gap_pp.high:.1f}]")
-    tax = analysis.arms["flaky-gold"].failures
+    tax = analysis.arms["flaky-gold"].figures["failures"].overall
     assert tax is not None and tax.failed == o.valid - round(o.pass_1.value * o.valid)
 
 
@@ -183,7 +183,7 @@ def _synthetic(arm: str, domain: str, task: str, trial: int, ok: bool) -> TrialR
 
 def synthetic_10000(run: Path) -> dict[tuple[str, str], int]:
     """A run directory of 10,000 stored trials (2 arms × 2 domains × 50 tasks × 50 trials), each task
-    with its own success rate; returns the successes per (arm, task). ``benchmarks/suite_timings.py``
+    with its own success rate; returns the successes per (arm, task). ``perf/suite_timings.py``
     times the analysis of it."""
     import random
 
@@ -210,7 +210,7 @@ def synthetic_10000(run: Path) -> dict[tuple[str, str], int]:
 
 
 def test_analysis_of_10000_trials(tmp_path):
-    """The figures of a 10,000-trial store are right (its timing is in benchmarks/suite_timings.py)."""
+    """The figures of a 10,000-trial store are right (its timing is in perf/suite_timings.py)."""
     successes = synthetic_10000(tmp_path / "run")
     out, buf = _console()
     analyze_command(tmp_path / "run", arm=None, as_json=True, out=out)

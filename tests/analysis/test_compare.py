@@ -16,7 +16,7 @@ from agentrig.analysis.sides import split_side
 from agentrig.commands.compare import compare_command
 from agentrig.errors import ConfigError, DataError
 from agentrig.run import experiment
-from agentrig.run.runner import open_run
+from agentrig.run.session import open_run
 from agentrig.types import TrialKey, TrialRecord, Trajectory, Verdict
 
 TASKS = ["rent_city_bike", "cancel_ebike_full_refund", "cancel_late_fee_no_waiver", "refuse_ebike_minor",

@@ -16,7 +16,7 @@ from agentrig.run import experiment, snapshot
 from agentrig.commands.run import run_command
 from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 
 KEY_ENV = "AGENTRIG_COMPARE_TEST_KEY"
 

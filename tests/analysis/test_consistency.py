@@ -160,7 +160,7 @@ def test_collector_streams_like_task_consistency():
 
 def random_chains(n_tasks: int, seed: int = 11) -> list[list[tuple[int, bool, tuple]]]:
     """``n_tasks`` tasks × 50 trials of tool-call chains: one base chain per task, each trial's a few
-    random edits away from it (``benchmarks/suite_timings.py`` times 500 of them)."""
+    random edits away from it (``perf/suite_timings.py`` times 500 of them)."""
     rng = random.Random(seed)
     tools = [f"tool_{i}" for i in range(12)]
 

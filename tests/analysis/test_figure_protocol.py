@@ -18,6 +18,7 @@ from rich.console import Console
 from agentrig.analysis import figure as fig
 from agentrig.commands.analyze import analyze_command
 from agentrig.report import write_report
+from agentrig.types import Strict
 
 from .test_summary import record, write_run
 
@@ -48,18 +49,23 @@ def test_the_durations_figure_by_hand(tmp_path):
     assert 'id="figure-durations"' in html and "3.00 s" in html and "invalid attempts (s)" in html
 
 
+class Tasks(Strict):
+    tasks: int
+
+
 class TaskCount(fig.Figure):
     """A figure written in the test: how many distinct tasks each arm played."""
 
     id = "task_count"
+    result = Tasks
 
     def compute(self, arm):
-        return {"tasks": len({(r.domain, r.task_id) for r in arm.rows})}
+        return Tasks(tasks=len({(r.domain, r.task_id) for r in arm.rows}))
 
     def view(self, results):
         return fig.FigureView(id=self.id, title="tasks played", columns=["arm", "tasks"],
-                              rows=[[a, str(r["tasks"])] for a, r in results.items()],
-                              bars=[fig.Bar(name=a, value=r["tasks"]) for a, r in results.items()])
+                              rows=[[a, str(r.tasks)] for a, r in results.items()],
+                              bars=[fig.Bar(name=a, value=r.tasks) for a, r in results.items()])
 
 
 def test_a_new_figure_is_one_module_registered_once(tmp_path, monkeypatch):
@@ -74,23 +80,28 @@ def test_a_new_figure_is_one_module_registered_once(tmp_path, monkeypatch):
     monkeypatch.setattr(fig, "_LOADED", None)  # leave the registry as it was for other tests
 
 
+class Failed(Strict):
+    failed: int
+
+
 class LastWords(fig.Figure):
     """A figure written in the test that prints itself last in analyze and sits in the report's
     consistency section (drawn from its view: no drawer of its own)."""
 
     id = "last_words"
+    result = Failed
     analyze_slot = "end"
     report_slot = "consistency"
 
     def compute(self, arm):
-        return {"failed": sum(1 for r in arm.rows if r.valid and r.reward < 1)}
+        return Failed(failed=sum(1 for r in arm.rows if r.valid and r.reward < 1))
 
     def view(self, results):
         return fig.FigureView(id=self.id, title="failed valid trials", columns=["arm", "failed"],
-                              rows=[[a, str(r["failed"])] for a, r in results.items()])
+                              rows=[[a, str(r.failed)] for a, r in results.items()])
 
-    def print(self, results, out):
-        out.print("last words: " + ", ".join(f"{a} failed {r['failed']}" for a, r in results.items()))
+    def print(self, results, out, analysis):
+        out.print("last words: " + ", ".join(f"{a} failed {r.failed}" for a, r in results.items()))
         return True
 
 

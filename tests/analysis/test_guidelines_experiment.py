@@ -31,7 +31,7 @@ from agentrig.plugins.guidelines.filemodel import file_sha, load, write
 from agentrig.store.store import Store
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint, GoldResponder
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint, GoldResponder
 
 KEY_ENV = "AGENTRIG_T13_GUIDE_KEY"
 KEY = "sk-t13guide-Rv8Kq2Lm5Xn7Wp3"

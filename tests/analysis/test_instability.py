@@ -30,11 +30,12 @@ from agentrig.analysis.instability import action_of, consistency, load_unstable_
 from agentrig.analysis.instability_report import fork_step, instability_report, spearman
 from agentrig.cli import app
 from agentrig.commands.run import run_command
-from agentrig.commands.instability import _requests, instability_command
+from agentrig.commands.instability import instability_command
+from agentrig.run.resample import _requests
 from agentrig.store.store import Store
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 
 KEY_ENV = "AGENTRIG_INSTAB_KEY"
 KEY = "sk-instab-test-0123456789abcdef"

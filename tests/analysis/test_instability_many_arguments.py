@@ -25,7 +25,7 @@ from agentrig.commands.instability import instability_command
 from agentrig.commands.run import run_command
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 
 KEY_ENV = "AGENTRIG_INSTAB_ARGS_KEY"
 KEY = "sk-instab-args-0123456789abcdef"

@@ -1,4 +1,4 @@
-"""Memory figures (analysis.memory) on constructed records: every number against a hand value."""
+"""Memory figures (the memory plug-in's figure, plugins/memory/figure.py) on constructed records: every number against a hand value."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from agentrig.commands.analyze import analyze_command
-from agentrig.analysis.memory import baseline_arm, memory_figures, memory_modes
+from agentrig.plugins.memory.figure import baseline_arm, memory_figures, memory_modes
 from agentrig.analysis.build import analyze_run
 from agentrig.analysis.summary import Analysis
 from agentrig.store.store import Store
@@ -190,8 +190,8 @@ def _analyze(run: Path, **kw) -> Analysis:
 
 def test_analysis_has_memory_figures_and_the_ab_against_the_baseline(run):
     a = _analyze(run)
-    assert a.arms["base"].memory is None
-    m = a.arms["mem"].memory
+    assert a.arms["base"].figures.get("memory") is None
+    m = a.arms["mem"].figures["memory"]
     assert m is not None and m.modes == ["selective"] and m.baseline == "base"
     assert (m.trials, m.triggers, m.injections) == (24, 12 * 6, 12 * 3)
     assert isclose(m.injection_rate, 0.5) and isclose(m.tokens.ratio, 2350 / 5400)
@@ -205,13 +205,13 @@ def test_analysis_has_memory_figures_and_the_ab_against_the_baseline(run):
     assert {d.path for d in ab.config.differences} >= {"arm.plugins", "roles.memory"}
     assert ab.metrics["pass^1"].significance == "better"  # every one of the 4 flips goes the same way
     # the JSON dump reads back
-    assert Analysis.model_validate_json(a.model_dump_json()).arms["mem"].memory.ab.metrics["pass^1"].delta == \
+    assert Analysis.model_validate_json(a.model_dump_json()).arms["mem"].figures["memory"].ab.metrics["pass^1"].delta == \
         ab.metrics["pass^1"].delta
 
 
 def test_only_the_memory_arm_still_gets_its_ab(run):
     a = _analyze(run, arm="mem")
-    assert list(a.arms) == ["mem"] and a.arms["mem"].memory.ab.paired.tasks == 12
+    assert list(a.arms) == ["mem"] and a.arms["mem"].figures["memory"].ab.paired.tasks == 12
 
 
 def test_analyze_prints_the_memory_tables(run):

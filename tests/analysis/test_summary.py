@@ -175,7 +175,7 @@ def test_components_terminations_and_spread(hand):
 
 
 def test_usage_per_role(hand):
-    u = hand.arms["A"].usage
+    u = hand.arms["A"].figures["usage"]
     agent, user = {r.role: r for r in u.roles}["agent"], {r.role: r for r in u.roles}["user"]
     assert (agent.requests, agent.succeeded, agent.failed) == (19, 17, 2)
     assert agent.attempts == 15 + 2 * 2 + 2 * 3
@@ -191,28 +191,29 @@ def test_usage_per_role(hand):
 
 
 def test_reruns_and_retry_check(hand):
-    r = hand.arms["A"].reruns
+    r = hand.arms["A"].figures["reruns"]
     rates = [s.success_rate for s in r.reruns]
     assert [(s.trials, s.successes) for s in r.reruns] == [(5, 4), (5, 3), (4, 2), (3, 2)]
     assert isclose(rates[3], 2 / 3)
     assert (r.best, r.worst) == (0, 2) and isclose(r.spread_pp, 30.0)
     assert [s.tokens for s in r.reruns] == [900, 900, 720, 540]
     assert [s.retries for s in r.reruns] == [1, 0, 1, 0] and [s.retried_trials for s in r.reruns] == [1, 0, 1, 0]
-    e = hand.arms["A"].retries
+    e = hand.arms["A"].figures["retries"]
     assert (e.retried, e.retried_failed, e.clean, e.clean_failed) == (2, 1, 15, 5)
     assert not e.enough_data and e.p_value is None and e.note.startswith("not enough data")
 
 
 def test_consistency_and_failure_sections(hand):
     a = hand.arms["A"]
-    assert len(a.consistency) == 5
-    first = a.consistency[0]
+    consistency = a.figures["consistency"].tasks
+    assert len(consistency) == 5
+    first = consistency[0]
     assert first.mixed and first.task_id in ("t2", "u1")
-    t3 = next(c for c in a.consistency if c.task_id == "t3")
+    t3 = next(c for c in consistency if c.task_id == "t3")
     assert t3.pattern == "✗✗✗✗" and t3.distinct_chains == 4 and t3.diverge_at == 1
     # d1 / d2 have no task files: the taxonomy says it is unavailable rather than guessing
     assert hand.sections["consistency"] == "ok" and hand.sections["failures"].startswith("unavailable")
-    assert a.failures is None
+    assert a.figures.get("failures") is None
 
 
 def test_seeded_reproducible_and_seed_matters(tmp_path):
@@ -259,7 +260,7 @@ def test_trials_outside_the_plan_are_left_out(tmp_path):
     with Store.open(run / "trials.sqlite", create=False) as store:
         a = analyze_run(store, json.loads((run / "config.json").read_text())).arms["A"]
     assert (a.overall.valid, a.overall.tasks, a.overall.pass_1.value) == (2, 1, 1.0)
-    assert len(a.reruns.reruns) == 2 and a.usage.roles[0].requests == 2
+    assert len(a.figures["reruns"].reruns) == 2 and a.figures["usage"].roles[0].requests == 2
 
 
 def test_bad_snapshot_is_a_data_error(tmp_path):
@@ -312,6 +313,6 @@ def test_an_arm_with_nothing_valid_yet(tmp_path):
     b, c = an.arms["B"].overall, an.arms["C"].overall
     assert (b.valid, b.invalid, b.missing, b.invalid_attempts) == (0, 1, 3, 1)
     assert b.pass_1 == Estimate() and b.gap_pp == Estimate() and b.curve[1].excluded == 2
-    assert (c.valid, c.missing, c.mixed_fraction) == (0, 4, None) and an.arms["C"].reruns.best is None
+    assert (c.valid, c.missing, c.mixed_fraction) == (0, 4, None) and an.arms["C"].figures["reruns"].best is None
     a = an.arms["A"].overall
     assert a.pass_1.value == 1.0 and a.pass_n.value is None and a.pass_n_excluded == 2

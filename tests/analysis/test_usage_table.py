@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 
 KEY = "sk-usage-test-00112233445566778899"
 KEY_ENV = "AGENTRIG_USAGE_TEST_KEY"

@@ -2,38 +2,39 @@
 
 1. The generic code does not know τ²: no module under run/, analysis/, report/ or plugins/ imports
    ``agentrig.bench.tau`` (nor names it in a dynamic import); only benchmark.py's registry does.
-2. A third benchmark defined here — "arith": each task is a sum, the agent answers, equality
-   judges — registered in the test, runs through the generic machinery unchanged: ``agentrig run``
-   (runner, executor, store, an invalid trial replayed, resume), ``--smoke``, ``analyze`` (pass^k,
-   its own failure classes and reward component, divergence on its own action sequence), the
-   report, the jsonl export, and ``agentrig tasks list --bench arith``. The agent answers through a
-   real local OpenAI-compatible endpoint.
+2. A third benchmark — "arith": each task is a sum, the agent answers, equality judges — a package
+   of its own (``tests/bench/arith/``, its scripted endpoint and its exception included) that
+   imports no benchmark, registered by one line, runs through the generic machinery unchanged:
+   ``agentrig run`` (runner, executor, store, an invalid trial replayed, resume), ``--smoke``,
+   ``analyze`` (pass^k, its own failure classes and reward component, divergence on its own action
+   sequence), the report, the jsonl export, and ``agentrig tasks list --bench arith``. The agent
+   answers through its scripted endpoint, a real local OpenAI-compatible endpoint handed out by the
+   seam.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import re
 import textwrap
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
-import typer
-from pydantic import BaseModel, ConfigDict, Field
 from typer.testing import CliRunner
 
 import agentrig
-from agentrig.types import FailureLabel
 from agentrig import benchmark as base
-from agentrig.benchmark import Benchmark, Limits, Selection, json_sha
 from agentrig.cli import app
-from agentrig.run.runner import trial_seed
+from agentrig.run.executor import trial_seed
 from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import Fault, ThreadedFakeEndpoint
-from agentrig.trial.envelope import play_in_envelope
-from agentrig.types import Message, RewardInfo, TrialRecord, Verdict
+
+from tests.bench.arith import scripted as arith_scripted
+from tests.bench.arith.benchmark import ArithBenchmark, SumsError
+from tests.bench.arith.benchmark import tasks as arith_tasks
 
 SRC = Path(agentrig.__file__).parent
 GENERIC = ("run", "analysis", "report", "plugins")
@@ -94,93 +95,20 @@ def test_the_import_check_sees_relative_and_dynamic_imports():
 
 # ---------------------------------------------------------------------- 2. a third benchmark
 
-
-class ArithTask(BaseModel):
-    id: str
-    a: int
-    b: int
+# the third benchmark is a package of its own (tests/bench/arith/: settings, tasks, trial body,
+# taxonomy, commands, an exception, a scripted endpoint), added to agentrig by this one line
+ARITH = "tests.bench.arith.benchmark"
 
 
-class ArithSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["arith"]
-    count: int = Field(4, ge=1)
+def register_arith() -> None:
+    base.register("arith", f"{ARITH}:ArithBenchmark", exceptions=ARITH)
 
 
-def _tasks(count: int) -> list[ArithTask]:
-    return [ArithTask(id=f"sum{i}", a=7 * i + 3, b=11 * i + 5) for i in range(count)]
-
-
-class ArithBenchmark(Benchmark):
-    kind = "arith"
-    settings_model = ArithSettings
-    agent_kinds = ("llm", "gold", "noop")
-    failure_classes = {"wrong_sum": "Wrong sum", "no_answer": "No answer", "other": "Other"}
-    component_names = ("answer",)
-
-    def select(self, exp: Any, source: Path) -> Selection:
-        return Selection([("sums", t) for t in _tasks(exp.benchmark.count)])
-
-    def comparability(self, r: Any) -> dict[str, Any]:
-        return {"tasks": {f"{g}/{t.id}": json_sha(t.model_dump()) for g, t in r.tasks}}
-
-    async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> TrialRecord:
-        # the trial envelope (trial/envelope.py) does the rest: the clock, channel faults → invalid,
-        # the record — a new benchmark writes only the body that plays and judges
-        task = ctx.task
-        question = f"What is {task.a} + {task.b}? Reply with the number only."
-        msgs = ctx.trajectory.messages
-
-        async def body() -> Verdict:
-            msgs.append(Message(role="user", content=question, turn=0))
-            if arm.agent.kind == "llm":
-                done, call = await ctx.complete("agent", [{"role": "user", "content": question}])
-                answer = (done.message.content or "").strip()
-            else:
-                answer, call = (str(task.a + task.b) if arm.agent.kind == "gold" else ""), None
-            msgs.append(Message(role="assistant", content=answer, turn=1, call=call))
-            reward = 1.0 if answer == str(task.a + task.b) else 0.0
-            info = RewardInfo(reward=reward, reward_basis=["answer"], components={"answer": reward})
-            return Verdict(reward=reward, termination="answered" if answer else "no_answer", reward_info=info)
-
-        return await play_in_envelope(ctx, body, attempt=attempt)
-
-    def classify(self, record: TrialRecord, context: Any) -> FailureLabel:
-        cls = "no_answer" if record.verdict.termination == "no_answer" else "wrong_sum"
-        answer = record.trajectory.messages[-1].content
-        return FailureLabel(primary=cls, classes=[cls], components=["answer"],
-                            termination=record.verdict.termination, evidence={cls: [f"answered {answer!r}"]})
-
-    def action_sequence(self, record: TrialRecord) -> tuple:
-        return tuple(("answer", m.content or "") for m in record.trajectory.messages if m.role == "assistant")
-
-    def tasks_app(self) -> typer.Typer:
-        tasks = typer.Typer(add_completion=False)
-
-        @tasks.command("list")
-        def list_(count: int = typer.Option(4, "--count")) -> None:
-            """List the sums."""
-            for t in _tasks(count):
-                print(f"{t.id}: {t.a} + {t.b}")
-
-        @tasks.command("show")
-        def show(task_id: str = typer.Argument(...)) -> None:
-            print(task_id)
-
-        return tasks
+FLAKY = 3  # the scripted endpoint answers wrong for the trial seeds that are multiples of 3: flaky tasks
 
 
 def wrong_on(seed: int) -> bool:
-    """The endpoint answers wrong for these trial seeds (sent with every call): flaky tasks."""
-    return seed % 3 == 0
-
-
-def responder(body: dict) -> dict:
-    found = re.search(r"What is (\d+) \+ (\d+)\?", body["messages"][-1]["content"])
-    if found is None:  # the smoke check's direct probe of a role
-        return {"content": "OK"}
-    a, b = map(int, found.groups())
-    return {"content": str(a + b + (1 if wrong_on(body["seed"]) else 0))}
+    return arith_scripted.wrong_on(seed, FLAKY)
 
 
 EXPERIMENT = """
@@ -210,7 +138,7 @@ agent = {{ kind = "gold" }}
 
 @pytest.fixture
 def arith():
-    base.register("arith", ArithBenchmark)
+    register_arith()
     try:
         yield
     finally:
@@ -251,7 +179,8 @@ def test_the_terminal_table_is_the_terminal_benchmarks_own(tmp_path):
 
 def test_a_third_benchmark_runs_through_the_generic_machinery(tmp_path, arith):
     count = 6
-    with ThreadedFakeEndpoint(api_key=KEY, responder=responder) as srv:
+    endpoint = base.get_benchmark("arith").scripted_endpoint(api_key=KEY, flaky=FLAKY)  # through the seam
+    with ThreadedFakeEndpoint(endpoint=endpoint) as srv:
         path = _write(tmp_path / "exp.toml", count=count, trials=2, base_url=srv.base_url)
         # a misspelt setting of the benchmark's own table: the generic message, with a suggestion
         bad = tmp_path / "bad.toml"
@@ -292,7 +221,7 @@ def test_a_third_benchmark_runs_through_the_generic_machinery(tmp_path, arith):
     assert sum(1 for r in rows if not r.valid) == 1
 
     # what the endpoint did, recomputed from the trial seeds: the llm arm's expected rewards
-    expected = {t.id: [not wrong_on(trial_seed(300, "sums", t.id, k)) for k in range(3)] for t in _tasks(count)}
+    expected = {t.id: [not wrong_on(trial_seed(300, "sums", t.id, k)) for k in range(3)] for t in arith_tasks(count)}
     wrong = sum(not ok for oks in expected.values() for ok in oks)
     assert 0 < wrong < 3 * count  # the seeds make some trials fail, not all
     pass_1 = sum(sum(oks) / 3 for oks in expected.values()) / count
@@ -337,3 +266,34 @@ def test_a_third_benchmark_runs_through_the_generic_machinery(tmp_path, arith):
     assert res.exit_code == 0 and res.stdout.splitlines() == ["sum0: 3 + 5", "sum1: 10 + 16"]
     res = _cli("audit", "--bench", "arith")
     assert res.exit_code == 1 and "no `agentrig audit` command" in res.stderr and "Traceback" not in res.output
+
+
+def test_the_third_benchmark_is_its_package_and_one_registry_line(tmp_path, arith):
+    # its package imports agentrig's seam, envelope, types and testing base, never a benchmark
+    package = Path(__file__).parent / "arith"
+    imported = set()
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                imported.add(node.module or "")
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+    ours = {m for m in imported if m.startswith("agentrig")}
+    assert {"agentrig.benchmark", "agentrig.testing._scripted"} <= ours
+    assert not [m for m in ours if m.startswith("agentrig.bench.")], ours
+
+    # its scripted endpoint and its exceptions come through the registry line
+    assert type(base.get_benchmark("arith").scripted_endpoint()).__module__ == "tests.bench.arith.scripted"
+    assert base.exception_trees()["arith"] == ARITH
+    from tests.test_errors_tree import drawn_core, drawn_by
+
+    own = drawn_by(importlib.import_module(ARITH).__doc__, set(drawn_core()))
+    assert own == {"SumsError": ("DataError", None, "tests/bench/arith/benchmark")}
+    assert [b.__name__ for b in SumsError.__bases__] == ["DataError"]
+    assert SumsError.__module__.replace(".", "/") == own["SumsError"][2]
+
+    # its own exception is a user error like any other: one line, exit 1, no traceback
+    path = _write(tmp_path / "exp.toml", count=0, trials=1, base_url="http://127.0.0.1:9/v1")
+    res = _cli("run", str(path))
+    assert res.exit_code == 1 and "benchmark.count: selects no sum" in res.stderr and "fix: set count" in res.stderr
+    assert "Traceback" not in res.output

@@ -205,6 +205,20 @@ async def test_the_doctor_codes_per_wire(fake, wire, case):
         assert "Overloaded" in next(c.message for c in report.endpoints[0].checks if c.code == "SERVER_ERROR")
 
 
+def test_the_wire_registry_speaks_every_wire_a_setting_may_name():
+    # the names live in the core (config.WIRES: what a settings file may write), the modules with the
+    # wires (wires.REGISTRY); a wire in one and not the other would be accepted and fail, or never be named
+    from agentrig.channel.wires import REGISTRY, wire_module
+    from agentrig.config import WIRES
+
+    assert tuple(REGISTRY) == WIRES
+    for wire in WIRES:
+        module = wire_module(wire)
+        assert module.__name__ == f"agentrig.channel.wires.{wire}"
+        assert all(hasattr(module, a) for a in ("request", "parse", "classify", "STATUS", "TIMEOUT", "CONNECTION",
+                                                "PATH", "MODELS")), wire
+
+
 def test_the_doctor_command_takes_a_wire():
     from typer.testing import CliRunner
 

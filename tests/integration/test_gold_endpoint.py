@@ -19,7 +19,7 @@ from agentrig.bench.tau.data import domain_dir, load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.environment import Environment
 from agentrig.bench.tau.replay import judge_state
-from agentrig.testing.gold_endpoint import MEMORY_NOTE, GoldEndpoint, GoldScript
+from agentrig.bench.tau.scripted.gold_endpoint import MEMORY_NOTE, GoldEndpoint, GoldScript
 
 KEY = "sk-gold-unit-5f3a9c0e11"
 
@@ -303,7 +303,7 @@ async def test_under_faults_retried_requests_still_play_the_gold(tau2_root):
 
 def test_cli_serves_and_prints_base_url(tau2_root):
     env = dict(os.environ, GOLD_UNIT_KEY=KEY)
-    proc = subprocess.Popen([sys.executable, "-m", "agentrig.testing.gold_endpoint", "--data", str(tau2_root),
+    proc = subprocess.Popen([sys.executable, "-m", "agentrig.bench.tau.scripted.gold_endpoint", "--data", str(tau2_root),
                              "--api-key-env", "GOLD_UNIT_KEY"], stdout=subprocess.PIPE, env=env, text=True)
     try:
         base = proc.stdout.readline().strip()

@@ -1,6 +1,6 @@
 """Acceptance of issue 4 through the real stack: experiment TOML → `agentrig run` (a subprocess)
 → LLM agent, LLM user and NL judge, all through the channel to the gold-scripting endpoint (its
-own process, `python -m agentrig.testing.gold_endpoint`) → episode → judge → SQLite store.
+own process, `python -m agentrig.bench.tau.scripted.gold_endpoint`) → episode → judge → SQLite store.
 
 - every task of the shared τ²-bench data ends with reward 1.0 where the gold can earn it; the
   tasks whose gold replay is not clean, or whose reward basis the gold cannot earn, are listed
@@ -31,7 +31,7 @@ from agentrig.bench.tau.data import domain_dir, load_tasks
 from agentrig.bench.tau.domains import get_domain
 from agentrig.bench.tau.replay import replay_gold
 from agentrig.store.store import Store
-from agentrig.testing.killed_run import valid_count
+from agentrig.testing.store_watch import valid_count
 
 from tests.support import EndpointProcess
 
@@ -89,7 +89,7 @@ class GoldServer(EndpointProcess):
     """The gold endpoint as its own process (CLI), with a key read from KEY_ENV."""
 
     def __init__(self, root: Path, *extra: str):
-        super().__init__("gold_endpoint", "--data", str(root), "--api-key-env", KEY_ENV, *extra, env=_env())
+        super().__init__("agentrig.bench.tau.scripted.gold_endpoint", "--data", str(root), "--api-key-env", KEY_ENV, *extra, env=_env())
 
 
 def write_experiment(path: Path, base_url: str, root: Path, *, domains=DOMAINS, trials=1, concurrency=12,

@@ -20,7 +20,7 @@ import pytest
 from agentrig.bench.tau.data import load_tasks
 from agentrig.run.outages import stored as stored_outages
 from agentrig.store.store import Store
-from agentrig.testing.killed_run import valid_count
+from agentrig.testing.store_watch import valid_count
 
 from tests.integration.test_gold_runs import KEY_ENV, GoldServer, _agentrig, _env, assert_no_key
 

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from agentrig.cli import app
 from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
-from agentrig.testing.solution_endpoint import SolutionEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
+from agentrig.bench.terminal.scripted.solution_endpoint import SolutionEndpoint
 
 KEY = "sk-wire-run-test-9c8b7a6f5e4d3c2b"
 KEY_ENV = "AGENTRIG_WIRE_RUN_KEY"

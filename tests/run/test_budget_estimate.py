@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 
 KEY = "sk-budget-test-5566778899aabbccddeeff"
 KEY_ENV = "AGENTRIG_BUDGET_TEST_KEY"

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from agentrig.run import experiment
-from agentrig.run.executor import Executor, Stats
-from agentrig.run.runner import close_channels, make_channels, open_run, plan
+from agentrig.run.executor import Executor, Stats, close_channels, make_channels
+from agentrig.run.session import open_run, plan
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.types import TrialRecord, Verdict
 

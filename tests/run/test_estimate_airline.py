@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "airline.toml"
 KEY = "sk-estimate-airline-7788990011aabbcc"

@@ -9,7 +9,7 @@ user simulator, both through the channel to the gold-scripting endpoint (a real 
 - `agentrig report`: the page still holds every trial of the run, its figures and its usage.
 
 Neither loads the OpenAI SDK or the code that plays trials: they are only needed when a trial is
-to be played. That is why the finish is quick; how quick is measured by benchmarks/finish.py,
+to be played. That is why the finish is quick; how quick is measured by perf/finish.py,
 never asserted here.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 
 KEY = "sk-finish-test-5f4e3d2c1b0a9988"
 KEY_ENV = "AGENTRIG_FINISH_TEST_KEY"

@@ -20,7 +20,7 @@ import pytest
 from agentrig.channel.servers import stopped_growing
 from agentrig.run.truncation import CutCeilings
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 from agentrig.types import ModelCall, PluginEvent, TrialKey, TrialRecord, Trajectory, Usage, Verdict
 
 sys.path.insert(0, str(Path(__file__).parent))

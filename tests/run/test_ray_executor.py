@@ -194,7 +194,7 @@ def cluster(tau2_root, tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail("Ray is not installed; `make test` installs it (pip install -e '.[test,ray]')")
         pytest.skip("Ray is not installed (pip install 'agentrig[ray]')")
-    from agentrig.bench.terminal.taskfile import builtin_tasks_dir
+    from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir
     from tests.run.ray_cluster import LocalCluster
 
     # the nodes never see the key (it comes with the job); the worker node sees none of the task files
@@ -206,7 +206,7 @@ def cluster(tau2_root, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gold(tau2_root):
-    server = EndpointProcess("gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
+    server = EndpointProcess("agentrig.bench.tau.scripted.gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
                              "--delay-ms", "20", env=_env())
     yield server
     server.stop()
@@ -236,7 +236,7 @@ def test_cluster_runs_give_the_local_rewards_within_the_endpoint_bound_and_leak_
     assert len(shipped) == 1 and shipped[0].read_bytes() == (tau2_root / "domains/airline/db.json").read_bytes()
     assert not (shipped[0].parents[2] / "telecom").exists()  # only what the run reads
 
-    server = EndpointProcess("solution_endpoint", "--api-key-env", KEY_ENV, env=_env())
+    server = EndpointProcess("agentrig.bench.terminal.scripted.solution_endpoint", "--api-key-env", KEY_ENV, env=_env())
     try:
         cache = tmp_path / "sandbox-cache"
         t_local = _run(terminal_experiment(tmp_path / "term-local.toml", server.base_url, cache, executor="local"))
@@ -259,7 +259,7 @@ def test_cluster_runs_give_the_local_rewards_within_the_endpoint_bound_and_leak_
 @pytest.mark.slow
 def test_a_worker_killed_mid_trial_is_worker_lost_then_replayed_every_trial_valid_once(
         cluster, tau2_root, tmp_path):
-    server = EndpointProcess("gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
+    server = EndpointProcess("agentrig.bench.tau.scripted.gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
                              "--delay-ms", "150", env=_env())
     try:
         toml = tau_experiment(tmp_path / "kill.toml", server.base_url, tau2_root, executor="ray",
@@ -294,7 +294,7 @@ def test_a_worker_killed_mid_trial_is_worker_lost_then_replayed_every_trial_vali
 
 @pytest.mark.slow
 def test_ctrl_c_and_a_killed_driver_leave_nothing_running_and_the_same_command_resumes(cluster, tau2_root, tmp_path):
-    server = EndpointProcess("gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
+    server = EndpointProcess("agentrig.bench.tau.scripted.gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
                              "--delay-ms", "150", env=_env())
     try:
         toml = tau_experiment(tmp_path / "stop.toml", server.base_url, tau2_root, executor="ray",
@@ -333,7 +333,7 @@ async def test_data_gone_from_the_driver_is_one_message_before_joining_the_clust
     import shutil
 
     from agentrig.errors import ConfigError
-    from agentrig.run import experiment, runner
+    from agentrig.run import experiment, session
     from agentrig.run.ray.executor import RayExecutor
     from tests.run.ray_cluster import free_port
 
@@ -344,9 +344,9 @@ async def test_data_gone_from_the_driver_is_one_message_before_joining_the_clust
     toml.write_text(toml.read_text().replace('domains = ["airline", "retail"]', 'domains = ["airline"]')
                     .replace('task_ids = { airline = ["0", "1", "12"], retail = ["0", "1"] }', 'task_ids = ["0"]'))
     r = experiment.load(toml)
-    run = runner.open_run(r)
+    run = session.open_run(r)
     try:
-        specs = runner.plan(r, run.store)
+        specs = session.plan(r, run.store)
         shutil.rmtree(copy)  # read when the run was planned, gone when the executor packs it for the workers
         with pytest.raises(ConfigError, match=r"domains/airline \(under the data directory .*\) cannot be read to send "
                                               r"it to the Ray workers: it is gone"):
@@ -366,7 +366,7 @@ def test_an_outage_holds_every_worker_with_one_probe_at_a_time_and_is_recorded_b
 
     from tests.run.outage_proxy import OutageProxy, held_phase, max_overlap
 
-    server = EndpointProcess("gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
+    server = EndpointProcess("agentrig.bench.tau.scripted.gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
                              "--delay-ms", "100", env=_env())
     proxy = OutageProxy(server.base_url, hold_s=0.3)
     try:

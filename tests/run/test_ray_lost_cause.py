@@ -8,7 +8,7 @@ import time
 from collections import Counter
 
 from agentrig.run.ray.executor import WORKER_LOST, lost_record
-from agentrig.run.runner import TrialSpec
+from agentrig.run.executor import TrialSpec
 from agentrig.types import TrialKey
 
 

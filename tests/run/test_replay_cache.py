@@ -19,7 +19,7 @@ from agentrig.config import ChannelConfig, ChannelSettings
 from agentrig.trial.context import TrialContext
 from agentrig.store.replay_cache import CACHE_FILE, ReplayCache
 from agentrig.testing.fake_endpoint import FakeEndpoint, ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 from agentrig.types import TrialKey
 
 KEY = "sk-replay-cache-test-0a1b2c3d4e5f6a7b"

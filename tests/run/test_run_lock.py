@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.bench.tau.data import load_tasks
-from agentrig.testing.killed_run import valid_count
+from agentrig.testing.store_watch import valid_count
 
 from tests.support import EndpointProcess
 
@@ -36,7 +36,7 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture
 def gold(tau2_root):
-    server = EndpointProcess("gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
+    server = EndpointProcess("agentrig.bench.tau.scripted.gold_endpoint", "--data", str(tau2_root), "--api-key-env", KEY_ENV,
                              "--delay-ms", "40", env=_env())
     try:
         yield server

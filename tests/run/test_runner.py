@@ -10,8 +10,8 @@ import pytest
 from agentrig.errors import ConfigError
 from agentrig.run import experiment, snapshot
 from agentrig.store import rundir
-from agentrig.run.executor import Executor, Stats
-from agentrig.run.runner import close_channels, make_channels, open_run, plan, summarize, trial_seed
+from agentrig.run.executor import Executor, Stats, close_channels, make_channels, trial_seed
+from agentrig.run.session import open_run, plan, summarize
 from agentrig.testing.fake_endpoint import Fault, FakeEndpoint
 
 from tests.support import KEY, KEY_ENV

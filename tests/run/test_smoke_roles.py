@@ -19,7 +19,7 @@ from agentrig.run.doctor_targets import doctor_targets
 from agentrig.run.experiment import load
 from agentrig.run.smoke import _probe, roles_to_check
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 from agentrig.types import TrialKey
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "memory_ablation.toml"

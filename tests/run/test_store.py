@@ -264,7 +264,7 @@ def test_sigkill_keeps_every_committed_trial(tmp_path: Path):
 
 
 def thousand_records() -> list[TrialRecord]:
-    """1,000 trials of 22 messages (``benchmarks/suite_timings.py`` times storing and reading them)."""
+    """1,000 trials of 22 messages (``perf/suite_timings.py`` times storing and reading them)."""
     base = make_record("a", "airline", "0", 0)
     return [base.model_copy(update={"key": TrialKey(arm="a", domain="airline", task_id=str(i), trial=0)})
             for i in range(1000)]

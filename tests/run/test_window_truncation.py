@@ -21,7 +21,7 @@ from agentrig.channel.servers import LLAMA_CPP, OLLAMA, VLLM, ServerInfo
 from agentrig.cli import app
 from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 from agentrig.trial.truncation import TruncationWatch
 from agentrig.types import Usage
 

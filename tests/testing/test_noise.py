@@ -10,8 +10,8 @@ import pytest
 from agentrig.bench.tau.data import load_tasks
 from agentrig.testing._noise import Noise, obeys, parse_noise_args
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import NOISE_TEXT, GoldEndpoint, GoldScript
-from agentrig.testing.solution_endpoint import NOISE_COMMAND, SolutionScript, step_label
+from agentrig.bench.tau.scripted.gold_endpoint import NOISE_TEXT, GoldEndpoint, GoldScript
+from agentrig.bench.terminal.scripted.solution_endpoint import NOISE_COMMAND, SolutionScript, step_label
 
 TASK = "rent_city_bike"  # gold steps: find_customer_by_email, get_customer_details, search…, book_rental, info
 
@@ -113,7 +113,7 @@ def test_the_command_line_serves_the_noise():
     from tests.support import EndpointProcess
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    proc = EndpointProcess("gold_endpoint", "--no-auth", "--noise", f"bikeshop/{TASK}=0", "--noise-p", "1", env=env)
+    proc = EndpointProcess("agentrig.bench.tau.scripted.gold_endpoint", "--no-auth", "--noise", f"bikeshop/{TASK}=0", "--noise-p", "1", env=env)
     try:
         headers = {"X-Agentrig-Role": "agent", "X-Agentrig-Domain": "bikeshop", "X-Agentrig-Task": TASK}
         body = {"model": "gold", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5, "seed": 1}
@@ -124,6 +124,6 @@ def test_the_command_line_serves_the_noise():
     import subprocess
     import sys
 
-    res = subprocess.run([sys.executable, "-m", "agentrig.testing.solution_endpoint", "--no-auth", "--noise", "t=x"],
+    res = subprocess.run([sys.executable, "-m", "agentrig.bench.terminal.scripted.solution_endpoint", "--no-auth", "--noise", "t=x"],
                          capture_output=True, text=True, env=env, timeout=60)
     assert res.returncode == 2 and "TASK=STEPS" in res.stderr and "Traceback" not in res.stderr

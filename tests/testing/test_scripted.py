@@ -13,10 +13,10 @@ import openai
 import pytest
 
 from agentrig.testing._scripted import actions_played
-from agentrig.testing.appworld_endpoint import AppWorldEndpoint
+from agentrig.bench.appworld.scripted.appworld_endpoint import AppWorldEndpoint
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
-from agentrig.testing.solution_endpoint import SolutionEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
+from agentrig.bench.terminal.scripted.solution_endpoint import SolutionEndpoint
 
 from tests.support import KEY
 

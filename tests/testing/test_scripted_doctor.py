@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
-from agentrig.testing.solution_endpoint import SolutionEndpoint
+from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
+from agentrig.bench.terminal.scripted.solution_endpoint import SolutionEndpoint
 
 AGENTRIG = str(Path(sys.executable).with_name("agentrig"))
 KEY_ENV, KEY = "AGENTRIG_SCRIPTED_DOCTOR_KEY", "sk-scripted-doctor-0123456789"

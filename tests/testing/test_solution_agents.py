@@ -28,10 +28,10 @@ import httpx
 import pytest
 
 from agentrig.agents.bash import parse_action
-from agentrig.testing._agent_protocols import SIDE_REPLY, protocol_of
+from agentrig.bench.terminal.scripted.agent_protocols import SIDE_REPLY, protocol_of
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.solution_endpoint import FINAL_TEXT, NOISE_COMMAND, SolutionEndpoint
+from agentrig.bench.terminal.scripted.solution_endpoint import FINAL_TEXT, NOISE_COMMAND, SolutionEndpoint
 
 from tests.bench.terminal.run_support import write_task
 
@@ -499,7 +499,7 @@ def test_the_example_command_agent_plays_the_solution_then_stops(tmp_path):
     built-in task write-marker whose solution writes in the agent's working directory (a
     ``solution.sh``: one command) and from a three-step ``solution.yaml``: each command run by the
     agent, then its final text and exit 0 — one model call per command plus one."""
-    from agentrig.bench.terminal.taskfile import builtin_tasks_dir
+    from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir
 
     agent = Path(__file__).resolve().parents[2] / "examples" / "command_agent" / "agent.py"
     work = tmp_path / "work"

@@ -16,9 +16,9 @@ import pytest
 from agentrig.agents.base import AgentSettings
 from agentrig.agents.bash import BashAgent, parse_action
 from agentrig.agents.bash_prompts import ACTION_LABEL, SUBMIT_SENTINEL
-from agentrig.bench.terminal.taskmodel import SolutionStep, TerminalTask
+from agentrig.bench.terminal.tasks.taskmodel import SolutionStep, TerminalTask
 from agentrig.errors import BadRequest
-from agentrig.testing.solution_endpoint import SolutionEndpoint, SolutionScript
+from agentrig.bench.terminal.scripted.solution_endpoint import SolutionEndpoint, SolutionScript
 from agentrig.types import CallContext
 
 from tests.agents.terminal_harness import builtin_task, open_session, verify_session
@@ -139,10 +139,10 @@ def _post(url: str, body: dict, headers: dict) -> tuple[int, dict]:
 
 def test_cli_serves_until_sigterm_and_refuses_a_bad_tasks_dir(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    bad = subprocess.run([sys.executable, "-m", "agentrig.testing.solution_endpoint", "--tasks", str(tmp_path / "none")],
+    bad = subprocess.run([sys.executable, "-m", "agentrig.bench.terminal.scripted.solution_endpoint", "--tasks", str(tmp_path / "none")],
                          capture_output=True, text=True, env=env, timeout=30)
     assert bad.returncode == 2 and "--tasks" in bad.stderr and "Traceback" not in bad.stderr
-    proc = subprocess.Popen([sys.executable, "-m", "agentrig.testing.solution_endpoint", "--no-auth", "--reasoning"],
+    proc = subprocess.Popen([sys.executable, "-m", "agentrig.bench.terminal.scripted.solution_endpoint", "--no-auth", "--reasoning"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         base = proc.stdout.readline().strip()

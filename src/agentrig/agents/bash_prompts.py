@@ -129,20 +129,14 @@ def duration(seconds: float | None) -> str:
 
 def limits_text(*, agent_timeout_s: float | None, command_timeout_s: float | None, step_limit: int | None,
                 command_limit: int | None, cost_limit: float | None, output_limit: int | None) -> str:
-    lines = []
-    if agent_timeout_s:
-        lines.append(f"- Time: {duration(agent_timeout_s)} for the whole task; then the session ends.")
-    if command_timeout_s:
-        lines.append(f"- One command: at most {duration(command_timeout_s)}.")
-    if step_limit:
-        lines.append(f"- Replies: at most {step_limit}.")
-    if command_limit:
-        lines.append(f"- Commands: at most {command_limit}.")
-    if cost_limit:
-        lines.append(f"- Cost: at most {cost_limit:g} USD of model usage.")
-    if output_limit:
-        lines.append(f"- Output shown per command: about {output_limit} characters (head and tail).")
-    return "\n".join(lines) or "- The session ends at the task's time limit."
+    return prompts.limits_list([
+        (agent_timeout_s and duration(agent_timeout_s), "Time: {} for the whole task; then the session ends."),
+        (command_timeout_s and duration(command_timeout_s), "One command: at most {}."),
+        (step_limit, prompts.REPLIES_LIMIT),
+        (command_limit, "Commands: at most {}."),
+        (cost_limit, prompts.COST_LIMIT),
+        (output_limit, "Output shown per command: about {} characters (head and tail)."),
+    ], "The session ends at the task's time limit.")
 
 
 def system_prompt(preamble_text: str, *, text_mode: bool, workdir: str, command_timeout_s: float | None,

@@ -31,7 +31,7 @@ You are a customer-service agent. Help the customer you are talking with, and al
 the policy below."""
 
 # Text mode's additions are kept short (the first request must fit small windows: see
-# benchmarks/first_request_size.py and docs/tau2.md): the reply format, and a tool list that
+# perf/first_request_size.py and docs/tau2.md): the reply format, and a tool list that
 # carries τ²'s names, descriptions and argument schemas without pydantic's restated titles.
 TEXT_FORMAT = """\
 # Reply format
@@ -134,3 +134,14 @@ def format_error(problem: str) -> str:
 
 def tool_result(name: str, content: str) -> str:
     return f"Result of {name}: {content}"
+
+
+# The lines of a prompt's list of limits that the bash and AppWorld code agents share
+REPLIES_LIMIT = "Replies: at most {}."
+COST_LIMIT = "Cost: at most {:g} USD of model usage."
+
+
+def limits_list(limits: list[tuple[object, str]], otherwise: str) -> str:
+    """A system prompt's list of a trial's limits: one ``- `` line per limit that is set (its text
+    formatted with its value), in the order given, or the one line ``otherwise`` when none is."""
+    return "\n".join(f"- {text.format(value)}" for value, text in limits if value) or f"- {otherwise}"

@@ -1,8 +1,12 @@
 """Building the ``Analysis`` (models in ``summary.py``) from a run's store and config snapshot.
 
+The core figures per scope (counts, pass^k with its intervals, components, terminations, resources)
+are computed here; every other figure is a registered figure (``figure.py``), computed per arm
+after them and finished once all arms are done.
+
 Storage-light: counts, rewards and terminations from the store's light rows; records decoded
-once, streaming, for components, tool-call chains, failure classes and memory figures, keeping
-only small extracts; model calls streamed for the usage tables.
+once, streaming, for components and the registered figures' collectors (tool-call chains, failure
+classes, a plug-in's events), keeping only small extracts; model calls streamed for the usage tables.
 """
 
 from __future__ import annotations
@@ -13,10 +17,7 @@ import numpy as np
 
 from agentrig.types import Strict
 
-from .consistency import ConsistencyCollector, rank
-from .failures import taxonomy
-from .figure import ArmInputs, compute_figures
-from .memory import MemoryCollector, attach_ab, memory_modes
+from .figure import ArmInputs, RunInputs, registered
 from .summary import (COMPONENT_NAMES, Analysis, ArmAnalysis, BootstrapInfo, ComponentRate, Estimate, Figures,
                       Macro, PassK)
 
@@ -69,26 +70,25 @@ def analyze_run(store: Any, config: dict, *, run_dir: str = "", arm: str | None 
 
     bench = benchmark_of_config(config)  # its taxonomy, components and action sequences
     plan.components = tuple(bench.component_names)
-    sections = {"consistency": "ok", "failures": "ok"}
-    tables = _TaskTables(plan, sections, bench, config)
+    figs = registered()
+    run = RunInputs(config=config, store=store, bench=bench, plan=plan, run_dir=run_dir,
+                    sections={f.section: "ok" for f in figs if f.section})
     tasks = sum(len(ids) for ids in plan.tasks.values())
-    out = Analysis(run_dir=run_dir, run_id=plan.run_id, name=plan.name, n=plan.n, arms_planned=plan.arms,
-                   tasks_planned=tasks, trials_planned=len(plan.arms) * tasks * plan.n,
-                   bootstrap=BootstrapInfo(resamples=resamples, seed=seed), sections=sections)
-    for name in plan.arms if arm is None else [arm]:
-        out.arms[name] = _analyze_arm(store, plan, name, resamples, seed, tables)
-    if tables.loaded is None:  # a failed trial met tasks that cannot be loaded: no arm has a taxonomy
-        out.sections.update(sections)  # (the model holds a copy of the dict)
-        for a in out.arms.values():
-            a.failures, a.failures_by_domain = None, {}
-    attach_ab(store, config, [a.memory for a in out.arms.values() if a.memory is not None], arms=plan.arms,
-              plugins=plan.plugins, tasks=plan.tasks, n=plan.n, run_dir=run_dir)
-    return out
+    arms = {name: _analyze_arm(store, plan, name, resamples, seed, run) for name in (plan.arms if arm is None else [arm])}
+    for fig in figs:  # once every arm is done: e.g. the memory plug-in's A/B against the baseline arm
+        results = fig.finish({a: x.figures[fig.id] for a, x in arms.items() if fig.id in x.figures}, run)
+        for a, x in arms.items():
+            x.figures.pop(fig.id, None)
+            if a in results:
+                x.figures[fig.id] = results[a]
+    for x in arms.values():  # in the registry's order
+        x.figures = {f.id: x.figures[f.id] for f in figs if f.id in x.figures}
+    return Analysis(run_dir=run_dir, run_id=plan.run_id, name=plan.name, n=plan.n, arms_planned=plan.arms,
+                    tasks_planned=tasks, trials_planned=len(plan.arms) * tasks * plan.n,
+                    bootstrap=BootstrapInfo(resamples=resamples, seed=seed), sections=run.sections, arms=arms)
 
 
-def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
-                 tables: _TaskTables) -> ArmAnalysis:
-    from . import usage as u
+def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int, run: RunInputs) -> ArmAnalysis:
     from .bootstrap import intervals, scope_seed
 
     n = plan.n
@@ -96,8 +96,14 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
     stored = store.verdict_rows(arm=arm)
     rows = [r for r in stored if (r.domain, r.task_id) in planned and 0 <= r.trial < n]
     valid = [r for r in rows if r.valid]
-    modes = memory_modes(plan.plugins.get(arm) or [])
-    extracts = _read_records(store, plan, arm, planned, tables, MemoryCollector() if modes else None)
+    inputs = ArmInputs(arm=arm, n=n, rows=rows, bench=run.bench, config=run.config, store=store, run=run,
+                       planned=planned, outside_plan=len(rows) < len(stored))
+    figs = registered()
+    for fig in figs:
+        col = fig.collector(inputs)
+        if col is not None:
+            inputs.collected[fig.id] = col
+    components = _read_records(store, plan, arm, planned, list(inputs.collected.values()))
     domains: dict[str, Figures] = {}
     counts_by_domain, cis = {}, {}
     for d, ids in plan.tasks.items():
@@ -105,7 +111,7 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
         nc = np.array(list(counts_by_domain[d].values()), dtype=float).reshape(-1, 2)
         cis[d] = intervals(nc[:, 0], nc[:, 1], n, resamples=resamples, seed=scope_seed(seed, arm, d))
         domains[d] = _figures(d, [r for r in rows if r.domain == d], len(ids), n, counts_by_domain[d], cis[d],
-                              extracts.components.get(d, {}), plan.components)
+                              components.get(d, {}), plan.components)
     all_counts = {key: nc for d in plan.tasks for key, nc in counts_by_domain[d].items()}
     if len(plan.tasks) == 1:
         ci_all = cis[next(iter(plan.tasks))]
@@ -115,29 +121,20 @@ def _analyze_arm(store: Any, plan: Plan, arm: str, resamples: int, seed: int,
         ci_all = intervals(nc[:, 0], nc[:, 1], n, group_sizes=[len(counts_by_domain[d]) for d in plan.tasks],
                            resamples=resamples, seed=scope_seed(seed, arm, "overall"))
     total_comps: dict[str, list[int]] = {}
-    for comps in extracts.components.values():
+    for comps in components.values():
         for c, acc in comps.items():
             tot = total_comps.setdefault(c, [0, 0, 0])
             for i in range(3):
                 tot[i] += acc[i]
     overall = _figures("overall", rows, len(planned), n, all_counts, ci_all, total_comps, plan.components)
-    calls = store.iter_model_calls(arm=arm)  # streamed: 100,000 trials hold millions of calls
-    if len(rows) < len(stored):  # some stored trials are outside the plan: leave their calls out
-        calls = (c for c in calls if (c["domain"], c["task_id"]) in planned and 0 <= c["trial"] < n)
-    result = ArmAnalysis(arm=arm, n=n, overall=overall, macro=_macro(domains, ci_all, n), domains=domains,
-                         usage=u.role_usage(calls, plan.prices), reruns=u.reruns(valid, n),
-                         retries=u.retry_effect(valid))
-    result.consistency = rank(extracts.consistency.results())
-    result.figures = compute_figures(ArmInputs(arm=arm, n=n, rows=rows, bench=tables.bench, config=tables.config,
-                                               store=store))
-    if extracts.memory is not None:
-        result.memory = extracts.memory.figures(arm, modes)
-    if tables.loaded is not None:
-        classes = tables.bench.failure_classes
-        result.failures = taxonomy(extracts.labels, classes=classes)
-        result.failures_by_domain = {d: taxonomy([x for x in extracts.labels if x[0].domain == d], classes=classes)
-                                     for d in plan.tasks}
-    return result
+    inputs.overall = overall
+    results = {}
+    for fig in figs:
+        value = fig.compute(inputs)
+        if value is not None:
+            results[fig.id] = value
+    return ArmAnalysis(arm=arm, n=n, overall=overall, macro=_macro(domains, ci_all, n), domains=domains,
+                       figures=results)
 
 
 def _counts(valid_rows: Any) -> dict[tuple[str, str], tuple[int, int]]:
@@ -213,47 +210,13 @@ def _macro(domains: dict[str, Figures], ci: Any, n: int) -> Macro:
                  curve=curve)
 
 
-class _Extracts:
-    """What one streaming pass over an arm's valid records keeps: small per-trial extracts."""
-
-    def __init__(self) -> None:
-        self.components: dict[str, dict[str, list[int]]] = {}  # domain → component → [trials, passed, in basis]
-        self.labels: list[tuple[Any, Any]] = []  # (TrialKey, FailureLabel) of failed valid trials
-        self.consistency = ConsistencyCollector()  # keeps tool-call chains, not records
-        self.memory: MemoryCollector | None = None  # arms with a memory plug-in
-
-
-class _TaskTables:
-    """What the benchmark's failure classifier needs (``Benchmark.failure_context``; τ²: each
-    domain's tasks by id and its spec): loaded at the first failed trial (a run where every trial
-    passed needs neither the task files nor the domain's tools).
-
-    ``loaded`` is ``{}`` before, ``{"context": …}`` after, ``None`` when it cannot be loaded (then
-    the ``failures`` section says why and no arm gets a taxonomy)."""
-
-    def __init__(self, plan: Plan, sections: dict[str, str], bench: Any, config: dict) -> None:
-        self.plan, self.sections, self.bench, self.config = plan, sections, bench, config
-        self.loaded: dict[str, Any] | None = {}
-
-    def get(self) -> dict[str, Any] | None:
-        if self.loaded == {} and self.plan.tasks:
-            from agentrig.errors import AgentrigError
-
-            try:
-                self.loaded = {"context": self.bench.failure_context(self.config)}
-            except AgentrigError as exc:
-                self.sections["failures"] = f"unavailable: {exc}"
-                self.loaded = None
-        return self.loaded
-
-
-def _read_records(store: Any, plan: Plan, arm: str, planned: set, tables: _TaskTables,
-                  memory: MemoryCollector | None = None) -> _Extracts:
+def _read_records(store: Any, plan: Plan, arm: str, planned: set, collectors: list[Any]
+                  ) -> dict[str, dict[str, list[int]]]:
+    """One streaming pass over the arm's planned valid records: the reward components (domain →
+    component → [trials computed, passed, in basis]), and each figure's collector fed."""
     from .reliability import is_success
 
-    ex = _Extracts()
-    ex.consistency = ConsistencyCollector(chain=tables.bench.action_sequence)
-    ex.memory = memory
+    components: dict[str, dict[str, list[int]]] = {}
     n = plan.n
     for rec in store.records(arm=arm, valid=True):
         key = rec.key
@@ -261,7 +224,7 @@ def _read_records(store: Any, plan: Plan, arm: str, planned: set, tables: _TaskT
             continue
         info = rec.verdict.reward_info
         if info is not None:
-            comps = ex.components.setdefault(key.domain, {})
+            comps = components.setdefault(key.domain, {})
             basis = set(info.reward_basis)
             for c in plan.components or info.components:  # () : the components each verdict names
                 acc = comps.setdefault(c, [0, 0, 0])
@@ -270,11 +233,6 @@ def _read_records(store: Any, plan: Plan, arm: str, planned: set, tables: _TaskT
                     acc[0] += 1
                     acc[1] += int(is_success(value))
                 acc[2] += int(c in basis)
-        if not is_success(rec.verdict.reward) and (loaded := tables.get()) is not None:
-            label = tables.bench.classify(rec, loaded["context"])
-            if label is not None:
-                ex.labels.append((key, label))
-        ex.consistency.add(rec)
-        if memory is not None:
-            memory.add(rec)
-    return ex
+        for col in collectors:
+            col.add(rec)
+    return components

@@ -57,13 +57,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
+from rich.markup import escape
+from rich.text import Text
 
 from agentrig.benchmark import Chain, Token, chain_of
 from agentrig.types import Strict, TrialRecord
 
 from .decisions import parting_step
+from .figure import ArmInputs, Figure
 from .instability import decisions_of
 from .reliability import is_success
 
@@ -312,3 +316,72 @@ class ConsistencyCollector:
         """One TaskConsistency per (arm, domain, task), in key order."""
         return [task_consistency_from_chains(a, d, t, per.values(), self._decisions.get((a, d, t)))
                 for (a, d, t), per in sorted(self._by_task.items())]
+
+
+# ---- the figure (analysis/figure.py) ------------------------------------------------------------
+
+TOP_TASKS = 10  # inconsistent tasks ``agentrig analyze`` lists per arm
+REPORT_ROWS = 12  # … and the report (each with the first FORKS_SHOWN options at its fork)
+FORKS_SHOWN = 4
+
+
+class Consistency(Strict):
+    tasks: list[TaskConsistency] = []  # one per task with valid trials, most inconsistent first
+
+
+def shown(result: Consistency, rows: int = REPORT_ROWS) -> list[TaskConsistency]:
+    """The most inconsistent tasks (mixed outcomes or more than one chain), at most ``rows``."""
+    return [t for t in result.tasks if t.mixed or t.distinct_chains > 1][:rows]
+
+
+class ConsistencyFigure(Figure):
+    """Where each arm's behaviour forks: per task, its outcomes, distinct tool-call chains, where
+    they diverge and the options at the fork (from the record pass: the benchmark's action
+    sequence of each valid trial)."""
+
+    id = "consistency"
+    result = Consistency
+    json_keys = ("consistency",)
+    analyze_slot = "details"
+    report_slot = "consistency"
+    section = "consistency"
+
+    def collector(self, arm: ArmInputs) -> ConsistencyCollector:
+        return ConsistencyCollector(chain=arm.bench.action_sequence if arm.bench is not None else None)
+
+    def compute(self, arm: ArmInputs) -> Consistency:
+        return Consistency(tasks=rank(arm.collected[self.id].results()))
+
+    def dump(self, dumped: Any) -> dict[str, Any]:
+        return {"consistency": [] if dumped is None else dumped["tasks"]}
+
+    def load(self, data: dict[str, Any]) -> Consistency:
+        return Consistency.model_validate({"tasks": data.get("consistency") or []})
+
+    def linked_trials(self, result: Consistency) -> list[tuple[str, str, int]]:
+        return [(t.domain, t.task_id, f.trials[0]) for t in shown(result) for f in t.fork[:FORKS_SHOWN] if f.trials]
+
+    def print(self, results: dict[str, Consistency], out: Any, analysis: Any) -> bool:
+        status = analysis.sections.get("consistency", "ok")
+        if status != "ok":
+            out.print(Text(f"consistency: {status}", style="yellow"))
+            return True
+        from .text import f, table
+
+        for arm, r in results.items():
+            played = [c for c in r.tasks if c.n >= 2]
+            items = [c for c in played if c.mixed or c.distinct_chains > 1][:TOP_TASKS]
+            if not items:
+                if played:
+                    out.print(Text(f"consistency: {arm}: every task took one tool-call chain and one outcome "
+                                   "on all its trials"))
+                continue
+            t = table(f"most inconsistent tasks: {arm}", ("task", "left"), ("outcomes", "left"),
+                      ("chains", "right"), ("by name", "right"), ("diverge at", "right"), ("similarity", "right"))
+            one_domain = len(analysis.arms[arm].domains) == 1
+            for c in items:
+                label = c.task_id if one_domain else f"{c.domain}/{c.task_id}"
+                t.add_row(escape(label), c.pattern, str(c.distinct_chains), str(c.distinct_name_chains),
+                          "-" if c.diverge_step is None else str(c.diverge_step), f(c.similarity, 2))
+            t.print(out)
+        return True

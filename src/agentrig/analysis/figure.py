@@ -1,31 +1,49 @@
-"""The figure protocol: a new analysis figure is one module, registered once.
+"""The figure protocol: every analysis figure is one module, registered once.
 
-A figure computes its value for one arm from that arm's stored trials, and says how it is shown as
-a table (``FigureView``) — which ``agentrig analyze`` prints and the report draws (a table, and bars
-when the view gives them), so that neither the analyze command nor the report learns anything new::
+A figure computes its typed result for one arm from that arm's stored trials, says how
+``agentrig analyze`` prints it (its text view) and how the report shows it (its view: a table and
+bars, or a drawer of the report's own), so that neither the analyze command nor the report learns
+anything new when a figure is added::
 
     class TrialDurations(Figure):
-        id = "durations"                                  # its key in ArmAnalysis.figures (and --json)
+        id = "durations"                                  # its key in ArmAnalysis.figures
+        result = Durations                                # its typed result (a types.Strict model)
 
-        def compute(self, arm: ArmInputs) -> dict | None: # from the arm's verdict rows (and the seam)
+        def compute(self, arm: ArmInputs) -> Durations | None:     # from the arm's verdict rows
             ...
-        def view(self, results: dict[str, dict]) -> FigureView | None:   # results by arm
+        def view(self, results: dict[str, Durations]) -> FigureView | None:   # results by arm
             ...
 
-    FIGURES = [..., "agentrig.analysis.durations:TrialDurations"]   # below: the registry
+**Registered** by import path ``"module:Class"``, in the order they are shown: the core's below
+(``FIGURES``), then each benchmark's (its registry entry's ``figures`` in ``benchmark.py``), then the
+plug-ins' (a plug-in package registers its own with one line on import:
+``agentrig.plugins.register(kind, factory, figures=["module:Class"])``, which calls ``register``
+here). ``registered()`` is the list; a figure whose ``compute`` says None has nothing for that arm.
 
-The results are plain JSON (``ArmAnalysis.figures[id]``), so an analysis stored or printed with
-``--json`` holds them; a figure that needs more than the verdict rows reads the store itself
-(``ArmInputs.store``), streaming. The analysis imports no report: a view is data only.
+**Computing.** ``compute(arm)`` gets the arm's planned verdict rows (valid and not, every attempt),
+its core figures (``arm.overall``), the run's benchmark, config snapshot and store. A figure that
+reads trajectories gives a ``collector(arm)`` (an object with ``add(record)``): the analysis feeds
+it every planned valid record in its one streaming pass, and ``compute`` finds it in
+``arm.collected[id]``. ``finish(results, run)`` runs once after every arm (e.g. the memory
+plug-in's A/B against the baseline arm). ``section`` names a part of ``Analysis.sections`` the
+figure reports on ("ok" or "unavailable: <why>").
 
-**Where it is shown, and richer figures.** ``analyze_slot`` / ``report_slot`` name the place in
-``analyze``'s text and in the report where a figure goes (``"figures"``: after the terminations,
-the default; analyze also has ``"end"``, after everything; the report ``"consistency"``, in the
-consistency section). A figure whose text is more than one table overrides ``print(results,
-out)`` (returns True when it printed); a figure the report draws with more than a table and bars
-has a drawer registered under its id on the report side (``report/drawers.py``: a function
-from the results to a template context, and a template) — the analysis still imports no report,
-and a figure without a drawer is drawn from its view.
+**Showing.** ``analyze_slot`` / ``report_slot`` name where it goes. ``analyze``: ``"figures"``
+(after the pass^k curve: the default), ``"details"`` (after those), ``"end"``. The report:
+``"consistency"`` (in the consistency section), ``"failures"`` (the failure section's body),
+``"after_ab"`` (after the A/B differences), ``"figures"`` (before the usage section: the
+default), ``"usage"`` (a part of each arm's block in the usage section). ``analyze`` prints
+``print(results, out, analysis)`` when the figure overrides it (True: it printed), else its
+view's table; the report draws its view (a table, and bars when it gives them) unless a drawer is
+registered under its id on the report side (``report/drawers.py``) — the analysis imports no
+report. ``linked_trials(result)`` names the trials the report links to (their trajectories are
+embedded).
+
+**Stored and exported.** ``ArmAnalysis.figures`` maps id → result; ``--json`` writes a figure
+under the arm's ``figures`` (the default), or, with ``json_keys``, as those keys of the arm
+itself (``dump`` / ``load``: the keys analyses had before the protocol — ``usage``, ``reruns``,
+``retries``, ``consistency``, ``failures`` and ``failures_by_domain``, ``memory``; ``()``: a
+figure whose numbers are already in ``overall``, written nowhere else).
 """
 
 from __future__ import annotations
@@ -38,22 +56,53 @@ from pydantic import BaseModel
 
 from agentrig.benchmark import figure_refs
 
-__all__ = ["ArmInputs", "Bar", "FIGURES", "Figure", "FigureView", "compute_figures", "figure_views", "registered",
-           "results_of", "print_figures"]
+__all__ = ["ArmInputs", "Bar", "FIGURES", "PLUGIN_FIGURES", "Figure", "FigureView", "RunInputs", "print_figures",
+           "read_arm", "register", "registered", "results_of", "write_arm"]
 
-# the registered figures, by import path "module:Class", in the order they are shown; a benchmark's
-# own figures are registered with the benchmark (benchmark.py, its registry entry's ``figures``)
-# and shown after these (in their slot)
+# the core's figures, by import path "module:Class", in the order they are shown (in their slots)
 FIGURES: list[str] = [
+    "agentrig.analysis.usage:UsageFigure",
+    "agentrig.analysis.components:Components",
+    "agentrig.analysis.terminations:Terminations",
     "agentrig.analysis.durations:TrialDurations",
+    "agentrig.analysis.reruns:RerunsFigure",
+    "agentrig.analysis.retries:Retries",
+    "agentrig.analysis.consistency:ConsistencyFigure",
+    "agentrig.analysis.failures:FailureClasses",
     "agentrig.analysis.instability_view:DecisionInstability",
 ]
+
+# the plug-ins' figures, registered by the plug-in packages (``register``), shown after the others
+PLUGIN_FIGURES: list[str] = []
+
+
+def register(ref: str) -> None:
+    """Register a figure by import path ("module:Class"); a plug-in package does it on import."""
+    if ref not in PLUGIN_FIGURES:
+        PLUGIN_FIGURES.append(ref)
+
+
+@dataclass
+class RunInputs:
+    """What every arm's figures share: the run's config snapshot, store, benchmark and directory,
+    its plan (``analysis.build.Plan``), the analysis's ``sections`` and a cache figures may keep
+    run-wide state in (by their id)."""
+
+    config: dict = field(default_factory=dict)
+    store: Any = None
+    bench: Any = None
+    plan: Any = None
+    run_dir: str = ""
+    sections: dict[str, str] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class ArmInputs:
     """What a figure computes from: one arm's verdict rows of the plan (valid and not, every
-    attempt), the trials per task, the run's benchmark (the seam), its config snapshot and store."""
+    attempt), the trials per task, the run's benchmark (the seam), its config snapshot and store;
+    the arm's core figures (``overall``: ``summary.Figures``), the collectors fed in the record
+    pass (by figure id) and the run (``RunInputs``)."""
 
     arm: str
     n: int
@@ -61,6 +110,15 @@ class ArmInputs:
     bench: Any = None
     config: dict = field(default_factory=dict)
     store: Any = None
+    run: RunInputs = field(default_factory=RunInputs)
+    overall: Any = None
+    collected: dict[str, Any] = field(default_factory=dict)
+    planned: set[tuple[str, str]] = field(default_factory=set)  # (domain, task id) of the plan
+    outside_plan: bool = False  # the store holds trials of this arm outside the plan
+
+    @property
+    def valid(self) -> list[Any]:
+        return [r for r in self.rows if r.valid]
 
 
 class Bar(BaseModel):
@@ -84,21 +142,50 @@ class FigureView(BaseModel):
 
 class Figure:
     id: ClassVar[str]
+    result: ClassVar[type[BaseModel]]  # the typed result (a types.Strict model)
     analyze_slot: ClassVar[str] = "figures"  # where ``agentrig analyze`` prints it (module docstring)
     report_slot: ClassVar[str] = "figures"  # where the report draws it
+    json_keys: ClassVar[tuple[str, ...] | None] = None  # None: under the arm's "figures"; else keys of the arm
+    section: ClassVar[str | None] = None  # its entry in Analysis.sections
 
-    def compute(self, arm: ArmInputs) -> dict[str, Any] | None:
-        """This figure of one arm, as JSON-able data (None: nothing to show for this arm)."""
+    def collector(self, arm: ArmInputs) -> Any | None:
+        """An object fed (``add(record)``) every planned valid record of the arm, or None."""
+        return None
+
+    def compute(self, arm: ArmInputs) -> BaseModel | None:
+        """This figure of one arm (None: nothing to show for this arm)."""
         raise NotImplementedError
 
-    def view(self, results: dict[str, dict[str, Any]]) -> FigureView | None:
-        """The table (and bars) of the arms' results (arm → result, in the arms' order)."""
-        raise NotImplementedError
+    def finish(self, results: dict[str, Any], run: RunInputs) -> dict[str, Any]:
+        """Every arm's result, once all are computed (arm → result); what the analysis keeps."""
+        return results
 
-    def print(self, results: dict[str, dict[str, Any]], out: Any) -> bool:
+    def view(self, results: dict[str, Any]) -> FigureView | None:
+        """The table (and bars) of the arms' results (arm → result, in the arms' order); None: a
+        figure shown only by its own ``print`` and its report drawer."""
+        return None
+
+    def print(self, results: dict[str, Any], out: Any, analysis: Any) -> bool:
         """Print the figure on a rich Console when it is more than its view's table (True when it
-        printed; the default: False, and ``analyze`` prints the view)."""
+        printed; the default: False, and ``analyze`` prints the view when there are results).
+        ``analysis``: the whole ``Analysis`` (its n, sections, arms)."""
         return False
+
+    def linked_trials(self, result: Any) -> list[tuple[str, str, int]]:
+        """The trials (domain, task id, trial) the report's drawing of ``result`` links to."""
+        return []
+
+    def dump(self, dumped: Any) -> dict[str, Any]:
+        """The arm's JSON keys for its result as serialized (``model_dump``; None: the arm has
+        none) — for ``json_keys`` figures."""
+        return {key: dumped for key in self.json_keys or ()}
+
+    def load(self, data: dict[str, Any]) -> Any:
+        """The result read back from an arm's JSON keys (None: nothing)."""
+        keys = self.json_keys or ()
+        if len(keys) != 1 or data.get(keys[0]) is None:
+            return None
+        return self.result.model_validate(data[keys[0]])
 
 
 _LOADED: list[Figure] | None = None
@@ -106,10 +193,9 @@ _LOADED_FROM: tuple[str, ...] = ()
 
 
 def registered() -> list[Figure]:
-    """The generic figures, then every registered benchmark's own (a figure's ``compute`` says None
-    for a run it has nothing for)."""
+    """The core's figures, then every registered benchmark's own, then the plug-ins'."""
     global _LOADED, _LOADED_FROM
-    refs = tuple(dict.fromkeys([*FIGURES, *figure_refs()]))
+    refs = tuple(dict.fromkeys([*FIGURES, *figure_refs(), *PLUGIN_FIGURES]))
     if _LOADED is None or refs != _LOADED_FROM:
         loaded = []
         for ref in refs:
@@ -119,45 +205,63 @@ def registered() -> list[Figure]:
     return _LOADED
 
 
-def compute_figures(arm: ArmInputs) -> dict[str, dict[str, Any]]:
-    """Every registered figure of one arm that has something to show: id → its result."""
-    out: dict[str, dict[str, Any]] = {}
-    for fig in registered():
-        value = fig.compute(arm)
-        if value is not None:
-            out[fig.id] = value
-    return out
-
-
-def results_of(fig: Figure, arms: list[Any]) -> dict[str, dict[str, Any]]:
+def results_of(fig: Figure, arms: list[Any]) -> dict[str, Any]:
     """A figure's results over ``arms`` (``ArmAnalysis`` objects): arm → result, in the arms' order."""
     return {a.arm: a.figures[fig.id] for a in arms if fig.id in (a.figures or {})}
 
 
-def figure_views(arms: list[Any], slot: str | None = None, *, surface: str = "report") -> list[FigureView]:
-    """The views of every registered figure over ``arms`` (``ArmAnalysis`` objects), in order
-    (only the figures placed at ``slot`` of ``surface`` — "analyze" or "report" — when given)."""
-    views = []
-    for fig in registered():
-        if slot is not None and getattr(fig, f"{surface}_slot") != slot:
-            continue
-        results = results_of(fig, arms)
-        if results:
-            view = fig.view(results)
-            if view is not None:
-                views.append(view)
-    return views
-
-
-def print_figures(arms: list[Any], slot: str, out: Any, table: Any) -> None:
+def print_figures(analysis: Any, slot: str, out: Any, table: Any) -> None:
     """``agentrig analyze``'s text of the figures placed at ``slot``: each figure's own ``print``,
     else its view as a table (``table(view, out)``)."""
+    arms = list(analysis.arms.values())
     for fig in registered():
         if fig.analyze_slot != slot:
             continue
         results = results_of(fig, arms)
-        if not results or fig.print(results, out):
+        if fig.print(results, out, analysis) or not results:
             continue
         view = fig.view(results)
         if view is not None:
             table(view, out)
+
+
+# ---- an arm's JSON ---------------------------------------------------------------------------
+
+
+def read_arm(data: dict[str, Any], fields: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An arm as stored or printed (``--json``) → the fields of ``ArmAnalysis`` (``fields``): the
+    keys of the ``json_keys`` figures into ``figures``, and every known figure's result typed; and
+    the keys no registered figure reads, as they were (a plug-in's figure when the plug-in is not
+    loaded)."""
+    data = dict(data)
+    figures = dict(data.get("figures") or {})
+    for fig in registered():
+        keys = fig.json_keys
+        if fig.id in figures:
+            if not isinstance(figures[fig.id], BaseModel):
+                figures[fig.id] = fig.result.model_validate(figures[fig.id])
+        elif keys is not None and (any(k in data for k in keys) or (not keys and "overall" in data)):
+            value = fig.load(data)
+            if value is not None:
+                figures[fig.id] = value
+        for k in keys or ():
+            data.pop(k, None)
+    data["figures"] = figures
+    unread = {k: data.pop(k) for k in list(data) if k not in fields}
+    return data, unread
+
+
+def write_arm(data: dict[str, Any], unread: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An arm's serialized fields (``data``, its ``figures`` last) → its JSON: each ``json_keys``
+    figure's keys (and the ``unread`` keys) before ``figures``, which keeps the others (in the
+    registry's order)."""
+    figs = registered()
+    at_arm = {f.id for f in figs if f.json_keys is not None}
+    out = {k: v for k, v in data.items() if k != "figures"}
+    dumped = data.get("figures") or {}
+    for fig in figs:
+        if fig.json_keys:
+            out.update(fig.dump(dumped.get(fig.id)))
+    out.update(unread or {})
+    out["figures"] = {k: v for k, v in dumped.items() if k not in at_arm}
+    return out

@@ -1,6 +1,6 @@
 """Decision instability of stored trials: actions, their similarity, and the step scores.
 
-``agentrig instability RUN`` (``commands/instability.py``) re-asks an arm's agent model, with the
+``agentrig instability RUN`` (``run/resample.py``) re-asks an arm's agent model, with the
 exact request it had, at the first decision steps of stored trials and stores the samples
 (``instability_store``). This module scores them; it never calls a model.
 

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from agentrig.tables import FitTable
+from agentrig.types import Strict
 
 from typing import Any
 
@@ -55,29 +56,35 @@ def print_reports(reports: list[InstabilityReport], out: Console) -> None:
         t.print(out)
 
 
-def reports_of(results: dict[str, dict[str, Any]]) -> list[InstabilityReport]:
+class Instability(Strict):
+    reports: list[InstabilityReport] = []  # per sampling temperature
+
+
+def reports_of(results: dict[str, Instability]) -> list[InstabilityReport]:
     """The reports of the arms' results, ordered by (arm, temperature)."""
-    reports = [InstabilityReport.model_validate(r) for res in results.values() for r in res.get("reports", [])]
+    reports = [r for res in results.values() for r in res.reports]
     return sorted(reports, key=lambda r: (r.arm, r.temperature))
 
 
 class DecisionInstability(Figure):
     id = "instability"
+    result = Instability
     analyze_slot = "end"
     report_slot = "consistency"
 
-    def compute(self, arm: ArmInputs) -> dict[str, Any] | None:
+    def compute(self, arm: ArmInputs) -> Instability | None:
         if arm.store is None:
             return None
         reports = instability_report(arm.store, arm.arm, threshold=threshold_of(arm.config))
-        return {"reports": [r.model_dump(mode="json") for r in reports]} if reports else None
+        return Instability(reports=reports) if reports else None
 
-    def view(self, results: dict[str, dict[str, Any]]) -> FigureView | None:
+    def view(self, results: dict[str, Instability]) -> FigureView | None:
         rows = [[r.arm, f"{r.temperature:g}", str(r.steps), f"{len([t for t in r.tasks if t.unstable_steps])}",
                  r.validation.sentence] for r in reports_of(results)]
         return FigureView(id=self.id, title="decision instability", rows=rows,
                           columns=["arm", "temperature", "steps", "tasks with unstable steps", "validation"])
 
-    def print(self, results: dict[str, dict[str, Any]], out: Any) -> bool:
-        print_reports(reports_of(results), out)
+    def print(self, results: dict[str, Instability], out: Any, analysis: Any) -> bool:
+        if results:
+            print_reports(reports_of(results), out)
         return True

@@ -18,6 +18,11 @@ Shape (``Analysis.model_dump()`` is what ``agentrig analyze --json`` prints)::
                                       (tasks resampled within each domain, domain sizes kept)
       macro: Macro                    the plain mean over domains of the domain figures
       domains: dict[str, Figures]     per domain (CIs: tasks resampled within the domain)
+      figures: dict[str, result]      every registered figure (analysis/figure.py) with something
+                                      for this arm: id → its typed result. In the JSON, the
+                                      figures below are keys of the arm itself (as before the
+                                      protocol); the others are under ``figures`` (e.g.
+                                      ``durations``, ``instability``, AppWorld's ``goal_completion``)
       usage: UsageSummary             per role (RoleUsage) + total cost (None = unknown); over
                                       every model call of the arm's planned trials, invalid
                                       attempts included (they were paid for)
@@ -29,7 +34,8 @@ Shape (``Analysis.model_dump()`` is what ``agentrig analyze --json`` prints)::
       failures: Taxonomy | None       failure classes of the arm's failed valid trials
                                       (analysis.failures; None when the tasks cannot be loaded)
       failures_by_domain: dict[str, Taxonomy]   the same, per domain (empty when unavailable)
-      memory: MemoryFigures | None    arms with a memory plug-in only (analysis.memory): triggers,
+      memory: MemoryFigures | None    arms with a memory plug-in only (the plug-in's figure,
+                                      plugins/memory/figure.py): triggers,
                                       injection rate (per trigger, per agent step), decisions,
                                       edit tool calls, bank size, memory call failures, tokens and
                                       latency as Overhead {memory_per_trial, agent_per_trial, ratio,
@@ -82,13 +88,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import (PrivateAttr, SerializationInfo, SerializerFunctionWrapHandler, ValidatorFunctionWrapHandler,
+                      model_serializer, model_validator)
+
 from agentrig.channel.usage import RoleUsage
 from agentrig.types import Strict
 
-from .consistency import TaskConsistency
-from .failures import Taxonomy
 from .instability_report import InstabilityReport
-from .memory import MemoryFigures
 
 
 class Estimate(Strict):
@@ -207,14 +213,28 @@ class ArmAnalysis(Strict):
     overall: Figures
     macro: Macro
     domains: dict[str, Figures] = {}
-    usage: UsageSummary = UsageSummary()
-    reruns: Reruns = Reruns()
-    retries: RetryEffect = RetryEffect()
-    consistency: list[TaskConsistency] = []
-    failures: Taxonomy | None = None
-    failures_by_domain: dict[str, Taxonomy] = {}
-    memory: MemoryFigures | None = None
-    figures: dict[str, Any] = {}  # the registered figures (analysis/figure.py): figure id → its result
+    figures: dict[str, Any] = {}  # the registered figures (analysis/figure.py): figure id → its typed result
+    # keys of a stored arm that no registered figure reads (a plug-in's figure when the plug-in is not
+    # loaded): kept as they were, and written back where they were
+    _unread: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        from .figure import read_arm
+
+        if not isinstance(data, dict):
+            return handler(data)
+        data, unread = read_arm(data, set(cls.model_fields))
+        out = handler(data)
+        out._unread = unread
+        return out
+
+    @model_serializer(mode="wrap")
+    def _write(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        from .figure import write_arm
+
+        return write_arm(handler(self), self._unread)
 
 
 class Analysis(Strict):

@@ -16,11 +16,16 @@ from math import exp, lgamma
 from typing import Any
 
 import numpy as np
+from rich.markup import escape
+from rich.text import Text
 
 from agentrig.channel.usage import RoleUsage
+from agentrig.tables import Stack
 
+from .figure import ArmInputs, Figure
 from .reliability import is_success
 from .summary import RerunStat, Reruns, RetryEffect, Spread, UsageSummary
+from .text import f, table
 
 MIN_GROUP = 3  # trials per group (retried / clean) before the retry check says anything
 
@@ -199,3 +204,56 @@ def retry_effect(rows: Iterable[Any]) -> RetryEffect:
     out.note = (f"{verdict} (Fisher's exact test: p = {out.p_greater:.3g} one-sided, "
                 f"{out.p_value:.3g} two-sided)")
     return out
+
+
+# ---- the figure (analysis/figure.py) ------------------------------------------------------------
+
+
+class UsageFigure(Figure):
+    """Model calls per role of each arm (every call of its planned trials, invalid attempts
+    included: they were paid for), and per trial its tokens and time (``overall.resources``)."""
+
+    id = "usage"
+    result = UsageSummary
+    json_keys = ("usage",)
+    analyze_slot = "details"
+    report_slot = "usage"
+
+    def compute(self, arm: ArmInputs) -> UsageSummary:
+        calls = arm.store.iter_model_calls(arm=arm.arm)  # streamed: 100,000 trials hold millions of calls
+        if arm.outside_plan:  # some stored trials are outside the plan: leave their calls out
+            planned, n = arm.planned, arm.n
+            calls = (c for c in calls if (c["domain"], c["task_id"]) in planned and 0 <= c["trial"] < n)
+        prices = arm.run.plan.prices if arm.run.plan is not None else {}
+        return role_usage(calls, prices)
+
+    def dump(self, dumped: Any) -> dict[str, Any]:
+        return {"usage": UsageSummary().model_dump() if dumped is None else dumped}
+
+    def print(self, results: dict[str, UsageSummary], out: Any, analysis: Any) -> bool:
+        calls = table("usage per role: requests", ("arm", "left"), ("role", "left"), ("requests", "right"),
+                      ("failed", "right"), ("attempts", "right"), ("retries (by cause)", "wrap"),
+                      (Stack("latency s", "p50/p90/p99"), "right"), key=2)
+        tokens = table("usage per role: tokens and cost", ("arm", "left"), ("role", "left"), ("prompt", "right"),
+                       ("completion", "right"), ("reasoning", "right"), ("cached", "right"), ("cost", "right"), key=2)
+        for arm, u in results.items():
+            for r in u.roles:
+                causes = ", ".join(f"{c} {k}" for c, k in r.retries_by_cause.items())
+                lat = "/".join(f(x, 2) for x in (r.latency_p50_s, r.latency_p90_s, r.latency_p99_s))
+                calls.add_row(escape(arm), escape(r.role), str(r.requests), str(r.failed), str(r.attempts),
+                              escape(f"{r.retries}" + (f" ({causes})" if causes else "")), lat)
+                tokens.add_row(escape(arm), escape(r.role), f"{r.prompt_tokens:,}", f"{r.completion_tokens:,}",
+                               f"{r.reasoning_tokens:,}", f"{r.cached_tokens:,}",
+                               "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}")
+        if calls.rows:
+            calls.print(out)
+            tokens.print(out)
+        for arm, u in results.items():
+            s = analysis.arms[arm].overall.resources
+            cost = "unknown" + (f" (no price for {', '.join(u.unpriced_models)})" if u.unpriced_models else "") \
+                if u.cost_usd is None else f"${u.cost_usd:.4f}"
+            said = "no model calls" if not u.roles else f"cost {cost}"
+            out.print(Text(f"  {arm}: {said}; per trial: tokens {f(s.tokens_mean, 0)} (CV {f(s.tokens_cv, 2)}, "
+                           f"within task {f(s.tokens_cv_within_task, 2)}), time {f(s.duration_mean_s, 2)} s "
+                           f"(CV {f(s.duration_cv, 2)}, within task {f(s.duration_cv_within_task, 2)})"))
+        return True

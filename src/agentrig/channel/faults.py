@@ -185,7 +185,7 @@ def classify_status(
         return Fault("fatal", status, message, fatal=AuthError(auth_rejected(status, key_env, message), status=status))
     if status == 404:
         if _MODEL.search(codes) or _MODEL.search(message) or (model and model in message):
-            return Fault("fatal", status, message, fatal=ModelNotFound(model_not_found(model, base_url, message), status=status))
+            return model_fault(status, message, model, base_url)
         return Fault("fatal", status, message, fatal=EndpointNotFound(Diagnosis(
             "BASE_URL_PATH",
             f"{base_url}/chat/completions answered 404 Not Found: the base URL's path is wrong.{said}",
@@ -194,12 +194,8 @@ def classify_status(
         ), status=status))
     if status == 429:
         if _QUOTA.search(codes) or _QUOTA.search(message):
-            return Fault("fatal", status, message, fatal=QuotaExhausted(Diagnosis(
-                "QUOTA_EXHAUSTED",
-                f"the endpoint refuses requests because the account's quota or credit is used up.{said}",
-                "add credit or raise the spending limit with the provider, or use another key; "
-                "retrying will not help",
-            ), status=status))
+            return quota_fault(status, message, "the endpoint refuses requests because the account's quota or credit "
+                               "is used up.")
         return Fault("rate_limited", status, message, parse_retry_after(headers))
     if status == 408:
         return Fault("request_timeout", status, message, parse_retry_after(headers))
@@ -219,11 +215,9 @@ def classify_status(
     if status >= 500:
         return Fault("server_error", status, message, parse_retry_after(headers))
     if status == 402:
-        return Fault("fatal", status, message, fatal=QuotaExhausted(Diagnosis(
-            "QUOTA_EXHAUSTED", f"402 Payment Required.{said}", "add credit with the provider, or use another key",
-        ), status=status))
+        return quota_fault(status, message, "402 Payment Required.", "add credit with the provider, or use another key")
     if _MODEL.search(codes) or (model and model in message and _MODEL.search(message)):
-        return Fault("fatal", status, message, fatal=ModelNotFound(model_not_found(model, base_url, message), status=status))
+        return model_fault(status, message, model, base_url)
     return Fault("fatal", status, message, fatal=BadRequest(Diagnosis(
         "BAD_REQUEST",
         f"the endpoint rejected the request with {status}.{said}",
@@ -314,6 +308,22 @@ def model_not_found(model: str | None, base_url: str, message: str, close: list[
         "set the role's `model` to an id from `GET /models` of this endpoint (gateways often want a "
         "vendor prefix such as 'openai/gpt-4.1')",
     )
+
+
+def model_fault(status: int, message: str, model: str | None, base_url: str) -> Fault:
+    """The fatal fault of an answer saying the endpoint does not serve the model."""
+    return Fault("fatal", status, message, fatal=ModelNotFound(model_not_found(model, base_url, message), status=status))
+
+
+QUOTA_FIX = "add credit or raise the spending limit with the provider, or use another key; retrying will not help"
+
+
+def quota_fault(status: int, message: str, what: str, fix: str = QUOTA_FIX) -> Fault:
+    """The fatal fault of an answer saying the account's quota or credit is used up (``what``: the
+    diagnosis's sentence, the server's own message added)."""
+    said = f" The server said: {message}" if message else ""
+    return Fault("fatal", status, message, fatal=QuotaExhausted(Diagnosis("QUOTA_EXHAUSTED", f"{what}{said}", fix),
+                                                                status=status))
 
 
 EXHAUSTED_CODES = {

@@ -5,8 +5,9 @@
    (pass^1, pass^4 and the consistency gap). The experiment is ``commands/demo.toml`` (also shipped as
    ``examples/demo.toml``).
 2. The same tasks through the channel: an LLM agent, an LLM user simulator and an NL judge on a
-   local OpenAI-compatible endpoint that scripts the gold conversation, with 15% of the requests
-   failing (429, 500, malformed bodies) — every fault retried and counted, no trial lost to it.
+   local OpenAI-compatible endpoint that scripts the gold conversation (τ²'s scripted endpoint,
+   reached through the seam), with 15% of the requests failing (429, 500, malformed bodies) —
+   every fault retried and counted, no trial lost to it.
 3./4. Terminal tasks (``commands/demo_terminal.py``): built-in tasks in the bwrap sandbox with the reference
    agents, then the LLM bash agent in both tool modes through the channel on a local endpoint that
    scripts each task's solution, with faults; its own HTML report.
@@ -29,12 +30,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from agentrig.benchmark import get_benchmark
 from agentrig.channel.doctor.diagnose import diagnose
 from agentrig.config import ChannelConfig, ChannelSettings
 from agentrig.commands.run import run_command
 from agentrig.store.owner import claim, make_dir
 from agentrig.testing.fake_endpoint import FakeEndpoint, ThreadedFakeEndpoint
-from agentrig.testing.gold_endpoint import GoldEndpoint
 
 KEY_ENV = "AGENTRIG_DEMO_KEY"
 DEMO_NAMES = ("demo", "demo-llm", "demo-terminal", "demo-terminal-llm")
@@ -154,8 +155,8 @@ def run_demo(console: Console, base_dir: Path | None = None) -> int:
                   "requests with 429, 500 or a malformed body.", highlight=False)
     key = "sk-demo-" + secrets.token_hex(16)
     os.environ[KEY_ENV] = key
-    gold = GoldEndpoint(None, api_key=key, fault_rate=0.15, fault_kinds=("rate_limit", "server_error", "malformed"),
-                        seed=2026)
+    gold = get_benchmark("tau2").scripted_endpoint(api_key=key, fault_rate=0.15,  # the gold endpoint
+                                                   fault_kinds=("rate_limit", "server_error", "malformed"), seed=2026)
     with ThreadedFakeEndpoint(endpoint=gold) as served:
         llm_file = base / "demo-llm.toml"
         llm_file.write_text(LLM_EXPERIMENT.format(base_url=served.base_url, key_env=KEY_ENV), encoding="utf-8")

@@ -4,26 +4,30 @@
    each, in the bwrap sandbox: pass^1, pass^2 and the consistency gap, as for τ² tasks.
 2. The LLM bash agent through the channel, in both tool modes (``native``: a ``bash`` tool call;
    ``text``: one fenced action block per reply), on a local endpoint that scripts each task's
-   solution (``testing/solution_endpoint.py``) and fails 20% of the requests (500s and malformed
-   bodies): every fault is retried and counted, every trial stays valid.
+   solution (the terminal benchmark's scripted endpoint) and fails 20% of the requests (500s and
+   malformed bodies): every fault is retried and counted, every trial stays valid.
 
-The bwrap sandbox needs root and a working bwrap here; without it the section runs in the
-``local`` sandbox (as root, with its warning that nothing is isolated) or is skipped with a
-sentence saying why. The sizes below keep the section a few seconds long (docs/performance.md):
-two tasks whose tests are cheap to run (a TB1 pytest task, which the warm verifier plays, and a
-Harbor task graded by a shell script), and the sandbox probe (``start_probe``) runs in a thread
-while the τ² sections play, starting the warm verifier when bwrap works.
+The benchmark decides where the section plays (``demo_setup`` through the seam; its part is
+``bench/terminal/demo.py``): the bwrap sandbox when it works here, else the ``local`` sandbox (as
+root, with its warning that nothing is isolated), else the section is skipped with a sentence
+saying why. This module only prints and plays. The sizes below keep the section a few seconds long
+(docs/performance.md): two tasks whose tests are cheap to run (a TB1 pytest task, which the warm
+verifier plays, and a Harbor task graded by a shell script), and the benchmark's probe
+(``start_probe``) runs in a thread while the τ² sections play, starting the warm verifier when
+bwrap works.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
 from rich.console import Console
+
+from agentrig.benchmark import DemoSetup, get_benchmark
+
+KIND = "terminal"
 
 DEMO_TERMINAL_NAMES = ("demo-terminal", "demo-terminal-llm")
 TASK_IDS = ("stale-lock", "harbor-backup-archive")  # a Terminal-Bench 1 task and a Harbor task
@@ -98,50 +102,16 @@ agent = {{{{ kind = "bash", tool_mode = "text" }}}}
 """
 
 
-def choose_sandbox() -> tuple[str | None, str]:
-    """("bwrap" | "local" | None, why): bwrap when it works here, else local as root, else nothing."""
-    from agentrig.bench.terminal.sandbox import sandbox_check
-
-    try:
-        findings = asyncio.run(sandbox_check("bwrap"))
-    except Exception as exc:  # a probe that cannot even run: treat as "bwrap does not work"
-        findings, why = [], f"{type(exc).__name__}: {exc}"
-    else:
-        bad = [f for f in findings if not f.ok and f.check != "cgroups"]
-        why = "; ".join(f"{f.check}: {f.detail}" for f in bad)
-        if findings and not bad:
-            return "bwrap", ""
-    if os.geteuid() == 0:
-        return "local", why
-    return None, why
-
-
-def choose_root() -> tuple[str, str]:
-    """("image" | "host", note): the tasks' own images (roots built from packages, once, then
-    cached) when mmdebstrap can build them; else the host's root stands in, and the demo says so."""
-    import shutil
-
-    if shutil.which("mmdebstrap"):
-        return "image", ""
-    return "host", ("mmdebstrap is not installed, so the host's root stands in for the tasks' images "
-                    "(apt-get install mmdebstrap, or `make demo`, for the real ones)")
-
-
-def _probe() -> tuple[str | None, str]:
-    kind, why = choose_sandbox()
-    if kind == "bwrap":
-        from agentrig.bench.terminal.sandbox import warm
-
-        warm.prestart()  # pytest's import in the warm verifier overlaps the sections before this one
-    return kind, why
+def _setup() -> DemoSetup:
+    return get_benchmark(KIND).demo_setup()
 
 
 def start_probe() -> Future:
-    """``choose_sandbox`` in a thread, started before the τ² sections (its bwrap start and the
-    warm verifier's start then overlap them); ``run_terminal_section(probe=...)`` takes the answer."""
+    """The benchmark's ``demo_setup`` in a thread, started before the τ² sections (its bwrap start and
+    the warm verifier's start then overlap them); ``run_terminal_section(probe=...)`` takes the answer."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="agentrig-demo-probe")
     try:
-        return pool.submit(_probe)
+        return pool.submit(_setup)
     finally:
         pool.shutdown(wait=False)
 
@@ -151,26 +121,20 @@ def run_terminal_section(console: Console, base: Path, fresh: Callable[[Path], N
     """Play both terminal runs; (exit code, the run directories played)."""
     from agentrig.commands.run import run_command
     from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-    from agentrig.testing.solution_endpoint import SolutionEndpoint
 
-    kind, why = probe.result() if probe is not None else choose_sandbox()
+    setup = probe.result() if probe is not None else _setup()
     console.print(f"[bold]3. Terminal tasks[/]: {len(TASK_IDS)} built-in tasks (an instruction, a shell, hidden tests), "
                   f"the reference agents, {TRIALS} trials per task.\n"
                   "   oracle plays the task's solution; flaky-oracle skips a solution step with probability 0.4; "
                   "noop submits at once.", highlight=False)
-    if kind is None:
-        console.print("   [yellow]skipped[/]: the bwrap sandbox does not work here and the local fallback needs root "
-                      f"({why}).\n   Run `agentrig doctor --sandbox bwrap` for the fix, then `agentrig demo` again.\n",
-                      highlight=False)
+    if setup.skip is not None:
+        console.print(f"   [yellow]skipped[/]: {setup.skip}\n", highlight=False)
         return 0, []
-    if kind == "local":
-        console.print(f"   [yellow]bwrap does not work here ({why}); using the local sandbox, which isolates "
-                      "nothing.[/]", highlight=False)
-    root, note = choose_root() if kind == "bwrap" else ("host", "")
-    if note:
-        console.print(f"   [yellow]{note}.[/]", highlight=False)
+    for warning in setup.warnings:
+        console.print(f"   [yellow]{warning}[/]", highlight=False)
+    kind = setup.values["sandbox"]
     ref_file = base / "demo-terminal.toml"
-    ref_file.write_text(REFERENCE_EXPERIMENT.format(sandbox=kind, root=root), encoding="utf-8")
+    ref_file.write_text(REFERENCE_EXPERIMENT.format(**setup.values), encoding="utf-8")
     ref_dir = base / "demo-terminal"
     fresh(ref_dir)
     code = run_command(ref_file, run_dir=ref_dir, out=console)
@@ -183,10 +147,11 @@ def run_terminal_section(console: Console, base: Path, fresh: Callable[[Path], N
                   "fenced action block per reply),\n   on a local endpoint that scripts each task's solution "
                   "and answers 20% of the requests with a 500 or a malformed body.", highlight=False)
     # no 429 here: its Retry-After (1 s, honoured; section 2 shows it) would be most of this section's time
-    endpoint = SolutionEndpoint(api_key=key, fault_rate=0.2, fault_kinds=("server_error", "malformed"), seed=2026)
+    endpoint = get_benchmark(KIND).scripted_endpoint(api_key=key, fault_rate=0.2, seed=2026,
+                                                     fault_kinds=("server_error", "malformed"))
     with ThreadedFakeEndpoint(endpoint=endpoint) as served:
         llm_file = base / "demo-terminal-llm.toml"
-        llm_file.write_text(LLM_EXPERIMENT.format(sandbox=kind, root=root, base_url=served.base_url, key_env=key_env),
+        llm_file.write_text(LLM_EXPERIMENT.format(**setup.values, base_url=served.base_url, key_env=key_env),
                             encoding="utf-8")
         llm_dir = base / "demo-terminal-llm"
         fresh(llm_dir)

@@ -35,7 +35,7 @@ def doctor_command(*, config: Path | None, base_url: str | None, model: str | No
         return doctor_from_command(from_file, model=model, timeout_s=timeout_s, as_json=as_json, console=out)
     from agentrig.channel.doctor.console import print_doctor
     from agentrig.channel.doctor.diagnose import run_doctor
-    from agentrig.config import WIRE_MODULES, ChannelConfig, ChannelSettings
+    from agentrig.config import WIRES, ChannelConfig, ChannelSettings
 
     shapes = targets = None
     if config is not None:
@@ -53,8 +53,8 @@ def doctor_command(*, config: Path | None, base_url: str | None, model: str | No
         if note and not as_json:
             out.print(f"[dim]note: {escape(note)}[/]", highlight=False)
     else:
-        if wire is not None and wire not in WIRE_MODULES:
-            *most, last = WIRE_MODULES
+        if wire is not None and wire not in WIRES:
+            *most, last = WIRES
             raise AgentrigError(f"--wire {wire!r}: expected {', '.join(most)} or {last} (docs/channel.md, Wire formats)")
         cfg = ChannelConfig(channel=ChannelSettings(base_url=base_url, model=model, api_key_env=api_key_env,
                                                     timeout_s=timeout_s, wire=wire))

@@ -1,4 +1,8 @@
-"""``agentrig run``: load, open, plan, play, print.
+"""``agentrig run``: parse, hand the experiment to a run session (run/session.py), print.
+
+The session loads and checks the experiment, opens or resumes the run directory, plans, plays with
+the chosen executor (local or Ray), summarizes, writes the report and decides the exit code; this
+module prints what it planned, its progress and what it returns.
 
 Output: people get a progress line (on a terminal) and a summary per arm; ``--json`` prints one
 JSON object on stdout and nothing else (messages go to stderr). Exit codes (docs/experiments.md):
@@ -14,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,18 +30,15 @@ from agentrig.tables import FitTable, output_console
 
 from agentrig.run import experiment
 from agentrig.run.progress import progress_for
-from agentrig.run.executor import Executor, Outcome, Stats, stall_limit
+from agentrig.run.executor import Outcome, stall_limit
 from agentrig.run.outages import as_json as outage_json
 from agentrig.run.outages import describe
-from agentrig.run.budget import Budget, check_prices
-from agentrig.store.replay_cache import ReplayCache
-from agentrig.run.runner import Run, close_channels, make_channels, open_run, plan, summarize
+from agentrig.run.session import EXIT_INTERRUPTED, EXIT_NO_VALID_TRIAL, Session, SessionResult
 
 if TYPE_CHECKING:
     from agentrig.run.smoke import SmokeReport
 
-EXIT_INTERRUPTED = 130
-EXIT_NO_VALID_TRIAL = 3  # an arm ended with no valid trial: nothing of it can be scored
+__all__ = ["EXIT_INTERRUPTED", "EXIT_NO_VALID_TRIAL", "print_smoke", "run_command"]
 
 
 def _fmt(x: float | None) -> str:
@@ -48,46 +48,8 @@ def _fmt(x: float | None) -> str:
 # ------------------------------------------------------------------------------------------ run
 
 
-async def _execute(r: experiment.Resolved, run: Run, specs: list, stats: Stats, progress,
-                   budget: Budget | None = None, cache: ReplayCache | None = None) -> Outcome:
-    if r.exp.run.executor == "ray":  # the trials on a Ray cluster; the store and the rest as here
-        from agentrig.run.ray.executor import RayExecutor
-
-        channels: dict = {}
-        ex: Executor = RayExecutor(r, run.store, run.run_id, channels, stats)
-    else:
-        channels = make_channels(r, run.run_id)
-        if cache is not None:  # [channel] cache = "replay" (store/replay_cache.py)
-            cache.attach(channels)
-        ex = Executor(r, run.store, run.run_id, channels, stats)
-    if budget is not None:  # [run] max_cost / max_tokens: stop as Ctrl-C does once spent (run/budget.py)
-        ex.on_record = budget.hook(ex, ex.on_record)
-    # a Python-level handler, not the loop's: it runs before the next line of any trial, so a
-    # trial that comes back after Ctrl-C (its sandbox got the signal too) is never stored
-    def on_sigint(_signum: int, _frame: Any) -> None:
-        ex.request_stop()
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C interrupts at once
-
-    installed, previous = False, None
-    try:
-        previous = signal.signal(signal.SIGINT, on_sigint)
-        installed = True
-    except ValueError:  # not the main thread: no signals here
-        pass
-    try:
-        with progress:
-            outcome = await ex.run(specs)
-        outcome.outages = ex.outages
-        if budget is not None and budget.reached is not None and outcome.status == "interrupted":
-            outcome.status = "budget"
-        return outcome
-    finally:
-        if installed:
-            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
-        await close_channels(channels)
-
-
-def _print_summary(out: Console, r: experiment.Resolved, run: Run, summary: dict, outcome: Outcome) -> None:
+def _print_summary(out: Console, session: Session, summary: dict, outcome: Outcome) -> None:
+    r, run = session.r, session.run
     t = FitTable()
     k = r.exp.run.trials
     cols = [("arm", "left"), ("valid", "right"), ("invalid", "right"), ("reward", "right"), ("pass^1", "right")]
@@ -119,7 +81,7 @@ def _print_summary(out: Console, r: experiment.Resolved, run: Run, summary: dict
         out.print(Text(f"export: agentrig export {run.dir} --format {fmt}", style="dim"))
 
 
-def _fatal_message(outcome: Outcome, run: Run) -> str:
+def _fatal_message(outcome: Outcome, run: Any) -> str:
     err = outcome.fatal
     assert err is not None
     d = err.diagnosis
@@ -130,7 +92,7 @@ def _fatal_message(outcome: Outcome, run: Run) -> str:
             "Fix the problem and rerun the same command to resume.")
 
 
-def _stalled_message(outcome: Outcome, run: Run, r: experiment.Resolved) -> str:
+def _stalled_message(outcome: Outcome, run: Any, r: experiment.Resolved) -> str:
     n = stall_limit(r.exp.run.concurrency)
     if (outcome.stalled_cause or "").startswith("sandbox:"):  # a terminal sandbox, not the channel
         return (f"the run stopped: the last {n} trial attempts were all spoiled by the sandbox, the last one by\n"
@@ -148,7 +110,7 @@ def _stalled_message(outcome: Outcome, run: Run, r: experiment.Resolved) -> str:
             f"Every finished trial is kept in {run.dir}; rerun the same command to resume.")
 
 
-def _json(summary: dict, run: Run, outcome: Outcome, planned: int) -> dict[str, Any]:
+def _json(summary: dict, run: Any, outcome: Outcome, planned: int) -> dict[str, Any]:
     error = None
     if outcome.fatal is not None:
         d = outcome.fatal.diagnosis
@@ -163,18 +125,6 @@ def _json(summary: dict, run: Run, outcome: Outcome, planned: int) -> dict[str, 
             "stored": outcome.stored, "error": error, "arms": summary}
 
 
-def _write_report(run: Run, err: Console) -> Path | None:
-    """The run's HTML report, written at the end of every run (a failure here never fails the run)."""
-    from agentrig.report import write_report
-
-    try:
-        return write_report([run.dir])
-    except Exception as exc:  # noqa: BLE001 - the trials are stored; the report can be rebuilt
-        err.print(Text(f"note: the report could not be written ({type(exc).__name__}: {exc}); "
-                       f"rebuild it with `agentrig report {run.dir}`", style="yellow"))
-        return None
-
-
 def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force: bool = False,
                 run_dir: Path | None = None, out: Console | None = None, err: Console | None = None,
                 estimate: bool = False) -> int:
@@ -184,13 +134,13 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
     logger = logging.getLogger("agentrig")
     if not logger.handlers:
         logger.addHandler(logging.NullHandler())
-    # --smoke / --estimate play one task per arm: its trial builds what it needs, nothing else is built
-    r = experiment.load(path, run_dir, prepare=not (smoke or estimate))
-    if estimate:  # tokens and cost of the whole plan, from a smoke play or the run's stored trials
-        from agentrig.run.estimate import estimate_command
+    if estimate or smoke:
+        # they play one task per arm: its trial builds what it needs, nothing else is built
+        r = experiment.load(path, run_dir, prepare=False)
+        if estimate:  # tokens and cost of the whole plan, from a smoke play or the run's stored trials
+            from agentrig.run.estimate import estimate_command
 
-        return estimate_command(r, as_json=as_json, out=out, err=err)
-    if smoke:
+            return estimate_command(r, as_json=as_json, out=out, err=err)
         from agentrig.run.smoke import run_smoke
 
         report = asyncio.run(run_smoke(r, r.run_dir))
@@ -199,83 +149,63 @@ def run_command(path: Path, *, as_json: bool = False, smoke: bool = False, force
         else:
             print_smoke(out, report)
         return 0 if report.ok else 1
-    if r.exp.run.executor == "ray":  # before the run directory: a missing extra is a setup error
-        from agentrig.run.ray.executor import require_ray
-
-        require_ray(r.source)
-    check_prices(r)
-    ReplayCache.check(r)
-    run = open_run(r, force=force)
-    cache: ReplayCache | None = None
+    session = Session.open(path, run_dir=run_dir, force=force)  # checked, opened (or resumed), planned
     try:
+        r, run, specs = session.r, session.run, session.specs
         if run.note:
             err.print(Text(run.note, style="yellow"))
-        specs = plan(r, run.store)
-        total = len(r.arms) * len(r.tasks) * r.exp.run.trials
         for label, why in r.excluded.items():  # tasks the benchmark left out: never played, never failed
             err.print(Text(f"excluded: {label}: {why}", style="yellow"))
         if not as_json:
-            err.print(Text(f"{r.name}: {len(r.arms)} arm(s) × {len(r.tasks)} task(s) × {r.exp.run.trials} trial(s) "
-                           f"= {total}; {total - len(specs)} already stored, {len(specs)} to play → {run.dir}"))
-        stats = Stats()
-        budget = Budget.of_run(r, run.store)  # None without [run] max_cost / max_tokens
-        if budget is not None and budget.at_start:
-            specs_to_play: list = []  # the run's budget is spent already: nothing is played
-        else:
-            specs_to_play = specs
-            cache = ReplayCache.for_run(r, run.dir)  # None unless [channel] cache = "replay"
-        progress = progress_for(stats, out, r.name, enabled=not as_json and bool(specs_to_play))
-        try:
-            # nothing to play (a resume of a finished run): no channel, no SDK, no event loop
-            outcome = asyncio.run(_execute(r, run, specs_to_play, stats, progress, budget, cache)) \
-                if specs_to_play else Outcome("budget" if specs else "done")
-        except KeyboardInterrupt:  # a second Ctrl-C
-            outcome = Outcome("interrupted", stored=stats.valid + stats.invalid_attempts)
-        summary = summarize(r, run.store)
-        report_path = _write_report(run, err) if outcome.stored or not specs else None
-        if as_json:
-            doc = _json(summary, run, outcome, len(specs))
-            if r.excluded:  # tasks the benchmark left out (a key only when there are some)
-                doc["excluded"] = dict(r.excluded)
-            if outcome.outages:  # endpoint outages of this session (a key only when there were some)
-                doc["outages"] = outage_json(outcome.outages)
-            if budget is not None:  # [run] max_cost / max_tokens: the spend and whether it stopped the run
-                doc["budget"] = budget.state().model_dump()
-            doc["report"] = str(report_path) if report_path is not None else None
-            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        else:
-            _print_summary(out, r, run, summary, outcome)
-            if budget is not None:
-                out.print(Text(budget.describe(stopped=outcome.status == "budget"),
-                               style="yellow" if budget.reached else "dim"))
-            if report_path is not None:
-                out.print(Text(f"report: {report_path}", style="dim"))
-        if outcome.status == "fatal":
-            err.print(Text("error: ", style="bold red") + Text(_fatal_message(outcome, run)))
-            return 1
-        if outcome.status == "stalled":
-            err.print(Text("error: ", style="bold red") + Text(_stalled_message(outcome, run, r)))
-            return 1
-        if outcome.status == "interrupted":
-            err.print(Text(f"interrupted: {outcome.stored} trial(s) stored in this session, every finished trial "
-                           f"is kept in {run.dir}; rerun the same command to resume."))
-            return EXIT_INTERRUPTED
-        if outcome.status == "budget" and budget is not None:  # a clean stop: exit 0, the summary says why
-            err.print(Text("budget: ", style="bold yellow") + Text(budget.stop_message(run.dir)))
-            return 0
-        empty = [name for name, s in summary.items() if s["planned"] and not s["valid"]]
-        if empty:  # a script must not read a run in which an arm scored nothing as a success
-            err.print(Text("error: ", style="bold red") + Text(
-                f"arm(s) {', '.join(empty)} ended with no valid trial: every trial was spoiled by the "
-                "infrastructure (see the invalid causes above). Fix the cause (`agentrig doctor --config "
-                "EXPERIMENT`; for terminal tasks `agentrig doctor --sandbox`) and rerun the same command: "
-                "the invalid trials are played again."))
-            return EXIT_NO_VALID_TRIAL
-        return 0
-    finally:
-        if cache is not None:
-            cache.close()
-        run.close()
+            total = session.total
+            err.print(Text(f"{session.name}: {len(r.arms)} arm(s) × {len(r.tasks)} task(s) × {r.exp.run.trials} "
+                           f"trial(s) = {total}; {total - len(specs)} already stored, {len(specs)} to play → {run.dir}"))
+        progress = progress_for(session.stats, out, session.name, enabled=not as_json and bool(session.to_play))
+    except BaseException:
+        session.close()
+        raise
+    result = session.conduct(progress)  # played, summarized, reported; the run directory closed
+    _print_result(result, session, out, err, as_json)
+    return result.exit_code
+
+
+def _print_result(result: SessionResult, session: Session, out: Console, err: Console, as_json: bool) -> None:
+    r, run, budget, outcome, summary = session.r, session.run, session.budget, result.outcome, result.summary
+    if result.report_error is not None:
+        err.print(Text(f"note: the report could not be written ({result.report_error}); "
+                       f"rebuild it with `agentrig report {run.dir}`", style="yellow"))
+    if as_json:
+        doc = _json(summary, run, outcome, len(session.specs))
+        if r.excluded:  # tasks the benchmark left out (a key only when there are some)
+            doc["excluded"] = dict(r.excluded)
+        if outcome.outages:  # endpoint outages of this session (a key only when there were some)
+            doc["outages"] = outage_json(outcome.outages)
+        if budget is not None:  # [run] max_cost / max_tokens: the spend and whether it stopped the run
+            doc["budget"] = budget.state().model_dump()
+        doc["report"] = str(result.report) if result.report is not None else None
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        _print_summary(out, session, summary, outcome)
+        if budget is not None:
+            out.print(Text(budget.describe(stopped=outcome.status == "budget"),
+                           style="yellow" if budget.reached else "dim"))
+        if result.report is not None:
+            out.print(Text(f"report: {result.report}", style="dim"))
+    if outcome.status == "fatal":
+        err.print(Text("error: ", style="bold red") + Text(_fatal_message(outcome, run)))
+    elif outcome.status == "stalled":
+        err.print(Text("error: ", style="bold red") + Text(_stalled_message(outcome, run, r)))
+    elif outcome.status == "interrupted":
+        err.print(Text(f"interrupted: {outcome.stored} trial(s) stored in this session, every finished trial "
+                       f"is kept in {run.dir}; rerun the same command to resume."))
+    elif outcome.status == "budget" and budget is not None:  # a clean stop: exit 0, the summary says why
+        err.print(Text("budget: ", style="bold yellow") + Text(budget.stop_message(run.dir)))
+    elif result.empty_arms:  # a script must not read a run in which an arm scored nothing as a success
+        err.print(Text("error: ", style="bold red") + Text(
+            f"arm(s) {', '.join(result.empty_arms)} ended with no valid trial: every trial was spoiled by the "
+            "infrastructure (see the invalid causes above). Fix the cause (`agentrig doctor --config "
+            "EXPERIMENT`; for terminal tasks `agentrig doctor --sandbox`) and rerun the same command: "
+            "the invalid trials are played again."))
 
 
 def print_smoke(out: Console, report: SmokeReport) -> None:

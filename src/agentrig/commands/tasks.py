@@ -92,11 +92,24 @@ def _dispatch(ctx: typer.Context, kind: str, prog: str, target: Callable[[Any], 
         _with_bench_option(ctx, command, path)
     try:
         command.main(args=[*path, *args], prog_name=prog if not path else prog.rsplit(" ", 1)[0],
-                     standalone_mode=True)
+                     standalone_mode=True, obj=_command_context())
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     raise typer.Exit(code)
+
+
+def _load_experiment(path: Any) -> Any:
+    from agentrig.run.experiment import load_experiment
+
+    return load_experiment(path)
+
+
+def _command_context() -> dict[str, Any]:
+    """What a benchmark's command gets as ``ctx.obj`` (``Benchmark.audit_command``): the loader of an
+    experiment file that ``agentrig run`` uses (path → (experiment, its absolute path); a bad file is
+    one ConfigError), for a command that takes ``--config EXP.toml`` (the terminal audit's [sandbox])."""
+    return {"load_experiment": _load_experiment}
 
 
 def _tasks_command(name: str, doc: str) -> None:

@@ -1,5 +1,6 @@
-"""The report's findings: where behaviour forks (consistency), why trials fail (taxonomy), and the
-A/B differences between arms or runs (``analysis.compare``)."""
+"""The report's A/B findings: which sides to compare, and the differences between arms or runs
+(``analysis.compare``). The figures of each arm (where behaviour forks, why trials fail, …) are
+drawn by ``figures.drawn``."""
 
 from __future__ import annotations
 
@@ -12,92 +13,9 @@ from agentrig.analysis.sides import leakage, load_side
 from agentrig.analysis.config_diff import differences
 
 from . import svg
-from .figures import ArmView, differing, pct
+from .figures import differing, pct
 
-CONSISTENCY_ROWS = 12
 MAX_COMPARISONS = 12
-CLASS_COLORS = {
-    "ran_out": "#7f7f7f", "format_errors": "#a0522d", "context_overflow": "#5a5a8c", "extra_write": "#c23b5a", "early_stop": "#8a55c9",
-    "wrong_arguments": "#e07b28",
-    "partial_compound": "#d4a72c", "missing_action": "#3b6fd4", "communication_miss": "#1f9bb0",
-    "judged_behaviour": "#2c9a5a", "other": "#b5b5b5",
-}
-
-
-def _link(label: str, domain: str, task: str, trial: int) -> dict[str, Any]:
-    return {"arm": label, "domain": domain, "task": task, "trial": trial, "text": f"{task}#{trial}"}
-
-
-def consistency(arms: list[ArmView]) -> list[dict[str, Any]]:
-    out = []
-    for a in arms:
-        items = a.analysis.consistency
-        rows = []
-        for tc in [t for t in items if t.mixed or t.distinct_chains > 1][:CONSISTENCY_ROWS]:
-            forks = [{"call": f.call if f.call is not None else "(conversation ended)", "trials": len(f.trials),
-                      "successes": f.successes,
-                      "link": _link(a.label, tc.domain, tc.task_id, f.trials[0]) if f.trials else None}
-                     for f in tc.fork[:4]]
-            rows.append({"task": f"{tc.domain}/{tc.task_id}", "pattern": tc.pattern, "c": tc.c, "n": tc.n,
-                         "mixed": tc.mixed, "chains": tc.distinct_chains, "name_chains": tc.distinct_name_chains,
-                         "diverge": "–" if tc.diverge_step is None else tc.diverge_step,
-                         "similarity": "–" if tc.similarity is None else f"{tc.similarity:.2f}",
-                         "modal": pct(tc.modal_share, 0), "forks": forks})
-        mixed = sum(1 for t in items if t.mixed)
-        forked = sum(1 for t in items if t.distinct_chains > 1)
-        out.append({"label": a.label, "tasks": len(items), "mixed": mixed, "forked": forked, "rows": rows})
-    return out
-
-
-def failures(arms: list[ArmView]) -> dict[str, Any]:
-    """Counts of primary (and any) classes per arm, with example trials to open."""
-    classes: dict[str, str] = {}
-    per_arm = []
-    for a in arms:
-        tax = a.analysis.failures
-        if tax is None:
-            continue
-        counts = {}
-        for c in tax.classes:
-            classes.setdefault(c.id, c.label)
-            counts[c.id] = c
-        per_arm.append((a, tax, counts))
-    if not per_arm:
-        return {"svg": None, "rows": [], "arms": []}
-    seen = {c for _, _, counts in per_arm for c, cc in counts.items() if cc.any or cc.primary}
-    order = [c for c in CLASS_COLORS if c in seen] + sorted(c for c in seen if c not in CLASS_COLORS)
-    colors = {classes[c]: CLASS_COLORS.get(c, svg.color(i)) for i, c in enumerate(order)}
-    bars = [(a.label, [(classes[c], counts[c].primary if c in counts else 0) for c in order]) for a, _, counts in per_arm]
-    chart = svg.stacked(bars, colors, label="failed valid trials by primary failure class") \
-        if any(t.failed for _, t, _ in per_arm) else None
-    rows = []
-    for c in order:
-        cells = []
-        for a, tax, counts in per_arm:
-            cc = counts.get(c)
-            if cc is None:
-                cells.append({"primary": 0, "any": 0, "share": "–", "examples": []})
-                continue
-            examples = [_link(a.label, k.domain, k.task_id, k.trial) for k in cc.examples]
-            if not examples:
-                examples = [_link(a.label, k.domain, k.task_id, k.trial) for k in cc.secondary_examples]
-            cells.append({"primary": cc.primary, "any": cc.any,
-                          "share": pct(cc.primary / tax.failed, 0) if tax.failed else "–", "examples": examples})
-        rows.append({"id": c, "label": classes[c], "color": colors[classes[c]], "cells": cells})
-    return {"svg": chart, "rows": rows, "arms": [{"label": a.label, "failed": t.failed} for a, t, _ in per_arm]}
-
-
-def wanted_trials(arms: list[ArmView]) -> dict[str, set[tuple[str, str, int]]]:
-    """Trials other sections link to, by arm label (their trajectories should be in the file)."""
-    out: dict[str, set[tuple[str, str, int]]] = {}
-    for a in arms:
-        keys = out.setdefault(a.label, set())
-        if a.analysis.failures is not None:
-            for c in a.analysis.failures.classes:
-                keys.update((k.domain, k.task_id, k.trial) for k in c.examples + c.secondary_examples)
-        for tc in [t for t in a.analysis.consistency if t.mixed or t.distinct_chains > 1][:CONSISTENCY_ROWS]:
-            keys.update((tc.domain, tc.task_id, f.trials[0]) for f in tc.fork[:4] if f.trials)
-    return out
 
 
 # -- A/B -------------------------------------------------------------------------------------------

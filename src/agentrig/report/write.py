@@ -5,8 +5,9 @@
 network: CSS, script and plots are inline; trajectories are JSON blocks parsed only when opened.
 
 Steps: open the runs → the outcome grid from the stores' light rows (``collect``) → the analysis
-of each run (``analysis.build.analyze_run``, memory figures included) → the A/B comparisons when there are several arms
-or runs (``analysis.compare``) → choose and embed trajectories (``embed``) → render (``render``).
+of each run (``analysis.build.analyze_run``: every registered figure, the plug-ins' included) → the
+A/B comparisons when there are several arms or runs (``analysis.compare``) → the figures drawn by
+their slots (``drawers``) → choose and embed trajectories (``embed``) → render (``render``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from agentrig import __version__
 from agentrig.analysis.build import analyze_run
 from agentrig.analysis.summary import Analysis
 from agentrig.errors import AgentrigError, DataError
+
+from agentrig.plugins import load_builtin
 
 from . import drawers, figures, findings
 from .collect import Collected, collect, grid_payload, open_runs
@@ -55,7 +58,7 @@ def _wanted(c: Collected, views: list[figures.ArmView]) -> dict[int, set[tuple[i
     task_ix = {t: i for i, t in enumerate(c.tasks)}
     label_ix = {a.label: i for i, a in enumerate(c.arms)}
     out: dict[int, set[tuple[int, int]]] = {}
-    for label, keys in findings.wanted_trials(views).items():
+    for label, keys in drawers.wanted_trials(views).items():
         ai = label_ix.get(label)
         if ai is None:
             continue
@@ -90,6 +93,7 @@ def _embedded_summary(e: Embedded, total: int) -> str:
 
 
 def build_context(c: Collected, *, analyses: dict[str, Analysis] | None = None, limits: Limits = Limits()) -> dict[str, Any]:
+    load_builtin()  # the plug-ins' figures
     notes: list[dict[str, str]] = []
     per_run = _analyses(c, notes, analyses)
     labels = [(a.label, a.run.label, a.arm) for a in c.arms]
@@ -112,9 +116,6 @@ def build_context(c: Collected, *, analyses: dict[str, Analysis] | None = None, 
     if invalid:
         notes.append({"level": "info", "text": f"{invalid:,} trial(s) have no valid attempt (infrastructure faults, not "
                       "agent failures); they are left out of every figure. Rerun the experiment to replay them."})
-    failures = findings.failures(views)
-    failures_note = "No failed valid trials." if views and all(v.analysis.failures is not None for v in views) \
-        else "No failure taxonomy (the analysis is unavailable, or every trial passed)."
     runs = [{"label": r.label, "dir": str(r.dir), "run_id": r.run_id, "arms": len(r.arm_names()),
              "tasks": len(r.task_keys()), "trials": r.trials} for r in c.runs]
     meta = {"version": __version__, "runs": runs, "embedded": len(e.blocks), "complete": e.complete,
@@ -124,10 +125,8 @@ def build_context(c: Collected, *, analyses: dict[str, Analysis] | None = None, 
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "runs": runs, "notes": notes,
         "summary": figures.summary(views), "passk": figures.passk_chart(views), "gap": figures.gap_chart(views),
-        "consistency": findings.consistency(views),
-        "failures": failures, "failures_note": failures_note,
-        "ab": findings.ab(comps), "usage": figures.usage(views), "memory": figures.memory(views),
-        "figures": drawers.drawn(views),  # the figure protocol's figures, by the page slot they go to
+        "ab": findings.ab(comps),
+        "figures": drawers.drawn(views),  # every registered figure, by the page slot it goes to
         "counts": [{"label": a.label, **a.counts()} for a in c.arms],
         "embedded": {"complete": e.complete, "per_arm": e.per_arm, "summary": _embedded_summary(e, total)},
         "grid_json": json_for_script(grid_payload(c, e.ids)), "meta_json": json_for_script(meta),

@@ -1,5 +1,6 @@
 """The asyncio executor of a run: at most ``concurrency`` trials in flight, one store transaction
-per finished trial.
+per finished trial; and what it plays: a ``TrialSpec`` (its key, task, arm, seed, attempt) through
+one channel per arm (``make_channels``).
 
 A trial spoiled by the channel (an invalid verdict) is stored as an attempt and replayed, at the
 back of the queue, up to ``max_invalid_retries`` times per session; a long row of spoiled
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -31,17 +33,52 @@ from agentrig.analysis.reliability import is_success
 from agentrig.benchmark import Limits
 from agentrig.trial.truncation import TRUNCATION_FIX
 from agentrig.errors import Diagnosis, FatalChannelError, Signal
-from agentrig.types import TrialRecord
+from agentrig.types import TrialKey, TrialRecord
 
 from . import outages
 from .truncation import CutCeilings
 from agentrig.trial.context import TrialContext
-from .experiment import Resolved
-from .runner import TrialSpec
+from .experiment import ArmPlan, Resolved
 from agentrig.store.store import Store
 
 if TYPE_CHECKING:
     from agentrig.channel.client import Channel
+
+
+def trial_seed(run_seed: int, domain: str, task_id: str, trial: int) -> int:
+    """The seed of one trial: a stable hash of the run seed and the trial's key, < 2**31.
+
+    The arm is left out on purpose: trial i of a task gets the same seed in every arm, so that
+    an A/B comparison is paired (the same user-simulator seed on both sides)."""
+    text = f"{run_seed}\x1f{domain}\x1f{task_id}\x1f{trial}".encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big") % (2**31)
+
+
+@dataclass
+class TrialSpec:
+    key: TrialKey
+    task: Any
+    arm: ArmPlan
+    seed: int
+    attempt: int
+    replays: int = 0  # replays of this trial in this session (after invalid verdicts)
+
+
+def make_channels(r: Resolved, run_id: str, slots: Any = None, env: Any = None) -> dict[str, Channel]:
+    """One channel per arm; all share one endpoints dict (connection pools, concurrency bounds).
+    ``slots``, ``env``: a Ray worker's (cluster-wide endpoint bounds; the keys it unsealed)."""
+    from agentrig.channel.client import Channel  # the OpenAI SDK: loaded only when a trial is to be played
+
+    endpoints: dict = {}
+    return {arm.name: Channel(arm.channel, run_id=run_id, endpoints=endpoints, slots=slots, env=env)
+            for arm in r.arms}
+
+
+async def close_channels(channels: dict[str, Channel]) -> None:
+    # the endpoints dict is shared: closing the first channel closes every client
+    for ch in channels.values():
+        await ch.aclose()
+
 
 @dataclass
 class Stats:
@@ -173,14 +210,23 @@ class _CollectorTuning:
 
 @dataclass
 class Executor:
+    """``channels``: one per arm; None: the executor makes them (``make_channels``; with ``cache``,
+    a replay cache attached, store/replay_cache.py) and closes them when ``run`` ends."""
+
     r: Resolved
     store: Store
     run_id: str
-    channels: dict[str, Channel]
+    channels: dict[str, Channel] | None = None
     stats: Stats = field(default_factory=Stats)
     on_record: Callable[[TrialRecord], None] | None = None
+    cache: Any = None
 
     def __post_init__(self) -> None:
+        self._own_channels = self.channels is None
+        if self.channels is None:
+            self.channels = make_channels(self.r, self.run_id)
+            if self.cache is not None:  # [channel] cache = "replay" (store/replay_cache.py)
+                self.cache.attach(self.channels)
         run = self.r.exp.run
         self.limits = Limits(max_steps=run.max_steps, max_errors=run.max_errors, trial_timeout_s=run.trial_timeout_s)
         self.bench = self.r.benchmark  # plays the trials (benchmark.py)
@@ -300,6 +346,13 @@ class Executor:
         self.stats.planned = len(specs)
         self.cuts.sample = min(len(specs), TRUNCATION_SAMPLE)
         self._loop = asyncio.get_running_loop()
+        try:
+            return await self._run(specs)
+        finally:
+            if self._own_channels:
+                await close_channels(self.channels)
+
+    async def _run(self, specs: list[TrialSpec]) -> Outcome:
         if not specs:
             return Outcome("done")
         queue: asyncio.Queue[TrialSpec] = asyncio.Queue()
@@ -324,8 +377,7 @@ class Executor:
             for spec, record in self.cuts.flush():  # the sample's trials still held: finished, so kept
                 self._finish(spec, record, None)
             self._gc.restore()
-            self.outages = outages.session_outages(self.channels)
-            outages.record(self.store, self.outages)
+            self.outages = outages.record_session(self.store, self.channels)
         errors = [e for e in results if isinstance(e, BaseException) and not isinstance(e, asyncio.CancelledError)]
         fatal = next((e for e in errors if isinstance(e, _Fatal)), None)
         if fatal is not None:

@@ -58,6 +58,13 @@ def record(store: Store, outages: list[Outage]) -> None:
     store.set_meta(META, {"outages": [*old, *(o.model_dump(mode="json") for o in outages)]})
 
 
+def record_session(store: Store, channels: dict[str, Channel]) -> list[Outage]:
+    """This session's outages (``session_outages``), recorded in the store (``record``)."""
+    found = session_outages(channels)
+    record(store, found)
+    return found
+
+
 def stored(store: Store) -> list[Outage]:
     return [Outage.model_validate(o) for o in (store.get_meta(META) or {}).get("outages", [])]
 

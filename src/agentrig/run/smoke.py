@@ -25,10 +25,9 @@ from agentrig.types import CallContext, TrialKey
 
 from .experiment import ArmPlan, Resolved
 from . import snapshot
-from .executor import Executor, last_failed_role
+from .executor import Executor, TrialSpec, close_channels, last_failed_role, make_channels, trial_seed
 from agentrig.store.owner import claim, make_dir
 from agentrig.store.rundir import CONFIG_FILE, write_config
-from .runner import TrialSpec, close_channels, make_channels, trial_seed
 from agentrig.store.store import Store
 
 PROBE = [{"role": "user", "content": "Reply with the single word OK."}]

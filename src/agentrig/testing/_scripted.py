@@ -1,5 +1,6 @@
-"""What the scripted endpoints share: the gold endpoint (τ², ``gold_endpoint``), the solution
-endpoint (terminal, ``solution_endpoint``) and the AppWorld endpoint (``appworld_endpoint``).
+"""What the scripted endpoints share: the gold endpoint (τ², ``bench/tau/scripted/gold_endpoint``),
+the solution endpoint (terminal, ``bench/terminal/scripted/solution_endpoint``), the AppWorld
+endpoint (``bench/appworld/scripted/appworld_endpoint``) and any other benchmark's.
 
 Each is a ``FakeEndpoint`` whose responder plays a task's script, answering every request from the
 request alone (a retried request gets the same answer). The common part is here:
@@ -12,19 +13,37 @@ request alone (a retried request gets the same answer). The common part is here:
 - ``actions_played``: how many of its actions the agent has played in a conversation, the count a
   stateless script resumes from (a call of the action tool in native mode; in text mode, an
   assistant reply that holds exactly one action, so format-error retries do not count).
+- ``memory_reply``: the memory plug-in's replies, from a script's first step (``first_step_text``).
+- ``header_form``: a value as an ``X-Agentrig-*`` header carries it (a task id looked up by its header).
 - ``serve_main`` (in ``fake_endpoint``, shared with the fake endpoint's own command line) runs
-  each one's ``python -m agentrig.testing.<module>``.
+  each one's ``python -m agentrig.bench.<name>.scripted.<module>``.
+
+The scripted endpoints themselves are their benchmarks' (``bench/tau/scripted``,
+``bench/terminal/scripted``, ``bench/appworld/scripted``); this module knows no benchmark.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Callable, ClassVar
 
+from ..errors import Signal
+from ..types import HEADER_MAX
 from ._fake_bodies import Fault, doctor_reply
 from ._fake_server import REQUEST_HEADERS
-from ._gold_texts import GoldRequestError
 
-__all__ = ["ScriptedResponder", "actions_played"]
+__all__ = ["GoldRequestError", "MEMORY_NOTE", "ScriptedResponder", "actions_played", "content_text", "header_form",
+           "memory_reply", "request_text"]
+
+MEMORY_NOTE = "[gold] first step of the task:"  # how the edit phase's knowledge entry starts
+MEMORY_TOOL_PREFIX = "memory_"
+SAVE_KNOWLEDGE = "memory_save_knowledge"
+NO_INTERVENTION = "<no_intervention/>"
+REMIND_EVERY = 3
+
+
+class GoldRequestError(Signal):
+    """A request a scripted endpoint cannot answer: becomes a 400 with this message."""
 
 
 def _and(words: tuple[str, ...]) -> str:
@@ -85,3 +104,51 @@ def actions_played(messages: list[dict], native: bool, tool: str, one_action: Ca
         elif isinstance(m.get("content"), str) and one_action(m["content"]):
             n += 1
     return n
+
+
+def memory_reply(script: Any, body: dict) -> dict:
+    """The memory plug-in's edit phase (one knowledge note naming the task's first step, from
+    ``script.first_step_text()``, once) or decide phase (mostly silence; a reminder for about one
+    request in three, deterministically)."""
+    messages = body.get("messages") or []
+    names = [((t or {}).get("function") or {}).get("name") or "" for t in body.get("tools") or []]
+    text = request_text(messages)
+    if any(n.startswith(MEMORY_TOOL_PREFIX) for n in names):  # edit phase
+        if MEMORY_NOTE in text or SAVE_KNOWLEDGE not in names:
+            return {"content": "The memory bank is up to date."}
+        calls = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+        note = f"{MEMORY_NOTE} {script.first_step_text()}"[:300]
+        return {"content": None, "tool_calls": [
+            {"id": f"gold_m{calls + 1}", "name": SAVE_KNOWLEDGE, "arguments": {"content": note}}]}
+    last = next((m for m in reversed(messages) if m.get("role") != "system"), messages[-1] if messages else {})
+    digest = hashlib.blake2b(content_text(last.get("content")).encode("utf-8"), digest_size=4).digest()
+    if NO_INTERVENTION in text and int.from_bytes(digest, "big") % REMIND_EVERY:
+        return {"content": NO_INTERVENTION}
+    reminder = f"Before the next action, check it against the task: its first step is {script.first_step_text()}."
+    return {"content": f"<context_for_action>{reminder[:400]}</context_for_action>"}
+
+
+def header_form(value: str) -> str:
+    """What ``CallContext.headers`` sends for a value: printable ASCII only, cut at HEADER_MAX."""
+    return "".join(ch for ch in value if 32 <= ord(ch) < 127)[:HEADER_MAX]
+
+
+def content_text(content: Any) -> str:
+    """A message's text: its string content, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    return ""
+
+
+def request_text(messages: list[dict]) -> str:
+    """Every text of a request: contents and tool-call arguments."""
+    parts = []
+    for m in messages:
+        parts.append(content_text(m.get("content")))
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") or {}
+            parts.append(str(fn.get("arguments") or ""))
+    return "\n".join(parts)
+

@@ -37,8 +37,6 @@ class TrialContext:
     # send the trial's seed with every model call whose role sets no seed of its own
     send_seed: bool = True
     trajectory: Trajectory = field(default_factory=Trajectory)
-    # the trial's Environment, set by the episode (the judge may read its end state)
-    env: Any = None
     rng: random.Random = field(init=False)
     started: float = field(default_factory=time.perf_counter)
     # silent truncation: every answered request's prompt_tokens against its size (trial/truncation.py)

@@ -30,7 +30,7 @@ from agentrig.commands.instability import instability_command
 from agentrig.commands.run import run_command
 from agentrig.plugins.guidelines.filemodel import load
 from agentrig.testing._noise import Noise
-from agentrig.testing.appworld_endpoint import AppWorldEndpoint
+from agentrig.bench.appworld.scripted.appworld_endpoint import AppWorldEndpoint
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 
 KEY_ENV = "AGENTRIG_APPWORLD_CONS_KEY"

@@ -32,9 +32,9 @@ from rich.console import Console
 from agentrig.benchmark import get_benchmark
 from agentrig.commands.run import run_command
 from agentrig.store.store import Store
-from agentrig.testing.appworld_endpoint import AppWorldEndpoint
+from agentrig.bench.appworld.scripted.appworld_endpoint import AppWorldEndpoint
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.killed_run import valid_count
+from agentrig.testing.store_watch import valid_count
 
 KEY_ENV = "AGENTRIG_APPWORLD_TEST_KEY"
 KEY = "sk-appworld-test-5d1f0c9a7e"

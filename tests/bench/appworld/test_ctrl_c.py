@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from agentrig.testing.appworld_endpoint import AppWorldEndpoint
+from agentrig.bench.appworld.scripted.appworld_endpoint import AppWorldEndpoint
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 
 from tests.interrupt_support import interrupt_at_start_play_and_store

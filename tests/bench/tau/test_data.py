@@ -246,7 +246,7 @@ def test_user_simulator_guidelines(tau2_root, tmp_path):
 
 def full_size_telecom(tau2_root: Path, root: Path) -> Path:
     """A data root whose telecom tasks.json has 2,285 tasks (the upstream size): the real ones
-    replicated with new ids (``benchmarks/suite_timings.py`` times loading it)."""
+    replicated with new ids (``perf/suite_timings.py`` times loading it)."""
     real = json.loads((tau2_root / "domains" / "telecom" / "tasks.json").read_text())
     big = []
     while len(big) < 2285:

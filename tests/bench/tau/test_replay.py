@@ -61,7 +61,7 @@ def test_mock_judgement_details(tau2_root):
 def test_airline_gold_replay_and_judging(tau2_root):
     d = _dir(tau2_root, "airline")
     tasks = load_tasks(tau2_root, "airline")
-    replays = [replay_gold(AIRLINE, d, task) for task in tasks]  # timed in benchmarks/gold_replay.py
+    replays = [replay_gold(AIRLINE, d, task) for task in tasks]  # timed in perf/gold_replay.py
     for task, r in zip(tasks, replays):
         assert not any(a.error for a in r.actions), (task.id, [a.text for a in r.actions if a.error])
         assert r.judgement.db_reward == 1.0 and r.judgement.db_match, task.id

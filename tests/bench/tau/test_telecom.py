@@ -88,7 +88,7 @@ def test_every_gold_action_succeeds_and_every_env_assertion_holds(tau2_root):
     tasks = load_tasks(tau2_root, "telecom")
     assert tasks
     user_side = 0
-    failures = []  # the timing of this replay is in benchmarks/gold_replay.py
+    failures = []  # the timing of this replay is in perf/gold_replay.py
     for task in tasks:
         replay = replay_gold(SPEC, directory, task)
         user_side += sum(a.requestor == "user" for a in replay.actions)

@@ -79,8 +79,8 @@ def killed_runner(tmp_path, task_dir, cache_dir, task_expr: str = "load_task(d)"
         import asyncio, time
         from pathlib import Path
         from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
-        from agentrig.bench.terminal.taskfile import load_task
-        from agentrig.bench.terminal.taskmodel import TerminalTask
+        from agentrig.bench.terminal.tasks.taskfile import load_task
+        from agentrig.bench.terminal.tasks.taskmodel import TerminalTask
 
         d = Path({str(task_dir)!r})
 

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_tasks
 from agentrig.store.store import Store
 
 AGENTRIG = str(Path(sys.executable).with_name("agentrig"))
@@ -64,7 +64,7 @@ def solution_run(tmp: Path, name: str, key_env: str, env: dict[str, str], *, mor
     against the solution endpoint: the bash agent in both tool modes, `more_arms`, the no-op agent."""
     from tests.support import EndpointProcess
 
-    server = EndpointProcess("solution_endpoint", "--api-key-env", key_env, env=env)
+    server = EndpointProcess("agentrig.bench.terminal.scripted.solution_endpoint", "--api-key-env", key_env, env=env)
     try:
         arms = "".join(f'\n[[arms]]\nname = "bash-{m}"\nagent = {{ kind = "bash", tool_mode = "{m}" }}\n'
                        for m in ("native", "text"))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
-from agentrig.bench.terminal.taskmodel import TerminalTask
+from agentrig.bench.terminal.tasks.taskmodel import TerminalTask
 
 
 def needs_root_bwrap() -> pytest.MarkDecorator:

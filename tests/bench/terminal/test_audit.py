@@ -28,7 +28,7 @@ def test_audit_of_the_builtin_tasks(tmp_path):
     for t in doc["tasks"]:
         assert t["oracle"]["reward"] == 1.0 and t["oracle"]["termination"] == "submitted"
         assert t["noop"]["reward"] == (1.0 if t["task_id"] in LENIENT else 0.0)
-    assert doc["summary"] == {"ok": len(status) - 1, "broken": 0, "lenient": 1, "excluded": 0, "error": 0,
+    assert doc["summary"] == {"ok": len(status) - 1, "broken": 0, "lenient": 1, "excluded": 0, "invalid": 0, "error": 0,
                               "base_substituted": 0, "timeout": 0}
 
 
@@ -37,7 +37,7 @@ def test_audit_tells_broken_lenient_and_excluded_tasks_apart(tmp_path):
     write_task(tasks, "good")
     write_task(tasks, "wrong-solution", solution="#!/bin/bash\necho nope > /app/out.txt\n")
     write_task(tasks, "lenient", test="def test_nothing():\n    assert True\n")
-    write_task(tasks, "needs-image", dockerfile="FROM golang:1.22 AS build\nFROM ubuntu:24.04\nWORKDIR /app\n")
+    write_task(tasks, "needs-image", dockerfile="FROM node:20-alpine AS build\nFROM ubuntu:24.04\nWORKDIR /app\n")
     write_task(tasks, "stand-in-build", dockerfile="FROM ubuntu:24.04\nWORKDIR /app\nRUN exit 3\n")
     proc = agentrig("audit", "--bench", "terminal", "--tasks", tasks, "--cache-dir", tmp_path / "cache", "--json")
     assert proc.returncode == 0, proc.stderr

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir
 
 from .run_support import agentrig, experiment, records, run_json, write_task
 from .sandbox_support import needs_root_bwrap
@@ -79,7 +79,7 @@ def test_a_sandbox_that_fails_to_start_gives_invalid_trials_that_are_replayed(tm
 
 def test_tasks_the_sandbox_cannot_run_are_excluded_never_failed(tmp_path, cache):
     tasks = _builtin(tmp_path / "tasks", "write-marker")
-    write_task(tasks, "node-app", dockerfile="FROM node:20\nWORKDIR /app\n")
+    write_task(tasks, "node-app", dockerfile="FROM node:20-alpine\nWORKDIR /app\n")
     # on Debian's own image (no stand-in: a build failing on a substituted base is base_substituted)
     write_task(tasks, "bad-build", dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo building; exit 3\n")
     path = experiment(tmp_path, "excluded", ORACLE, cache=cache, tasks=tasks)
@@ -96,7 +96,7 @@ def test_tasks_the_sandbox_cannot_run_are_excluded_never_failed(tmp_path, cache)
     listing = agentrig("tasks", "list", "--bench", "terminal", "--tasks", tasks, "--json")
     assert listing.returncode == 0, listing.stderr
     rows = {r["id"]: r["sandboxes"] for r in json.loads(listing.stdout)["tasks"]}
-    assert rows["node-app"]["bwrap"]["ok"] is False and "node:20" in rows["node-app"]["bwrap"]["reason"]
+    assert rows["node-app"]["bwrap"]["ok"] is False and "node:20-alpine" in rows["node-app"]["bwrap"]["reason"]
     assert rows["node-app"]["docker"]["ok"] is True
     assert rows["write-marker"]["bwrap"]["ok"] is True
 

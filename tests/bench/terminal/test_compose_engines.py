@@ -15,7 +15,7 @@ import pytest
 
 from agentrig.bench.terminal.audit import audit_task
 from agentrig.bench.terminal.sandbox import TaskBuildError, engine, open_sandbox
-from agentrig.bench.terminal.taskfile import load_task
+from agentrig.bench.terminal.tasks.taskfile import load_task
 
 from .docker_support import container_engine, docker, docker_base  # noqa: F401 - container_engine, docker_base: fixtures
 from .podman_support import base_image, killed_runner  # noqa: F401 - base_image: a fixture

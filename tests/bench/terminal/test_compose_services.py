@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 
 from agentrig.bench.terminal.availability import task_support
-from agentrig.bench.terminal.compose import read_compose
-from agentrig.bench.terminal.compose_check import check_compose
+from agentrig.bench.terminal.tasks.compose import read_compose
+from agentrig.bench.terminal.tasks.compose_check import check_compose
 from agentrig.bench.terminal.sandbox import TaskBuildError, open_sandbox
 from agentrig.bench.terminal.sandbox.services import service_argv
 from agentrig.bench.terminal.sandbox.runtime_files import hosts_text, resolv_text
 from agentrig.bench.terminal.sandbox.slirp import slirp_binary
-from agentrig.bench.terminal.taskfile import load_task
+from agentrig.bench.terminal.tasks.taskfile import load_task
 
 from .run_support import agentrig, write_task
 from .sandbox_support import needs_root_bwrap, settings
@@ -343,7 +343,7 @@ def test_a_killed_runner_leaves_no_service_running(tmp_path):
         import asyncio, os, time
         from pathlib import Path
         from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
-        from agentrig.bench.terminal.taskfile import load_task
+        from agentrig.bench.terminal.tasks.taskfile import load_task
 
         async def main():
             box = await open_sandbox(load_task(Path({str(task.path)!r})),

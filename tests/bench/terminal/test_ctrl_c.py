@@ -47,7 +47,7 @@ def test_ctrl_c_stops_a_terminal_run_at_every_phase(tmp_path):
     _task(tasks, token)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.update({"CTRLC_KEY": "x", "COLUMNS": "200"})
-    server = EndpointProcess("solution_endpoint", "--no-auth", "--tasks", str(tasks), env=env)
+    server = EndpointProcess("agentrig.bench.terminal.scripted.solution_endpoint", "--no-auth", "--tasks", str(tasks), env=env)
     try:
         channel = (f'[channel]\nbase_url = "{server.base_url}"\napi_key_env = "CTRLC_KEY"\nmodel = "solution"\n'
                    'max_attempts = 3\n[[arms]]\nname = "bash"\nagent = { kind = "bash" }\n')

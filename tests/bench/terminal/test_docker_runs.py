@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentrig.testing.killed_run import killed_and_resumed, problems
+from agentrig.bench.terminal.scripted.killed_run import killed_and_resumed, problems
 
 from ...dockerd import need_docker
 from .run_support import BUILTIN_TASKS

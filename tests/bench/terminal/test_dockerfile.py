@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from agentrig.bench.terminal.compose_check import check_compose
-from agentrig.bench.terminal.dockerfile import accepted_base, parse_dockerfile
+from agentrig.bench.terminal.tasks.compose_check import check_compose
+from agentrig.bench.terminal.tasks.dockerfile import accepted_base, parse_dockerfile
 
 TEMPLATE_COMPOSE = """services:
   client:
@@ -56,7 +56,7 @@ RUN ["python3", "-c", "print(1)"]
 
 def test_outside_the_subset_is_needs_container_with_the_reason(tmp_path):
     cases = {
-        "FROM node:20\n": "node:20",
+        "FROM node:20-alpine\n": "no recipe builds the image node:20-alpine",
         "FROM python:3.12-alpine\n": "alpine",
         "FROM ubuntu:24.04 AS build\nRUN true\nFROM ubuntu:24.04\nCOPY --from=build /x /x\n": "second FROM",
         "FROM ubuntu:24.04\nCOPY --from=build /x /x\n": "--from",
@@ -73,10 +73,43 @@ def test_outside_the_subset_is_needs_container_with_the_reason(tmp_path):
 
 def test_accepted_bases():
     for image in ("ubuntu:24.04", "debian:bookworm-slim", "python:3.13-slim-bookworm", "python:3",
-                  "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "docker.io/library/ubuntu"):
+                  "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "docker.io/library/ubuntu",
+                  "node:20", "golang:1.22-bookworm", "eclipse-temurin:17-jdk-jammy"):  # a recipe builds these
         assert accepted_base(image), image
-    for image in ("alpine:3.20", "node:20", "python:3.12-alpine", "nvidia/cuda:12.1-base", "scratch"):
+    for image in ("alpine:3.20", "node:20-alpine", "python:3.12-alpine", "nvidia/cuda:12.1-base", "scratch"):
         assert not accepted_base(image), image
+
+
+# tags the official images publish (their generate-stackbrew-library.sh / library files): point
+# releases, dated and role tags, variants (a language version picks its suite: node 20 is trixie's);
+# and tags no recipe builds
+TAGS = {
+    "debian:13.0-slim": "trixie", "debian:12.5": "bookworm", "debian:12.11-slim": "bookworm", "debian:11": "bullseye",
+    "debian:bookworm-20250811-slim": "bookworm", "debian:trixie-20250811": "trixie", "debian:stable-slim": "trixie",
+    "debian:oldstable": "bookworm", "debian:latest": "trixie", "debian": "trixie", "docker.io/library/debian:13.0": "trixie",
+    "ubuntu:24.04": "bookworm", "ubuntu:22.04.4": "bookworm", "ubuntu:noble-20250404": "bookworm", "ubuntu:jammy": "bookworm",
+    "python:3.11.9-slim-bookworm": "bookworm", "python:3.13.1-slim": "trixie", "python:bookworm": "bookworm",
+    "python:slim-bullseye": "bullseye", "index.docker.io/library/python:3.12": "bookworm",
+    "buildpack-deps:stable-curl": "trixie", "buildpack-deps:oldstable-scm": "bookworm", "buildpack-deps:oldoldstable": "bullseye",
+    "node:20.11.1-bookworm-slim": "trixie", "golang:1.22.5-bookworm": "trixie", "rust:1.85.0-slim-trixie": "trixie",
+    "gcc:13.2.0": "trixie", "openjdk:17.0.2-jdk-slim-bullseye": "bullseye", "eclipse-temurin:21.0.5_11-jdk-noble": "trixie",
+    "ghcr.io/laude-institute/t-bench/python-3-13:20250620": "bookworm",
+    "debian:buster": None, "debian:10.13-slim": None, "debian:sid": None, "debian:bookworm-backports": None,
+    "ubuntu:18.04": None, "python:3.12-alpine": None, "python:2.7": None, "buildpack-deps:buster-curl": None,
+    "ghcr.io/laude-institute/t-bench/debian-12:latest": None, "alpine:3.20": None, "scratch": None,
+}
+
+
+def test_the_static_check_accepts_exactly_the_bases_a_recipe_builds():
+    # accepted_base asks resolve_base: a base the plan accepts is never refused when its root is built
+    from agentrig.bench.terminal.images import resolve_base
+
+    for image, suite in TAGS.items():
+        recipe = resolve_base(image)
+        assert (recipe.suite if recipe else None) == suite, image
+        assert accepted_base(image) == (recipe is not None), image
+    assert resolve_base("debian:13.0-slim").key() == resolve_base("debian:trixie-slim").key()
+    assert resolve_base("ubuntu:22.04.4").substituted == "Debian bookworm stands in for Ubuntu 22.04"
 
 
 def test_content_hash_follows_copied_files(tmp_path):
@@ -116,7 +149,7 @@ def test_compose_with_more_services_needs_services_and_features_need_a_container
 def test_compose_building_from_a_subdirectory_and_for_this_platform_is_the_template(tmp_path):
     # Terminal-Bench tasks that keep their Dockerfile in client/ (context: client) or pin
     # platform: linux/amd64 are the one-service template on a machine of that platform
-    from agentrig.bench.terminal.compose_check import host_platform
+    from agentrig.bench.terminal.tasks.compose_check import host_platform
 
     (tmp_path / "client").mkdir()
     (tmp_path / "client" / "Dockerfile").write_text("FROM ubuntu:24.04\n")
@@ -172,3 +205,15 @@ def test_the_entrypoint_is_kept_to_start_with_the_sandbox_and_builds_nothing(tmp
     assert not cleared.entrypoint and cleared.start_argv() is None
     staged = parse_dockerfile(_write(tmp_path, 'FROM ubuntu:24.04 AS first\nENTRYPOINT ["/first"]\n' + base), tmp_path)
     assert staged.supported and staged.start_argv() is None  # a new stage starts without the earlier one's
+
+
+def test_env_reads_the_base_images_own_path(tmp_path):
+    # LiveCodeBench-Pro's and aider-polyglot's ENV PATH="/opt/venv/bin:${PATH}": ${PATH} is the base
+    # image's (its config's ENV), as Docker expands it — not empty, which would leave RUN without mkdir
+    plan = parse_dockerfile(_write(tmp_path, 'FROM ubuntu:24.04\nENV PATH="/opt/venv/bin:${PATH}"\n'
+                                             "RUN mkdir -p /oracle\nENV TOOLS=$PATH:/x\n"), tmp_path)
+    assert plan.supported, plan.reason
+    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    assert plan.env["PATH"] == f"/opt/venv/bin:{path}"
+    assert plan.steps[1].env["PATH"] == f"/opt/venv/bin:{path}"  # the RUN's
+    assert plan.env["TOOLS"] == f"/opt/venv/bin:{path}:/x"

@@ -22,7 +22,7 @@ import pytest
 from agentrig.plugins.guidelines.filemodel import load, write
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.solution_endpoint import SolutionEndpoint
+from agentrig.bench.terminal.scripted.solution_endpoint import SolutionEndpoint
 
 from .run_support import AGENTRIG, experiment
 from .sandbox_support import needs_root_bwrap

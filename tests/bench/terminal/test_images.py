@@ -25,7 +25,8 @@ def test_recipes_for_the_bases_tasks_use_say_what_they_substitute():
     assert tb is not None and tb.workdir == "/app" and tb.python and "tmux" in tb.packages
     # TB's python-3-13 is python:3.13-slim-bookworm: bookworm's tools, its Python 3.11 standing in
     assert tb.suite == "bookworm" and tb.env["PYTHON_VERSION"] == "3.11" and "asciinema" in tb.packages
-    assert tb.substituted == "Python 3.11 (Debian bookworm's) stands in for Python 3.13"
+    assert tb.substituted == ("Python 3.11 (Debian bookworm's) stands in for Python 3.13; "
+                              "no setuptools or wheel, as in the Python 3.13 image")  # decided by the tag's Python
     assert "WORKDIR /app" in tb.image_changes() and 'ENV LANG="C.UTF-8"' in tb.image_changes()
     ubuntu = resolve_base("ubuntu:24.04")
     assert ubuntu is not None and "Ubuntu" in (ubuntu.substituted or "")
@@ -41,6 +42,8 @@ def test_a_python_image_keeps_its_suite_unless_its_python_is_newer_than_the_imag
     # the image's suite keeps its tools (openssl's output …); an older Python than the image's stands in
     assert python_suite("3.13", "bookworm") == "bookworm" and python_suite("3.12", None) == "bookworm"
     assert python_suite("3.13", "trixie") == "trixie" and python_suite("3.11", None) == "bookworm"
+    # a tag naming no suite gets the suite whose Python is the image's, where one has it
+    assert python_suite("3.13", None) == "trixie" and python_suite("3.9", None) == "bullseye"
     # a newer Python than the image's: the nearest suite (old pins have no wheels for a newer Python)
     assert python_suite("3.9", "bookworm") == "bullseye" and python_suite("3.8", "bookworm") == "bullseye"
     assert python_suite("3.10", "bookworm") == "bookworm" and python_suite("3.10", "trixie") == "bookworm"  # a tie keeps the suite
@@ -52,7 +55,10 @@ def test_a_python_image_keeps_its_suite_unless_its_python_is_newer_than_the_imag
         "Debian bullseye stands in for Debian bookworm (its Python 3.9 is the image's)"
     assert resolve_base("python:3.10-slim").substituted == "Python 3.11 (Debian bookworm's) stands in for Python 3.10"
     assert resolve_base("python:3.13-slim-trixie").substituted is None and resolve_base("python:3.13-slim-trixie").suite == "trixie"
-    assert resolve_base("python:3.13-slim").key() == resolve_base("python:3.13-slim-bookworm").key()
+    assert resolve_base("python:3.11-slim").key() == resolve_base("python:3.11-slim-bookworm").key()
+    exact = resolve_base("python:3.13-slim")
+    assert exact.suite == "trixie" and exact.substituted is None and exact.key() == resolve_base("python:3.13-slim-trixie").key()
+    assert resolve_base("python:3").suite == "trixie" and resolve_base("python:3-slim").packages == exact.packages
 
 
 def test_the_python_layout_enters_only_python_recipes_keys():
@@ -106,7 +112,7 @@ def test_the_python_environment_at_usr_local_gets_the_official_names(tmp_path):
 
 def test_a_failed_build_on_a_stand_in_base_is_base_substituted_with_its_line():
     from agentrig.bench.terminal.availability import build_failure
-    from agentrig.bench.terminal.sandbox.base import TaskBuildError
+    from agentrig.bench.terminal.core.base import TaskBuildError
 
     exc = TaskBuildError("Dockerfile line 10: RUN exited 1:\n" + "x" * 2000 + "\nerror: the last words")
     reason = build_failure(exc, resolve_base("python:3.8-slim-bookworm"))
@@ -154,6 +160,36 @@ def _need_mmdebstrap() -> None:
 def tb_root() -> Path:
     _need_mmdebstrap()
     return ensure_base_root(resolve_base(TB_PYTHON))  # cached across sessions in images_dir()
+
+
+def test_setuptools_and_wheel_follow_the_tags_python_not_the_stand_ins():
+    assert resolve_base("python:3.11-slim").python_packages == ["setuptools", "wheel"]
+    assert resolve_base("python:3.10").python_packages == ["setuptools", "wheel"]  # 3.11 stands in: same answer
+    assert "python3-wheel-whl" in resolve_base("python:3.11-slim").packages
+    # bullseye's setuptools wheel imports pkg_resources, which Debian ships as a wheel of its own
+    assert resolve_base("python:3.9.19-slim").python_packages == ["setuptools", "pkg_resources", "wheel"]
+    for ref in ("python:3.12-slim", "python:3.13-slim", "python:3", TB_PYTHON):
+        assert resolve_base(ref).python_packages == [], ref
+    assert resolve_base("python:3.12-slim").substituted.endswith("no setuptools or wheel, as in the Python 3.12 image")
+
+
+@needs_root_bwrap()
+@pytest.mark.slow
+async def test_the_python_images_before_3_12_have_setuptools_and_wheel_and_later_ones_none(tmp_path):
+    # the official images install them beside pip up to 3.11 (`pip install pycbc` builds with setuptools);
+    # decided by the tag's Python: python:3.13-slim-bookworm has none though bookworm's 3.11 stands in
+    _need_mmdebstrap()
+    probe = "python -c 'import setuptools, wheel; print(\"have\", setuptools.__version__, wheel.__version__)' 2>&1 | tail -1"
+    seen = {}
+    for ref in ("python:3.11-slim", "python:3.13-slim-bookworm"):
+        task = make_task(tmp_path, f"FROM {ref}\n", task_id=ref.replace(":", "-"))
+        sandbox = await opened(task, tmp_path, root="image")
+        try:
+            seen[ref] = (await sandbox.run(probe, 60)).output
+        finally:
+            await sandbox.close()
+    assert seen["python:3.11-slim"].startswith("have "), seen
+    assert "No module named 'setuptools'" in seen["python:3.13-slim-bookworm"], seen
 
 
 @pytest.fixture()
@@ -233,7 +269,7 @@ def test_tasks_show_names_the_image_and_what_stands_in_for_it(tmp_path):
 async def test_the_verifier_judges_a_task_on_the_built_root(tmp_path, tb_root):
     from agentrig.bench.terminal.audit import audit_task
     from agentrig.bench.terminal.sandbox import SandboxSettings
-    from agentrig.bench.terminal.taskfile import load_task
+    from agentrig.bench.terminal.tasks.taskfile import load_task
 
     from .run_support import write_task
 
@@ -299,7 +335,7 @@ async def test_the_runs_build_check_builds_on_the_image_root_not_the_hosts(tmp_p
     # `agentrig run` builds the selected tasks' layers before playing (build_check): with root = "image"
     # that build is the trials' own, over the built root — never a build over the host's root
     from agentrig.bench.terminal.availability import build_check
-    from agentrig.bench.terminal.taskfile import load_task
+    from agentrig.bench.terminal.tasks.taskfile import load_task
 
     from .run_support import write_task
 
@@ -309,7 +345,8 @@ async def test_the_runs_build_check_builds_on_the_image_root_not_the_hosts(tmp_p
     found = await build_check([ok, failing], settings(tmp_path, root="image"))
     assert list(found) == ["fails"]
     assert found["fails"].startswith("base_substituted: the build fails on the stand-in base (Python 3.11 (Debian "
-                                     "bookworm's) stands in for Python 3.13): Dockerfile line 2: RUN exited 3")
+                                     "bookworm's) stands in for Python 3.13; no setuptools or wheel, as in the Python 3.13 image): "
+                                         "Dockerfile line 2: RUN exited 3")
 
 
 UBUNTU_ARCHIVE = "http://archive.ubuntu.com/ubuntu"
@@ -371,7 +408,7 @@ async def test_a_trial_on_tbs_ubuntu_image_built_from_ubuntus_archive_is_ubuntu(
 
 @pytest.mark.slow
 def test_an_ubuntu_archive_that_cannot_be_reached_fails_the_build_naming_it_and_the_way_out(tmp_path, monkeypatch):
-    from agentrig.bench.terminal.sandbox.base import SandboxError
+    from agentrig.bench.terminal.core.base import SandboxError
 
     _need_mmdebstrap()
     monkeypatch.setenv("AGENTRIG_UBUNTU_ARCHIVE", "http://agentrig-unreachable.invalid/ubuntu")

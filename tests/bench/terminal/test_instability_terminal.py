@@ -21,11 +21,12 @@ from rich.console import Console
 
 from agentrig.analysis.instability import steps_of
 from agentrig.commands.run import run_command
-from agentrig.commands.instability import _requests, instability_command
+from agentrig.commands.instability import instability_command
+from agentrig.run.resample import _requests
 from agentrig.store.store import Store
 from agentrig.testing._noise import Noise
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
-from agentrig.testing.solution_endpoint import SolutionEndpoint
+from agentrig.bench.terminal.scripted.solution_endpoint import SolutionEndpoint
 
 from tests.bench.terminal.run_support import write_task
 

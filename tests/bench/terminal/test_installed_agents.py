@@ -6,7 +6,7 @@ process, answering each agent's own protocol) → the verifier → the store.
 
 - each agent solves a built-in task on bwrap (slow: a share of the built-in tasks holding every
   kind of them on bwrap, three on podman; every task on all three sandboxes is
-  benchmarks/installed_agents.py's acceptance run), every trial valid once and solved, the calls recorded equal to the
+  perf/installed_agents.py's acceptance run), every trial valid once and solved, the calls recorded equal to the
   endpoint's log (``--log``: count and usage), the key nowhere in the run directory;
 - left out (played, not required to be solved): for Codex ``stale-lock``, whose scripted
   ``rm -f`` Codex's own exec policy refuses; for the example command agent (a Python script) the
@@ -15,7 +15,7 @@ process, answering each agent's own protocol) → the verifier → the store.
   failure (``wrong_output``), not a fault;
 - 20 % channel faults and the endpoint SIGKILLed mid-run, back 20 s later (slow): every trial valid
   once and solved, the retries for faults equal to the faults the endpoint injected, no fault seen
-  by the agent (``agentrig.testing.installed_run``);
+  by the agent (``agentrig.bench.terminal.scripted.installed_run``);
 - ``analyze``, the report (slow: in Chromium), the exports and ``instability`` (slow: the noisy
   endpoint's injected steps found for mini-swe-agent, precision and recall ≥ 0.9) read the run.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.testing.installed_run import FINISHED, agent_table, play, problems, summarize
+from agentrig.bench.terminal.scripted.installed_run import FINISHED, agent_table, play, problems, summarize
 
 from .run_support import BUILTIN_TASKS, experiment, records, write_task
 from .sandbox_support import needs_root_bwrap
@@ -189,7 +189,7 @@ def test_the_comparison_with_the_endpoints_log_can_fail(one_task_run, tmp_path):
 # a share of the built-in tasks that holds every kind of them: each base image (TB's ubuntu-24-04 and
 # python-3-13), a solution script and a solution.yaml, TB1 and Harbor formats, a task whose image
 # has no python3, the task Codex refuses, the persistent-shell task. Every built-in task and ten real
-# Terminal-Bench tasks on bwrap, podman and docker: benchmarks/installed_agents.py (docs/performance.md).
+# Terminal-Bench tasks on bwrap, podman and docker: perf/installed_agents.py (docs/performance.md).
 SHARE = ["write-marker", "merge-json-config", "harbor-dedupe-emails", "stale-lock", "git-restore-file", NOT_FOR_INSTALLED]
 
 
@@ -255,7 +255,7 @@ def test_faults_and_a_20s_outage_never_reach_the_agents(tmp_path):
     assert all(a["invalid_attempts"] == 0 for a in arms.values())
     run_dir = Path(report["run_dir"])
     check_trajectories(records(run_dir, valid=True))
-    from agentrig.testing.installed_run import KEY
+    from agentrig.bench.terminal.scripted.installed_run import KEY
 
     for p in run_dir.rglob("*"):
         assert not p.is_file() or KEY.encode() not in p.read_bytes(), p

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_tasks
 from agentrig.report import write_report
 
 from tests.support import EndpointProcess
@@ -66,7 +66,7 @@ def agentrig(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 def serve(tasks: Path | None = None, record: bool = False):
     """The solution endpoint as its own process (its CLI); yields its base URL."""
     extra = (["--tasks", str(tasks)] if tasks is not None else []) + (["--record"] if record else [])
-    server = EndpointProcess("solution_endpoint", "--api-key-env", KEY_ENV, "--models", "gpt-4.1,solution",
+    server = EndpointProcess("agentrig.bench.terminal.scripted.solution_endpoint", "--api-key-env", KEY_ENV, "--models", "gpt-4.1,solution",
                              *extra, env=_env())
     try:
         yield server.base_url

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.bench.terminal.parsers import ParseError, parse_pytest, parse_reward_dir, resolved
+from agentrig.bench.terminal.tasks.parsers import ParseError, parse_pytest, parse_reward_dir, resolved
 
 MIXED = '''
 import pytest

@@ -2,16 +2,16 @@
 (Debian's, with runc) on base images imported from roots built from packages, `agentrig run` as a
 subprocess with an oracle arm and a bash arm whose model is the solution endpoint answering 20%
 of requests with faults, the runner killed by SIGKILL mid-run and the same command run again
-(``agentrig.testing.killed_run``): every planned trial is stored valid exactly once, every trial
+(``agentrig.bench.terminal.scripted.killed_run``): every planned trial is stored valid exactly once, every trial
 is solved, the channel's retries are counted, and neither runner leaves a container, task image
 or volume behind (the killed one's are reaped by the resumed run). Real Terminal-Bench tasks:
-``benchmarks/terminal_podman_acceptance.py`` (docs/terminal.md)."""
+``perf/terminal_podman_acceptance.py`` (docs/terminal.md)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentrig.testing.killed_run import killed_and_resumed, problems
+from agentrig.bench.terminal.scripted.killed_run import killed_and_resumed, problems
 
 from .podman_support import need_podman
 from .run_support import BUILTIN_TASKS

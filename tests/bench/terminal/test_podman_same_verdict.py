@@ -12,7 +12,7 @@ import pytest
 
 from agentrig.bench.terminal.sandbox import open_sandbox
 from agentrig.bench.terminal.sandbox.container_images import SETTINGS_MOUNT
-from agentrig.bench.terminal.sandbox.hostsettings import CA_BUNDLE
+from agentrig.bench.terminal.core.hostsettings import CA_BUNDLE
 from agentrig.bench.terminal.verifier import verify
 
 from .podman_support import BASE, base_image, podman  # noqa: F401 - base_image is a fixture
@@ -116,7 +116,7 @@ def test_a_failed_container_build_is_read_at_its_failing_steps_output():
     # podman ends a failed build with "Error: building at STEP "RUN …": …", which names the step
     # without its output: the verdict reads the output under the last "STEP n/m:" header (TB's
     # build-tcc-qemu: its wget of kernel.org, after a long apt-get install, is needs_network)
-    from agentrig.bench.terminal.sandbox.base import SandboxError, TaskBuildError
+    from agentrig.bench.terminal.core.base import SandboxError, TaskBuildError
     from agentrig.bench.terminal.sandbox.container_images import build_error
 
     apt = "STEP 3/9: RUN apt-get install -y qemu-system\n" + "Setting up qemu-system-x86 ...\n" * 200

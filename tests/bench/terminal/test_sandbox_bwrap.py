@@ -266,7 +266,7 @@ async def test_a_failing_build_step_is_the_tasks_fault(tmp_path):
     missing = make_task(tmp_path, "FROM ubuntu:24.04\nCOPY nowhere.txt /app/\n", task_id="missing")
     with pytest.raises(TaskBuildError, match="nowhere.txt"):
         await open_sandbox(missing, settings(tmp_path))
-    outside = make_task(tmp_path, "FROM node:20\n", task_id="node")
+    outside = make_task(tmp_path, "FROM node:20-alpine\n", task_id="node")
     with pytest.raises(TaskBuildError) as info:
         await open_sandbox(outside, settings(tmp_path))
     assert info.value.exclusion == "needs_container"
@@ -328,7 +328,7 @@ async def test_a_build_step_that_cannot_reach_a_package_registry_is_the_hosts_fa
     # apt's words when this machine's Debian mirror is down (printed here: an outage cannot be made
     # on demand): with the network, the plumbing's fault (invalid, replayed); a host beyond the
     # registries stays the task's need (needs_network); without the network, needs_network too
-    from agentrig.bench.terminal.netfail import registry_outage
+    from agentrig.bench.terminal.core.netfail import registry_outage
 
     outage = ("RUN echo \"W: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  "
               "Temporary failure resolving 'deb.debian.org'\" && exit 100\n")

@@ -17,7 +17,7 @@ from agentrig.bench.terminal.images import resolve_base
 from agentrig.bench.terminal.sandbox import engine, open_sandbox, sandbox_check
 from agentrig.bench.terminal.sandbox.container_images import import_base, imported_images, remove_task_images
 from agentrig.bench.terminal.sandbox.engine import OWNER_LABEL, _boot_id, engine_cli
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_tasks
 
 from ...dockerd import need_docker
 from .docker_support import docker, docker_base, owned_containers, owned_images, volumes  # noqa: F401 - docker_base: a fixture
@@ -230,7 +230,7 @@ async def test_a_failed_docker_build_is_the_tasks_and_not_built_again(tmp_path, 
         with pytest.raises(TaskBuildError) as caught:
             await open_sandbox(task, settings(tmp_path, kind="docker"))
         assert caught.value.exclusion is None
-        assert re.match(r"docker build failed at STEP 2/\d: RUN date .*:\nSending build context", str(caught.value)), str(caught.value)[:300]
+        assert re.match(r"docker build failed at STEP \d+/\d+: RUN date .*:\nSending build context", str(caught.value)), str(caught.value)[:300]  # (a build with the host settings has their steps first)
         assert "non-zero code: 3" in str(caught.value)
         messages.append(str(caught.value))
     assert messages[0] == messages[1]

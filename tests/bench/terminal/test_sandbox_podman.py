@@ -17,7 +17,7 @@ from agentrig.bench.terminal.sandbox.container_images import import_base, remove
 from agentrig.bench.terminal.sandbox import engine
 from agentrig.bench.terminal.sandbox.engine import engine_cli
 
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_tasks
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_tasks
 from agentrig.bench.terminal.verifier import verify
 
 from .docker_support import container_engine, docker_base  # noqa: F401 - fixtures
@@ -289,7 +289,7 @@ async def test_the_audit_frees_a_tasks_images_as_its_audit_ends(tmp_path, base_i
     # Terminal-Bench's 94 tasks' images held until the audit's exit filled this machine's disk
     # (tens of GB): each task is audited once, so its images go when its audit ends
     from agentrig.bench.terminal.audit import audit_one
-    from agentrig.bench.terminal.taskfile import load_task
+    from agentrig.bench.terminal.tasks.taskfile import load_task
 
     from .podman_support import owned_images
     from .run_support import write_task

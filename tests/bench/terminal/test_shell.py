@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from agentrig.bench.terminal.persistent_shell import PersistentShell, ansi_c_quote
+from agentrig.bench.terminal.shell import PersistentShell, ansi_c_quote
 from agentrig.bench.terminal.shell import OutputCap, run_process, subprocess_spawn
 
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
@@ -107,7 +107,7 @@ def test_output_cap_keeps_a_line_of_the_omitted_middle_that_shows_a_fetch_failin
     assert ("[kept from the part left out: Resolving dl.google.com (dl.google.com)... failed: Temporary failure in "
             "name resolution.]\n[kept from the part left out: wget: unable to resolve host address 'dl.google.com']\n") in text
     assert "Unpacking libfoo" not in text.split("omitted ...]")[1]
-    from agentrig.bench.terminal.netfail import network_failure
+    from agentrig.bench.terminal.core.netfail import network_failure
 
     assert "could not reach dl.google.com" in network_failure(text)
 

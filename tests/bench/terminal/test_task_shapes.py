@@ -4,7 +4,9 @@
   ``needs_services``, naming each service and what it runs — on every sandbox kind, since none
   starts them; Terminal-Bench's one-service template stays runnable;
 - files kept in Git LFS that the copy lacks (pointer files instead of the content) are
-  ``missing_files``, naming them.
+  ``missing_files``, naming them; so is a Dockerfile COPY/ADD of a file the task's folder lacks
+  (TB2's pytorch-model-recovery: ``COPY weights.pt``), decided before any build, globs and
+  directories as Docker resolves them.
 
 Each on a small task made here (tmp_path), read by the real loader, checked by ``task_support``
 (what ``tasks list``, ``run`` and ``audit`` use) and by the audit, which plays nothing for them.
@@ -18,8 +20,8 @@ import textwrap
 
 from agentrig.bench.terminal.audit import audit_task
 from agentrig.bench.terminal.availability import task_support
-from agentrig.bench.terminal.sandbox.base import SANDBOX_KINDS, SandboxSettings
-from agentrig.bench.terminal.taskfile import load_task
+from agentrig.bench.terminal.core.base import SANDBOX_KINDS, SandboxSettings
+from agentrig.bench.terminal.tasks.taskfile import load_task
 
 from .run_support import agentrig, write_task
 from .test_dockerfile import TEMPLATE_COMPOSE
@@ -63,16 +65,42 @@ def test_git_lfs_pointers_instead_of_files_are_missing_files(tmp_path):
     assert task_support(whole, "bwrap").ok
 
 
+def test_a_copy_of_a_file_the_build_context_lacks_is_missing_files_on_every_kind(tmp_path):
+    base = "FROM python:3.11-slim\nWORKDIR /app\n"
+    missing = load_task(write_task(tmp_path, "missing", dockerfile=base + "COPY . .\nCOPY model.py ./\nCOPY weights.pt /app/\n",
+                                   files={"model.py": "x = 1\n"}))
+    unmatched = load_task(write_task(tmp_path, "glob", dockerfile=base + "ARG DATA=data\nCOPY ${DATA}/*.csv /app/data/\n"))
+    (tmp_path / "glob" / "data").mkdir()
+    (tmp_path / "glob" / "data" / "notes.txt").write_text("not a csv\n")
+    for kind in SANDBOX_KINDS:
+        found = task_support(missing, kind)
+        assert not found.ok and found.exclusion == "missing_files", (kind, found.reason)
+        assert found.reason == "missing_files: Dockerfile line 5: COPY weights.pt: no such file in the build context"
+        found = task_support(unmatched, kind)  # a glob that matches nothing fails, as in Docker
+        assert found.reason == "missing_files: Dockerfile line 4: COPY data/*.csv: no such file in the build context"
+    # present files, a directory, a matching glob, `COPY . .`, a URL, another stage's files, a heredoc: all fine
+    present = write_task(tmp_path, "present", dockerfile=(
+        "FROM python:3.11-slim AS build\nRUN mkdir /out && echo hi > /out/x\nFROM python:3.11-slim\nWORKDIR /app\n"
+        "COPY . .\nCOPY [\"model.py\", \"data/\", \"/app/\"]\nADD data/*.csv /app/\nCOPY --from=build /out /out\n"
+        "ADD https://example.com/x.tgz /x\nCOPY <<EOF /app/made.txt\nmade\nEOF\n"), files={"model.py": "x = 1\n"})
+    (present / "data").mkdir()
+    (present / "data" / "a.csv").write_text("1\n")
+    assert task_support(load_task(present), "podman").ok
+
+
 def test_tasks_list_and_the_audit_name_the_cause(tmp_path):
     write_task(tmp_path, "services", files={"docker-compose.yaml": WITH_SERVICES})
     write_task(tmp_path, "lfs", files={"data.csv": POINTER})
+    write_task(tmp_path, "copy", dockerfile="FROM python:3.11-slim\nCOPY weights.pt /app/\n")
     proc = agentrig("tasks", "list", "--bench", "terminal", "--tasks", tmp_path, "--json")
     assert proc.returncode == 0, proc.stderr
     rows = {t["id"]: t["sandboxes"]["bwrap"] for t in json.loads(proc.stdout)["tasks"]}
     assert rows["services"]["reason"].startswith("needs_services: docker-compose.yaml runs 2 service(s)")
     assert rows["lfs"]["reason"].startswith("missing_files: data.csv is a Git LFS pointer")
+    copy = "missing_files: Dockerfile line 2: COPY weights.pt: no such file in the build context"
+    assert rows["copy"]["reason"] == copy
     settings = SandboxSettings(cache_dir=tmp_path / "cache")
-    for task_id, cause in (("services", "needs_services"), ("lfs", "missing_files")):
+    for task_id, cause in (("services", "needs_services"), ("lfs", "missing_files"), ("copy", copy)):
         row = asyncio.run(audit_task(load_task(tmp_path / task_id), settings))
         assert row.status == "excluded" and row.reason.startswith(cause) and row.oracle is None
 
@@ -80,7 +108,7 @@ def test_tasks_list_and_the_audit_name_the_cause(tmp_path):
 def test_a_fetch_that_cannot_reach_its_host_is_needs_network_naming_it(tmp_path):
     # the build had the network (build_network = true) but its host cannot be reached from here:
     # needs_network naming the host and curl's own line, not a broken task nor the base's fault
-    from agentrig.bench.terminal.netfail import network_failure
+    from agentrig.bench.terminal.core.netfail import network_failure
 
     # on TB's python image (Ubuntu's has no curl, as the real one has none): Python's own fetch
     def fetch(url: str, out: str) -> str:
@@ -167,7 +195,7 @@ def test_on_the_image_root_with_the_network_a_pip_tool_chain_runs_on_the_images_
     # `pip install pytest` then `pytest` (no uv): Terminal-Bench's tests run on the image's Python
     # and import what its build installed (RUN pip install mlflow); on a root built for the image,
     # with the network, the script runs as written — staging says so; elsewhere it stays rewritten
-    from agentrig.bench.terminal.staging import stage_tests, verifier_python
+    from agentrig.bench.terminal.tasks.staging import stage_tests, verifier_python
 
     run_tests = "#!/bin/bash\npip install pytest==8.4.1\npytest $TEST_DIR/test_outputs.py -rA\n"
     task = load_task(write_task(tmp_path, "pip-chain", files={"run-tests.sh": run_tests}))
@@ -234,7 +262,7 @@ def test_a_broken_oracle_whose_test_code_fetches_an_unreachable_host_says_so_eve
     # TB's cron-broken-network: its tests run `curl example.com > /app/example.html`, and the
     # task's own loops keep replacing curl with a script that prints no host — the test's code
     # names the host this machine cannot resolve; a host in prose or a comment does not count
-    from agentrig.bench.terminal.netfail import fetched_hosts
+    from agentrig.bench.terminal.core.netfail import fetched_hosts
 
     hidden = ("import os\n\n# see https://docs.example.org/why for the format\n"
               "def test_fetch():\n    \"\"\"Fetch the page from example.org, as the task says.\"\"\"\n"
@@ -269,7 +297,7 @@ def test_a_broken_oracle_whose_tests_could_not_reach_a_remote_host_says_so(tmp_p
     assert far.status == "broken" and "its tests could not reach agentrig-unreachable.invalid" in far.reason, far.reason
     assert far.oracle is not None and far.oracle.unreached.startswith("tests could not reach")
     assert near.status == "broken" and "could not reach" not in near.reason and near.oracle.unreached is None
-    from agentrig.bench.terminal.netfail import network_failure
+    from agentrig.bench.terminal.core.netfail import network_failure
 
     meter = "  0     0    0     0    0     0      0      0 --:--:-- --:--:-- --:--:--     0curl: (6) Could not resolve host: example.com"
     assert network_failure(meter, remote_only=True) == "could not reach example.com: curl: (6) Could not resolve host: example.com"
@@ -281,7 +309,7 @@ def test_the_coverage_leaves_out_tasks_without_a_solution_or_needing_the_real_ba
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "terminal_coverage.py"
+    path = Path(__file__).resolve().parents[3] / "perf" / "terminal_coverage.py"
     spec = importlib.util.spec_from_file_location("terminal_coverage", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -303,7 +331,7 @@ def test_the_coverage_compares_two_runs_verdicts_task_by_task(tmp_path, capsys):
     import json
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "terminal_coverage.py"
+    path = Path(__file__).resolve().parents[3] / "perf" / "terminal_coverage.py"
     spec = importlib.util.spec_from_file_location("terminal_coverage", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -318,3 +346,22 @@ def test_the_coverage_compares_two_runs_verdicts_task_by_task(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "b: runs (bwrap.json) vs broken (podman.json)" in out and "1 of 2 tasks with the same verdict" in out
 
+
+
+def test_the_coverage_calls_an_image_from_elsewhere_one_verdict_on_every_engine():
+    """bwrap words it `needs_container` (no recipe builds the image), podman and docker
+    `needs_network` (it cannot be pulled): one verdict, `needs_image`, left out of the share."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "perf" / "terminal_coverage.py"
+    spec = importlib.util.spec_from_file_location("terminal_coverage", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bwrap = {"status": "excluded", "reason": "needs_container: Dockerfile line 1: FROM swebench/sweb.eval:latest: no recipe "
+                                             "builds the image swebench/sweb.eval:latest from packages (…)"}
+    podman = {"status": "excluded", "reason": "needs_network: the base image swebench/sweb.eval:latest cannot be pulled (…)"}
+    other = {"status": "excluded", "reason": "needs_network: Dockerfile line 13: RUN exited 6: it could not reach golang.org: …"}
+    assert module.verdict(bwrap) == module.verdict(podman) == "needs_image"
+    assert module.verdict(other) == "needs_network"
+    assert all(module.beyond_registries({**row, "verdict": module.verdict(row)}) for row in (bwrap, podman, other))

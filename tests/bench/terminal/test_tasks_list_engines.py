@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir
 
 from .run_support import agentrig
 

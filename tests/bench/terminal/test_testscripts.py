@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentrig.bench.terminal.testscripts import rewrite_script
+from agentrig.bench.terminal.tasks.testscripts import rewrite_script
 
 PYT, PYM, PY = "PYTEST_CMD", "PYTEST_M_CMD", "PYTHON_CMD"
 
@@ -164,7 +164,7 @@ def test_uv_add_in_a_packaged_project_makes_the_project_importable(tmp_path):
     # `uv add pytest` installs that project into uv's environment, so the tests import it. The
     # rewritten script, run for real by bash from such a directory, gives the tests the project
     # (flat or src layout); from a directory without one, or without the flag, it adds nothing
-    from agentrig.bench.terminal.staging import packaged_project
+    from agentrig.bench.terminal.tasks.staging import packaged_project
 
     script = "#!/bin/bash\nuv init\nuv add pytest==8.4.1\necho \"path=$PYTHONPATH\"\n"
     r = rewrite_script(script, PYT, PYM, PY, packaged_project=True)

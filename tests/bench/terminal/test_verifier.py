@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_task, load_tasks
-from agentrig.bench.terminal.taskmodel import TerminalTask
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_task, load_tasks
+from agentrig.bench.terminal.tasks.taskmodel import TerminalTask
 from agentrig.bench.terminal.verifier import capture_shell_state, verify
 
 sandbox_mod = pytest.importorskip("agentrig.bench.terminal.sandbox")
@@ -314,7 +314,7 @@ def test_copy_of_builtin_tasks_is_self_contained(tmp_path):
 
 def test_container_plan_runs_scripts_as_written(tmp_path):
     """Without agentrig's Python (a container), the template's tool-chain download needs the network."""
-    from agentrig.bench.terminal.staging import stage_tests
+    from agentrig.bench.terminal.tasks.staging import stage_tests
 
     task = load_task(BUILTIN / "csv-region-totals")
     offline = stage_tests(task, tmp_path / "a", None, network=False)

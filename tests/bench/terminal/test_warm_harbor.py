@@ -1,5 +1,5 @@
 """The warm verifier on Harbor tasks: a ``test.sh`` that is one pytest run and the reward file written
-from its status is played warm (``warm_plans.RewardPlan``), with the same reward, exit status and
+from its status is played warm (``tasks/staging.RewardPlan``), with the same reward, exit status and
 process state as the cold ``bash /tests/test.sh``; any other script stays cold.
 
 The plans are checked without a sandbox; the rest in real bwrap sandboxes, every case verified
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
-from agentrig.bench.terminal.staging import stage_tests, verifier_python
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_task
+from agentrig.bench.terminal.tasks.staging import stage_tests, verifier_python
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_task
 from agentrig.bench.terminal.verifier import verify
 
 from .sandbox_support import needs_root_bwrap

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from agentrig.bench.terminal.sandbox import SandboxSettings, open_sandbox
-from agentrig.bench.terminal.staging import stage_tests, verifier_python
-from agentrig.bench.terminal.taskfile import builtin_tasks_dir, load_task
+from agentrig.bench.terminal.tasks.staging import stage_tests, verifier_python
+from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_task
 from agentrig.bench.terminal.verifier import verify
 
 from .sandbox_support import needs_root_bwrap

@@ -156,7 +156,7 @@ def test_task_values_through_the_seam():
     tau = get_benchmark("tau2").task_values({"data_root": None, "tasks": {"bikeshop": ["rent_city_bike"]}})
     values = tau["bikeshop/rent_city_bike"]
     assert "rent_city_bike" in values and any("@" in v for v in values)  # the task id, the customer's e-mail
-    from agentrig.bench.terminal.taskfile import builtin_tasks_dir
+    from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir
 
     term = get_benchmark("terminal").task_values({"data_root": str(builtin_tasks_dir()),
                                                   "tasks": {"terminal": ["write-marker"]}})

@@ -10,7 +10,7 @@ from agentrig.agents import bash_prompts as texts
 from agentrig.plugins.memory import prompts
 from agentrig.plugins.memory.bank import TOOLS, Bank
 from agentrig.plugins.memory.window import Conversation
-from agentrig.testing._terminal_memory import commands, lessons
+from agentrig.bench.terminal.scripted.memory import commands, lessons
 from agentrig.types import Message, ToolCall
 
 TASK = texts.task_prompt("Write ok to /app/config/settings.ini.", "/app")

@@ -14,6 +14,14 @@ changed" test — one about which models changed: AppWorld's ``assert model chan
 failed tests (a record's content, ``models.changed_records`` counts) ``wrong_state``; plus the
 terminations (``never_completed``, limits, format errors, context overflow, timeout). The action
 sequence for divergence is the trial's executed code, whitespace-normalised.
+
+Its own exceptions, each under a node of ``agentrig/errors.py``'s tree (drawn as there; this module
+is named by ``exceptions=`` in its registry entry, ``agentrig/benchmark.py``, and
+``tests/test_errors_tree.py`` reads the drawing):
+
+    InfrastructureFault
+    ├── WorkerError         bench/appworld/pool       an AppWorld worker died, hung or garbled its answer
+    └── EngineError         bench/appworld/pool       AppWorld's engine failed to open or judge the world
 """
 
 from __future__ import annotations

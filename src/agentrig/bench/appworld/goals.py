@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from agentrig.analysis.figure import ArmInputs, Bar, Figure, FigureView
+from agentrig.types import Strict
 
 from .data import scenario_of
 
@@ -48,22 +49,28 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
+class Goals(Strict):
+    task_goal_completion: float | None = None
+    scenario_goal_completion: float | None = None
+
+
 class GoalCompletion(Figure):
     """AppWorld's task and scenario goal completion of an arm (None for other benchmarks' runs)."""
 
     id = "goal_completion"
+    result = Goals
 
-    def compute(self, arm: ArmInputs) -> dict[str, Any] | None:
+    def compute(self, arm: ArmInputs) -> Goals | None:
         if getattr(arm.bench, "kind", None) != "appworld":
             return None
         got = goal_completion(arm.rows, arm.n)
-        return {"task_goal_completion": got["task goal completion"],
-                "scenario_goal_completion": got["scenario goal completion"]}
+        return Goals(task_goal_completion=got["task goal completion"],
+                     scenario_goal_completion=got["scenario goal completion"])
 
-    def view(self, results: dict[str, dict[str, Any]]) -> FigureView | None:
-        rows = [[arm, _pct(r["task_goal_completion"]), _pct(r["scenario_goal_completion"])] for arm, r in results.items()]
-        bars = [Bar(name=arm, value=100 * r["task_goal_completion"], note=_pct(r["task_goal_completion"]))
-                for arm, r in results.items() if r["task_goal_completion"] is not None]
+    def view(self, results: dict[str, Any]) -> FigureView | None:
+        rows = [[arm, _pct(r.task_goal_completion), _pct(r.scenario_goal_completion)] for arm, r in results.items()]
+        bars = [Bar(name=arm, value=100 * r.task_goal_completion, note=_pct(r.task_goal_completion))
+                for arm, r in results.items() if r.task_goal_completion is not None]
         return FigureView(id=self.id, title="AppWorld goal completion (per rerun, averaged over reruns)",
                           columns=["arm", "task goal completion", "scenario goal completion"], rows=rows, bars=bars,
                           unit="%", note="task: every test of the task passed; scenario: every task of the scenario "

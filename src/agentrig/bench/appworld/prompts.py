@@ -103,18 +103,13 @@ def preamble(setting: str) -> str:
 
 def limits_text(*, step_limit: int | None, execution_limit: int | None, cost_limit: float | None,
                 output_limit: int | None, execute_timeout_s: float | None) -> str:
-    lines = []
-    if step_limit:
-        lines.append(f"- Replies: at most {step_limit}.")
-    if execution_limit:
-        lines.append(f"- Code executions: at most {execution_limit}.")
-    if execute_timeout_s:
-        lines.append(f"- One execution: at most {execute_timeout_s:g} seconds.")
-    if cost_limit:
-        lines.append(f"- Cost: at most {cost_limit:g} USD of model usage.")
-    if output_limit:
-        lines.append(f"- Output shown per execution: about {output_limit} characters (head and tail).")
-    return "\n".join(lines) or "- None beyond the task's time."
+    return shared.limits_list([
+        (step_limit, shared.REPLIES_LIMIT),
+        (execution_limit, "Code executions: at most {}."),
+        (execute_timeout_s, "One execution: at most {:g} seconds."),
+        (cost_limit, shared.COST_LIMIT),
+        (output_limit, "Output shown per execution: about {} characters (head and tail)."),
+    ], "None beyond the task's time.")
 
 
 def system_prompt(preamble_text: str, *, text_mode: bool, limits: str) -> str:

@@ -7,8 +7,8 @@ two-app task texting a note's content by phone; each with ``assert answers match
 model changes match …`` tests, a generator-form ``solution.py`` and a compiled solution with
 helpers, test labels from ``TestTracker.prepare_test_data``) — and ``root/synthetic.json``: per task
 its solution steps and two wrong plays (``wrong_answer``, ``collateral``), which the scripted
-endpoint (``agentrig.testing.appworld_endpoint``) plays. ``ship_as_test_set`` re-saves a dataset's
-ground truth as AppWorld ships its test sets (no solutions).
+endpoint (``agentrig.bench.appworld.scripted.appworld_endpoint``) plays. ``ship_as_test_set``
+re-saves a dataset's ground truth as AppWorld ships its test sets (no solutions).
 Nothing of it is committed: it is built at test time (a few seconds) and cached by the tests.
 """
 

@@ -12,6 +12,18 @@ The failure taxonomy is ``failures.py``; the ``tau2`` export (tau2-bench's ``res
 ``export.py``; ``agentrig tasks …`` and ``agentrig audit`` are ``commands.py``.
 
 The episode, the agents and the judge are imported when the first trial is played, not before.
+
+Its own exceptions, each under a node of ``agentrig/errors.py``'s tree (drawn as there; this module
+is named by ``exceptions=`` in its registry entry, ``agentrig/benchmark.py``, and
+``tests/test_errors_tree.py`` reads the drawing):
+
+    DataError
+    └── EnvFunctionError    bench/tau/environment     a τ² task names an environment function its domain lacks
+    InfrastructureFault
+    └── JudgeFailed         bench/tau/judge_nl        the judge model's answers could not be read twice
+    Signal
+    ├── ToolError           bench/tau/toolkit         a τ² tool refuses the call: the agent reads ``Error: …``
+    └── _Stop               bench/tau/episode         a τ² task's message history already ends the conversation
 """
 
 from __future__ import annotations
@@ -316,6 +328,12 @@ class Tau2Benchmark(Benchmark):
         from .commands import audit_command
 
         return audit_command
+
+    def scripted_endpoint(self, **settings: Any) -> Any:
+        """The gold endpoint (``scripted/gold_endpoint.py``) over the built-in domains."""
+        from .scripted.gold_endpoint import GoldEndpoint
+
+        return GoldEndpoint(None, **settings)
 
 
 def _domain_files(spec: Any, ddir: Path) -> dict[str, str]:

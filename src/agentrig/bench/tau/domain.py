@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .toolkit import Toolkit
 
@@ -46,11 +46,14 @@ class DomainSpec:
     normalize_user_db: Callable[[dict], dict] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class TauTrial:
     """τ²'s own part of a trial's context (``TrialContext.bench``): the domain's spec, its data
-    directory and the policy text the arm's agent reads. Built by ``Tau2Benchmark.trial_context``."""
+    directory and the policy text the arm's agent reads, built by ``Tau2Benchmark.trial_context``;
+    and the trial's tool ``Environment``, set by the episode (``episode.py``) when it starts, whose
+    end state the judge reads (``judge.py``)."""
 
     spec: DomainSpec
     domain_dir: Path | None = None
     policy: str = ""
+    env: Any = None

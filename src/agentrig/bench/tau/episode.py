@@ -98,7 +98,7 @@ class Episode:
         self.limits = limits
         self.env = Environment.fresh(ctx.bench.spec, ctx.bench.domain_dir, copy_on_write=True)
         self.env.set_state(ctx.task)
-        ctx.env = self.env
+        ctx.bench.env = self.env
         self.steps = 0
         self.errors = 0
         self.agent_steps = 0

@@ -154,7 +154,7 @@ async def judge_trial(ctx: Any, termination: str, *, nl: str = "auto") -> Reward
 
     # DB and ENV_ASSERTION
     state = judge_state(spec, ctx.bench.domain_dir, task, trial_tool_calls(messages, traj.history_len),
-                        end_env=getattr(ctx, "env", None))
+                        end_env=ctx.bench.env)
     comps["DB"], comps["ENV_ASSERTION"] = state.db_reward, state.env_reward
     if not state.evaluated:
         why = "the task has no evaluation criteria" if criteria is None else "the task has no gold actions nor env assertions"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .sandbox.base import SandboxSettings
+from .core.base import SandboxSettings
 
 __all__ = ["bwrap_problem", "build_check", "task_support", "warn_local_once"]
 
@@ -44,12 +44,11 @@ def task_support(task: Any, kind: str, network: bool | None = None) -> Any:
     Dockerfile's RUN steps; as root, place files outside the task's own top-level dirs and /tmp."""
     from .sandbox import build_plan
     from .sandbox.localbuild import local_problem
-    from .taskmodel import TaskSupport, support
+    from .tasks.taskmodel import TaskSupport, support
 
     found = support(task, kind, network)
     if found.ok and kind == "local" and getattr(task, "compose", None) is not None:
-        from .compose import compose_services, compose_tmpfs
-        from .compose import agent_service as agent_of
+        from .tasks.compose import agent_service as agent_of, compose_services, compose_tmpfs
 
         if compose_tmpfs(task.compose):
             return TaskSupport(kind=kind, ok=False, reason="needs_container: the compose file mounts a tmpfs, "
@@ -91,8 +90,8 @@ async def _service_layers(task: Any, settings: SandboxSettings) -> None:
     """The layers of the services its compose file runs beside the agent's (bwrap starts them)."""
     if getattr(task, "compose", None) is None:
         return
-    from .compose import ComposeError, read_compose
     from .sandbox.services import service_layer
+    from .tasks.compose import ComposeError, read_compose
 
     try:
         compose = read_compose(task.compose)

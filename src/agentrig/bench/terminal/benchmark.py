@@ -1,14 +1,15 @@
 """Terminal tasks as a ``Benchmark`` (``benchmark.py``): Terminal-Bench 1 and Harbor task directories.
 
     [benchmark] kind = "terminal", tasks, task_ids, num_tasks, skip_invalid   (settings.TerminalSettings)
-    [sandbox]   kind, keep, network, memory_mb, pids, cpus, shell, output_limit, …  (sandbox.base.SandboxSettings)
+    [sandbox]   kind, keep, network, memory_mb, pids, cpus, shell, output_limit, …  (core.base.SandboxSettings)
 
 Selection (``select``): the tasks of ``tasks`` (default: the built-in tasks), then every task the
 chosen sandbox cannot run is **excluded before the run**, with its reason, and never played:
 ``needs_container`` (a Dockerfile outside the subset bwrap replays, a prebuilt image; under
 ``local`` without root also any ``RUN`` step), ``needs_network`` (tests that fetch from the
 network in a sandbox without it), ``needs_services`` (a compose file with services beside the
-agent's), ``missing_files`` (Git LFS pointers instead of the task's files), ``invalid`` (a malformed task skipped with
+agent's), ``missing_files`` (Git LFS pointers instead of the task's files), ``unsupported`` (a ``parser_name``
+none of Terminal-Bench's parsers has: nothing could judge its output), ``invalid`` (a malformed task skipped with
 ``skip_invalid``), and ``broken_task`` — under ``bwrap`` the selected tasks' layers are built
 (once, cached by content hash: the trials reuse them) and a task whose own build fails is left
 out with the failing step's output. Excluded tasks are printed before the run, stored in
@@ -17,11 +18,29 @@ out with the failing step's output. Excluded tasks are printed before the run, s
 Trials: ``episode.play_trial`` (agent phase in the sandbox, then the verifier). Tasks are one group,
 ``terminal``. Comparability: a hash of each task directory's files, and the ``[sandbox]`` settings
 that change what a trial sees (not ``keep``, ``cache_dir``, ``bwrap_path``, ``build_timeout_s``,
-``warm_verifier``).
+``warm_verifier``; ``build_network = "auto"`` compared as ``true``, its default before: ``compared_sandbox``).
 The failure taxonomy is ``FAILURE_CLASSES`` (the verifier's failure modes, plus ``broken_task`` and
 ``excluded``); the action sequence for divergence is the trial's commands, whitespace-normalised.
 ``agentrig tasks list|show --bench terminal`` and ``agentrig audit --bench terminal`` are in
 ``commands.py``.
+
+Its own exceptions, each under a node of ``agentrig/errors.py``'s tree (drawn as there; this module
+is named by ``exceptions=`` in its registry entry, ``agentrig/benchmark.py``, and
+``tests/test_errors_tree.py`` reads the drawing):
+
+    DataError
+    ├── TaskFileError       bench/terminal/tasks/taskfile a malformed terminal task (file, field, problem, fix)
+    ├── ComposeError (ValueError) bench/terminal/tasks/compose  a terminal task's compose file that cannot be
+    │                                                 read (names the file and why)
+    └── TaskBuildError      bench/terminal/core/base  a terminal task's own build fails deterministically:
+                                                      its trials are valid and score 0 (``broken_task``), or
+                                                      it is excluded (``needs_network`` / ``needs_container``)
+    InfrastructureFault
+    └── SandboxError        bench/terminal/core/base  the sandbox could not start or was killed, or a build
+                                                      failed for a reason not the task's (no bwrap, no disk)
+    Signal
+    └── ParseError (ValueError) bench/terminal/tasks/parsers  the verifier's output is unreadable: the trial is
+                                                      valid, failure mode ``parse_error``
 """
 
 from __future__ import annotations
@@ -37,8 +56,8 @@ from agentrig.benchmark import Benchmark, Limits, Selection, sha
 from agentrig.errors import ConfigError, DataError
 
 from .availability import bwrap_problem, build_check, task_support, warn_local_once
-from .sandbox.base import SandboxSettings
-from .settings import TerminalSettings
+from .core.base import SandboxSettings
+from .settings import TerminalSettings, rel_path as _rel, sandbox_settings
 
 GROUP = "terminal"
 
@@ -77,9 +96,15 @@ VIEWER_HINTS: dict[str, Any] = {
 _NOT_COMPARED = {"keep", "cache_dir", "bwrap_path", "build_timeout_s", "warm_verifier"}
 
 
-def _rel(source: Path, value: str | Path) -> Path:
-    p = Path(value).expanduser()
-    return p if p.is_absolute() else (source.parent / p).resolve()
+def compared_sandbox(sb: SandboxSettings) -> dict[str, Any]:
+    """The [sandbox] settings the comparability snapshot holds. ``build_network = "auto"`` (the
+    default since issue 33) is compared as ``true``, the default before it: either way the builds
+    have the network, and which of the host's settings carry it leaves the image unchanged — so a
+    run stored under the old default still resumes and compares equal."""
+    out = sb.model_dump(mode="json", exclude=_NOT_COMPARED)
+    if out.get("build_network") == "auto":
+        out["build_network"] = True
+    return out
 
 
 def run_sync(coro: Any) -> Any:
@@ -116,17 +141,6 @@ def task_dir_hash(path: Path) -> str:
     for f in sorted(p for p in Path(path).rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         parts.append(str(f.relative_to(path)).encode() + b"\0" + f.read_bytes() + b"\0")
     return sha(b"".join(parts))
-
-
-def sandbox_settings(exp: Any, source: Path) -> SandboxSettings:
-    """The experiment's [sandbox] table, its paths made absolute (relative to the experiment file)."""
-    sb: SandboxSettings = exp.sandbox
-    update: dict[str, Any] = {}
-    if sb.cache_dir is not None:
-        update["cache_dir"] = _rel(source, sb.cache_dir)
-    if sb.bwrap_path is not None:
-        update["bwrap_path"] = _rel(source, sb.bwrap_path)
-    return sb.model_copy(update=update) if update else sb
 
 
 class TerminalBenchmark(Benchmark):
@@ -170,12 +184,12 @@ class TerminalBenchmark(Benchmark):
 
     # -- tasks ------------------------------------------------------------------------------
     def tasks_root(self, exp: Any, source: Path) -> Path:
-        from .taskfile import builtin_tasks_dir
+        from .tasks.taskfile import builtin_tasks_dir
 
         return _rel(source, exp.benchmark.tasks) if exp.benchmark.tasks else builtin_tasks_dir()
 
     def select(self, exp: Any, source: Path) -> Selection:
-        from .taskfile import load_tasks
+        from .tasks.taskfile import load_tasks
 
         b = exp.benchmark
         root = self.tasks_root(exp, source)
@@ -234,7 +248,7 @@ class TerminalBenchmark(Benchmark):
         sb = sandbox_settings(r.exp, r.source)
         return {
             "terminal": {"command_timeout_s": r.exp.benchmark.command_timeout_s},
-            "sandbox": sb.model_dump(mode="json", exclude=_NOT_COMPARED),
+            "sandbox": compared_sandbox(sb),
             "tasks": {f"{g}/{t.id}": task_dir_hash(t.path) for g, t in r.tasks},
         }
 
@@ -325,7 +339,7 @@ class TerminalBenchmark(Benchmark):
         from agentrig.benchmark import literal_values
         from agentrig.errors import AgentrigError
 
-        from .taskfile import load_tasks
+        from .tasks.taskfile import load_tasks
 
         wanted = list((config.get("tasks") or {}).get(GROUP) or [])
         root = config.get("data_root")
@@ -398,6 +412,18 @@ class TerminalBenchmark(Benchmark):
         from .commands import audit_command
 
         return audit_command
+
+    def scripted_endpoint(self, **settings: Any) -> Any:
+        """The solution endpoint (``scripted/solution_endpoint.py``) over the built-in tasks."""
+        from .scripted.solution_endpoint import SolutionEndpoint
+
+        return SolutionEndpoint(**settings)
+
+    def demo_setup(self) -> Any:
+        """The sandbox and root of the demo's terminal runs (``demo.py``)."""
+        from .demo import demo_setup
+
+        return demo_setup()
 
     def doctor(self, target: str | None, as_json: bool, console: Any) -> int:
         """``agentrig doctor --sandbox [KIND]`` (or ``--bench terminal [KIND]``): what each sandbox kind

@@ -2,12 +2,15 @@
 
     agentrig tasks list --bench terminal [--tasks DIR] [--skip-invalid] [--json]
     agentrig tasks show --bench terminal TASK_ID [--tasks DIR] [--json]
-    agentrig audit --bench terminal [--tasks DIR] [--task-ids a,b] [--sandbox bwrap] [--root image|host]
-                   [--concurrency 4] [--task-timeout 1800] [--json]
+    agentrig audit --bench terminal [--tasks DIR] [--task-ids a,b] [--config EXP.toml] [--sandbox bwrap]
+                   [--root image|host] [--network harness|task|true|false] [--build-network auto|host-settings|true|false]
+                   [--memory-mb N] [--cpus N] [--cache-dir DIR] [--concurrency 4] [--task-timeout 1800] [--json]
 
 ``tasks list`` shows per task which sandbox kinds can run it and, when one cannot, why
 (``needs_container`` / ``needs_network``), and whether the docker / podman daemons answer here.
-``--tasks`` defaults to the built-in tasks.
+``--tasks`` defaults to the built-in tasks. The audit's settings (``--config`` and the sandbox flags)
+are ``audit_config.py``'s; a task that cannot be read is its ``invalid`` verdict, and the exit code is
+0 once every task has its verdict (1: bad input to the audit itself).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from agentrig.cli_errors import user_errors
 from agentrig.errors import ConfigError
 from agentrig.tables import FitTable, output_console
 
-from .sandbox.base import SANDBOX_KINDS, SandboxSettings
+from .core.base import SANDBOX_KINDS
 
 tasks_app = typer.Typer(help="Browse terminal tasks (Terminal-Bench 1 and Harbor directories).", no_args_is_help=True,
                         pretty_exceptions_enable=False, add_completion=False)
@@ -35,7 +38,7 @@ JsonOpt = typer.Option(False, "--json", help="print JSON instead of a table")
 
 
 def _load(tasks_dir: Optional[Path], skip_invalid: bool = False, task_ids: list[str] | None = None):
-    from .taskfile import builtin_tasks_dir, load_tasks
+    from .tasks.taskfile import builtin_tasks_dir, load_tasks
 
     return load_tasks(tasks_dir or builtin_tasks_dir(), task_ids=task_ids, skip_invalid=skip_invalid)
 
@@ -115,12 +118,13 @@ def tasks_show(
     tasks, _ = _load(tasks_dir, task_ids=[task_id])
     task = tasks[0]
     row = _support_rows([task])[0]
-    from .images.describe import task_image
+    from .sandbox.task_image import task_image
 
     image = task_image(task)
     services = _services_of(task)
+    binds, shown = _binds_of(task)
     doc = {**task.model_dump(mode="json", exclude={"extra"}), "sandboxes": row["sandboxes"], "image": image,
-           "services": services}
+           "services": services, "binds": binds, "binds_show_tests": shown}
     if json_out:
         print(json.dumps(doc, ensure_ascii=False, default=str))
         return
@@ -141,6 +145,12 @@ def tasks_show(
         ports = ", ".join(str(p) for p in service["ports"])
         out.print(Text(f"service beside the agent's: {service['name']} ({service['runs']}"
                        + (f" · port {ports}" if ports else "") + f" · ready by its {service['ready_by']})"))
+    for bind in binds:
+        out.print(Text(f"bind: {bind['written']} (each trial gets its own copy at {bind['target']}"
+                       + (", read-only)" if bind["read_only"] else "; what it writes there stays in the trial)")))
+    if shown:
+        out.print(Text(f"warning: the agent can read {', '.join(shown)} through the compose file's binds "
+                       "(the task's authors chose it; Docker shows them too)", style="yellow"))
     tests = sorted(str(p.relative_to(task.path)) for p in (task.tests_dir.rglob("*") if task.tests_dir else [])
                    if p.is_file() and "__pycache__" not in p.parts)
     out.print(Text(f"tests: {', '.join(tests) or 'none'}" + (f" (run by {task.run_tests.name})" if task.run_tests else "")))
@@ -149,11 +159,26 @@ def tasks_show(
                        style="green" if s["ok"] else "yellow"))
 
 
+def _binds_of(task) -> tuple[list[dict], list[str]]:
+    """The compose file's binds of the task's folder, and what of its tests and solution they show
+    the agent (([], []) without one, or when a volume is not honoured: the sandboxes say why)."""
+    if task.compose is None:
+        return [], []
+    from .tasks.compose import ComposeError
+    from .tasks.compose_volumes import agent_binds, what_binds_show
+
+    try:
+        binds = agent_binds(task.compose)
+    except ComposeError:
+        return [], []
+    return [b.model_dump(mode="json") for b in binds], what_binds_show(binds, task)
+
+
 def _services_of(task) -> list[dict]:
     """The services its compose file runs beside the agent's ([] without one, or when unreadable)."""
     if task.compose is None:
         return []
-    from .compose import ComposeError, read_compose
+    from .tasks.compose import ComposeError, read_compose
 
     try:
         return read_compose(task.compose).described()
@@ -162,34 +187,58 @@ def _services_of(task) -> list[dict]:
 
 
 def audit_command(
-    tasks_dir: Optional[Path] = TasksOpt,
-    task_ids: Optional[str] = typer.Option(None, "--task-ids", help="comma-separated task ids (default: every task)"),
-    sandbox: str = typer.Option("bwrap", "--sandbox", help="the sandbox kind: bwrap, local, docker, podman"),
-    root: Optional[str] = typer.Option(None, "--root", help="bwrap: 'image' (a root built from packages for the "
-                                       "task's FROM) or 'host' (the host's root stands in); default: [sandbox] root's default"),
+    ctx: typer.Context,
+    tasks_dir: Optional[Path] = typer.Option(None, "--tasks", help="a directory of task directories (default: the "
+                                             "experiment's [benchmark] tasks with --config, else the built-in tasks)"),
+    task_ids: Optional[str] = typer.Option(None, "--task-ids", help="comma-separated task ids (default: the "
+                                           "experiment's [benchmark] task_ids with --config, else every task)"),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="an experiment TOML: its [sandbox] table "
+                                          "(checked as `agentrig run` checks it) and [benchmark] tasks; the flags below override it"),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="[sandbox] kind: bwrap (default), local, docker, podman"),
+    root: Optional[str] = typer.Option(None, "--root", help="[sandbox] root (bwrap): 'image' (default: a root built from "
+                                       "packages for the task's FROM) or 'host' (the host's root stands in)"),
+    network: Optional[str] = typer.Option(None, "--network", help="[sandbox] network of the trials: true, false, task "
+                                          "(the task's allow_internet, as `agentrig run` plays it: a TB1 task offline) or "
+                                          "harness (default: as the task's own harness plays it — every TB1 task with the "
+                                          "network, a Harbor task as its allow_internet says)"),
+    build_network: Optional[str] = typer.Option(None, "--build-network", help="[sandbox] build_network: auto (default: "
+                                                "host-settings when this host has package-index settings, else true), "
+                                                "host-settings, true, false"),
+    memory_mb: Optional[int] = typer.Option(None, "--memory-mb", min=16, help="[sandbox] memory_mb of each trial"),
+    cpus: Optional[float] = typer.Option(None, "--cpus", min=0.01, help="[sandbox] cpus of each trial"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="[sandbox] cache_dir: the build cache "
+                                             "(default: the user cache dir)"),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="tasks audited at once"),
     task_timeout: float = typer.Option(1800.0, "--task-timeout", min=1.0,
                                        help="seconds one task's audit may take (builds and both trials); past it: timeout"),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="build cache (default: the user cache dir)"),
     json_out: bool = JsonOpt,
 ) -> None:
     """Audit terminal tasks: per task, does the oracle pass (else: broken task) and does doing nothing fail
-    (else: lenient task)? One line per task as it is known; the totals at the end."""
+    (else: lenient task)? One line per task as it is known; the totals at the end. A task that cannot be
+    read is its own verdict (invalid), never the audit's end. Exit code 0 when every task has its verdict."""
     import sys
 
     from .audit import AUDIT_STATUSES, audit_tasks
+    from .audit_config import audit_setup
 
-    if sandbox not in SANDBOX_KINDS:
-        raise ConfigError(f"--sandbox {sandbox!r}: unknown sandbox kind.\n  fix: use one of {', '.join(SANDBOX_KINDS)}")
-    if root is not None and root not in ("image", "host"):
-        raise ConfigError(f"--root {root!r}: not a root.\n  fix: use 'image' or 'host'")
-    ids = [t.strip() for t in task_ids.split(",") if t.strip()] if task_ids else None
-    tasks, _ = _load(tasks_dir, task_ids=ids)
-    settings = SandboxSettings(kind=sandbox, cache_dir=cache_dir, **({"root": root} if root else {}))  # type: ignore[arg-type]
+    setup = audit_setup(config, (ctx.obj or {}).get("load_experiment"), tasks_dir=tasks_dir,
+                        task_ids=[t.strip() for t in task_ids.split(",") if t.strip()] if task_ids else None,
+                        sandbox=sandbox, root=root, network=network, build_network=build_network,
+                        memory_mb=memory_mb, cpus=cpus, cache_dir=cache_dir)
+    settings = setup.settings
+    tasks, invalid = _load(setup.tasks_dir, skip_invalid=True, task_ids=setup.task_ids)  # a bad task is its verdict
+    total = len(tasks) + len(invalid)
+    build = settings.build_mode()
+    said = lambda v: json.dumps(v).strip('"')  # noqa: E731 - true/false as in the TOML
+    shown = {"kind": settings.kind, "root": settings.root,
+             "network": ("harness" if setup.harness else "task") if settings.network is None else said(settings.network),
+             "build_network": said(settings.build_network) + ("" if settings.build_network == build else f" → {said(build)}")}
     out = output_console()
     # the table goes to stdout at the end; the lines as they come go to stderr under --json (stdout stays one document)
     live = Console(file=sys.stderr, highlight=False, soft_wrap=True) if json_out else out
-    style = {"ok": "green", "broken": "red", "lenient": "red", "excluded": "yellow", "error": "red",
+    live.print(Text("auditing " + f"{total} task(s): " + " · ".join(f"{k} {v}" for k, v in shown.items())
+                    + (f" (from {setup.source})" if setup.source else ""), style="dim"))
+    style = {"ok": "green", "broken": "red", "lenient": "red", "excluded": "yellow", "invalid": "red", "error": "red",
              "base_substituted": "yellow", "timeout": "red"}
     done = [0]
 
@@ -200,21 +249,26 @@ def audit_command(
 
     def line(r: Any) -> None:
         done[0] += 1
-        live.print(Text.assemble(f"[{done[0]}/{len(tasks)}] ", (f"{r.status:<8}", style[r.status]),
+        live.print(Text.assemble(f"[{done[0]}/{total}] ", (f"{r.status:<8}", style.get(r.status, "red")),
                                  f" {r.task_id}  oracle {fmt(r.oracle)} · noop {fmt(r.noop)} · {r.duration_s:.0f} s — {r.reason}"))
 
-    rows = asyncio.run(audit_tasks(tasks, settings, concurrency, task_timeout_s=task_timeout, on_result=line))
+    rows = asyncio.run(audit_tasks(tasks, settings, concurrency, task_timeout_s=task_timeout, on_result=line,
+                                   invalid=invalid, harness=setup.harness))
+    order = {t: i for i, t in enumerate(setup.task_ids or sorted(r.task_id for r in rows))}
+    rows.sort(key=lambda r: order.get(r.task_id, len(order)))
     counts = {s: sum(r.status == s for r in rows) for s in AUDIT_STATUSES}
     if json_out:
-        print(json.dumps({"sandbox": sandbox, "root": settings.root, "summary": counts,
-                          "tasks": [r.model_dump(mode="json") for r in rows]}, ensure_ascii=False))
+        print(json.dumps({"sandbox": settings.kind, "root": settings.root, "config": str(setup.source) if setup.source else None,
+                          "settings": {**settings.model_dump(mode="json"), "build_network_resolved": build,
+                                       "network_as": shown["network"]},
+                          "summary": counts, "tasks": [r.model_dump(mode="json") for r in rows]}, ensure_ascii=False))
         return
-    table = FitTable(Text(f"terminal audit of {len(rows)} task(s) under {sandbox}"), boxed=True)
+    table = FitTable(Text(f"terminal audit of {len(rows)} task(s) under {settings.kind}"), boxed=True)
     for col in ("task", "oracle", "noop", "status", "why"):
         table.add_column(col, wrap=col == "why")
     for r in rows:
         table.add_row(Text(r.task_id), fmt(r.oracle), fmt(r.noop), Text(r.status.upper() if r.status != "ok" else "ok",
-                      style=style[r.status]), Text(r.reason))
+                      style=style.get(r.status, "red")), Text(r.reason))
     table.print(out)
     out.print(Text(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no task"))
 

@@ -52,18 +52,20 @@ from typing import Any, Protocol
 
 from agentrig.agents.base import AgentSettings, AgentStop
 from agentrig.benchmark import Limits
+from agentrig.procs import finish_despite_cancel
 from agentrig.trial.envelope import Fault, agent_phase, play_in_envelope
 from agentrig.types import Message, RewardInfo, TrialRecord, Verdict
 
+from .core.base import effective_limits
 from .sandbox import CommandResult, SandboxError, SandboxSettings, TaskBuildError, open_sandbox
-from .sandbox.base import effective_limits
-from .taskmodel import TerminalTask
+from .tasks.taskmodel import TerminalTask
 
 __all__ = ["AGENT_ENDS", "DEFAULT_COMMAND_TIMEOUT_S", "SessionSettings", "TerminalAgent", "TerminalSession",
            "play_trial", "verdict_of"]
 
 DEFAULT_COMMAND_TIMEOUT_S = 180.0
 AGENT_ENDS = ("submitted", "agent_timeout", "format_errors", "limits_exceeded", "context_overflow", "never_submitted")
+TEARDOWN_BOUND_S = 20.0  # a sandbox's removal goes on this long after Ctrl-C cancelled its trial
 COMMAND_EVENT_CHARS = 2000  # characters of a command kept in its event
 SUBMISSION_EVENT_CHARS = 4000  # characters of a submission kept in its event
 TYPED_AHEAD_MARGIN_S = 1.0  # the wait for typed-ahead commands ends this long before the agent timeout (it submits in time)
@@ -262,13 +264,13 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
             network, *_ = effective_limits(task, sandbox)
             result = await verify(box, task, agent_end=agent_end(termination), network=network,  # type: ignore[arg-type]
                                   shell_state=state)
-            ctx.event("verifier", "result", **result.model_dump(mode="json", exclude={"task_id", "format"}))
+            ctx.event("verifier", "result", **result.model_dump(mode="json", exclude={"task_id"}))
             if result.excluded:
                 return _not_runnable(result.failure_mode, result.failure_mode, result.detail or "")
             return verdict_of(termination, result)
         finally:
-            if box is not None:
+            if box is not None:  # removed to the end even while Ctrl-C cancels the trial (procs.py)
                 with contextlib.suppress(Exception):
-                    await box.close()
+                    await finish_despite_cancel(box.close(), TEARDOWN_BOUND_S)
 
     return await play_in_envelope(ctx, body, attempt=attempt, faults=SANDBOX_FAULTS)

@@ -54,7 +54,7 @@ def _iso(start: datetime, seconds: float) -> str:
 
 
 def _instructions(config: dict, ids: set[str]) -> dict[str, str]:
-    from .taskfile import load_tasks
+    from .tasks.taskfile import load_tasks
 
     root = config.get("data_root")
     if not root or not Path(root).is_dir():

@@ -33,7 +33,7 @@ from agentrig.errors import ConfigError
 from agentrig.store.export import _atomic, _parse_time
 
 from .export_read import _UNREADABLE, MODEL_LESS, _events, _iso, _tokens, failure_mode, verifier_result
-from .parsers import PASSING
+from .tasks.parsers import PASSING
 
 # The class behind each agent kind (Terminal-Bench's lock names an agent as ``module:class``).
 AGENT_CLASSES = {"bash": "agentrig.agents.bash:BashAgent",
@@ -83,8 +83,10 @@ def tb_trial(record: Any, run_id: str, tb_run_id: str, n_attempts: int, instruct
     result = verifier_result(record)
     readable = failure_mode(record) not in _UNREADABLE and bool(result)
     tests = result.get("tests") or []
+    # TB's parser results are a TB1 task's verdict; a Harbor task's reward file decides, the tests
+    # its pytest summary listed are for the record (trials stored before the format was: TB1's)
     parser_results = ({t["name"]: "passed" if t.get("outcome") in PASSING else "failed" for t in tests}
-                      if readable and tests else None)
+                      if readable and tests and result.get("format", "tb1") == "tb1" else None)
     prompt, completion = _tokens(record)
     start = _parse_time(record.started_at)
     test_s = float(result.get("duration_s") or 0.0)

@@ -26,7 +26,7 @@ from typing import Any, Callable
 from agentrig.agents.bash_prompts import ACTION_LABEL
 from agentrig.analysis.shell_tools import shell_command
 
-from .parsers import PASSING
+from .tasks.parsers import PASSING
 
 SMOKE_TASK = "write-marker"
 CLIP_LINES = 8
@@ -39,7 +39,7 @@ def smoke_task(r: Any, group: str, runnable: Callable[[Any], bool]) -> tuple[str
     """The built-in smoke task: from the selection when it is there, else loaded from the
     built-in tasks when ``runnable(task)`` (the run's sandbox can run it), else the first
     selected task."""
-    from .taskfile import builtin_tasks_dir, load_tasks
+    from .tasks.taskfile import builtin_tasks_dir, load_tasks
 
     builtin = builtin_tasks_dir().resolve()
     for g, task in r.tasks:
@@ -129,7 +129,10 @@ def _tests(record: Any) -> list[tuple[str, str]]:
     tests = result.get("tests") or []
     passed = [t["name"] for t in tests if t.get("outcome") in PASSING]
     failed = [t["name"] for t in tests if t.get("outcome") not in PASSING]
-    line = f"{len(passed)}/{len(tests)} passed" if tests else f"reward {result.get('reward')}"
+    if result.get("format") == "harbor":  # the reward file decides; a test summary it printed is told beside it
+        line = f"reward {result.get('reward')}" + (f" ({len(passed)}/{len(tests)} tests passed)" if tests else "")
+    else:
+        line = f"{len(passed)}/{len(tests)} passed" if tests else f"reward {result.get('reward')}"
     line += ": resolved" if result.get("resolved") else f": not resolved, failure mode {result.get('failure_mode')}"
     if failed:
         line += "\nfailed: " + ", ".join(failed[:8])

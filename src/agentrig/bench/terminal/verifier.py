@@ -12,8 +12,12 @@ its timeout, ran out of steps, …), in the trial's final sandbox state:
    Harbor's ``/logs/verifier`` is a directory the sandbox creates fresh for the verifier, so a
    reward file the agent wrote earlier is not there.
 3. Terminal-Bench 1: ``bash /tests/run-tests.sh`` (or pytest on ``/tests/test_outputs.py -rA``
-   when the task has no run-tests.sh); the output is read by ``parsers.parse_pytest``. Harbor:
-   ``bash /tests/test.sh``; the reward file is read by ``parsers.parse_reward_dir``.
+   when the task has no run-tests.sh); the output is read by the task's ``parser_name``
+   (``tb_parsers.read``: ``pytest`` by ``parsers.parse_pytest``, or ``swebench``, ``sweperf``,
+   ``mlebench``, ``swelancer``); reward 1 when every result it reads passed. Harbor:
+   ``bash /tests/test.sh``; the reward file is read by ``parsers.parse_reward_dir``, and when the
+   script's output holds pytest's short test summary (``pytest -rA``) its per-test outcomes are
+   recorded beside the reward (``tests``; they never change it).
 
 Test scripts that bootstrap uv + pytest from the internet are rewritten to use agentrig's own
 Python and pytest, bound read-only into the verifier's process (``testscripts``); pytest is
@@ -32,8 +36,9 @@ Failure modes (``FAILURE_MODES``; documented in docs/terminal.md): the verifier'
 (test_timeout, parse_error, broke_environment) win over how the agent phase ended
 (agent_timeout, format_errors, limits_exceeded, context_overflow, never_submitted), which win over wrong_output;
 a resolved trial keeps the agent phase's end (submitted, or e.g. agent_timeout when the work
-was done before the clock ran out, as Terminal-Bench records it). needs_network and
-needs_container exclude the trial: it could not be judged in this sandbox.
+was done before the clock ran out, as Terminal-Bench records it). needs_network,
+needs_container, needs_services, missing_files and unsupported (a parser_name Terminal-Bench does not
+have) exclude the trial: it could not be judged in this sandbox.
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from . import parsers, testscripts
-from .staging import (
+from .core.base import DISK_FULL, SandboxError
+from .tasks import parsers, tb_parsers, testscripts
+from .tasks.staging import (
     BASE_PATH,
     TESTS_DIR,
     VERIFIER_DIR,
@@ -59,7 +65,7 @@ from .staging import (
     venv_commands,
     verifier_python,
 )
-from .taskmodel import TerminalTask
+from .tasks.taskmodel import TerminalTask
 
 __all__ = ["FAILURE_MODES", "EXCLUDED_MODES", "VerifierResult", "VerifierPlan", "ShellState", "verify",
            "capture_shell_state", "needs_network", "stage_tests", "verifier_python", "TESTS_DIR", "VERIFIER_DIR"]
@@ -68,14 +74,15 @@ AgentEnd = Literal["submitted", "agent_timeout", "format_errors", "limits_exceed
                    "never_submitted"]
 FailureMode = Literal["submitted", "wrong_output", "agent_timeout", "test_timeout", "parse_error",
                       "format_errors", "limits_exceeded", "context_overflow", "never_submitted", "broke_environment",
-                      "needs_network", "needs_container", "needs_services", "missing_files"]
+                      "needs_network", "needs_container", "needs_services", "missing_files", "unsupported"]
 
 FAILURE_MODES: dict[str, str] = {
     "submitted": "the agent submitted and the tests passed (resolved; not a failure)",
     "wrong_output": "the tests ran and at least one failed (Harbor: reward below 1)",
     "agent_timeout": "the agent phase hit the task's agent timeout; the tests still ran",
     "test_timeout": "the tests did not finish within the task's test timeout",
-    "parse_error": "the tests' result could not be read: no pytest summary, or no/invalid reward file",
+    "parse_error": "the tests' result could not be read: no pytest summary, no SWE-bench/SWE-Perf result markers, "
+                   "or no/invalid reward file",
     "format_errors": "the agent's replies could not be parsed into actions too many times in a row",
     "limits_exceeded": "the agent phase hit a step, cost or token limit",
     "context_overflow": "the conversation outgrew the model's context window even with old outputs elided",
@@ -84,9 +91,10 @@ FAILURE_MODES: dict[str, str] = {
     "needs_network": "excluded: the tests need the network and the sandbox has none",
     "needs_container": "excluded: the task needs a real container runtime (see TaskSupport)",
     "needs_services": "excluded: the task's compose file runs services beside the agent's machine",
-    "missing_files": "excluded: files of the task are not in this copy (Git LFS pointers, not their content)",
+    "missing_files": "excluded: files of the task are not in this copy (Git LFS pointers, not their content; a COPY source the build context lacks)",
+    "unsupported": "excluded: the task's parser_name is none of Terminal-Bench's parsers: its output cannot be judged",
 }
-EXCLUDED_MODES = frozenset({"needs_network", "needs_container", "needs_services", "missing_files"})
+EXCLUDED_MODES = frozenset({"needs_network", "needs_container", "needs_services", "missing_files", "unsupported"})
 _AGENT_FAILURES = ("agent_timeout", "format_errors", "limits_exceeded", "context_overflow", "never_submitted")
 
 
@@ -165,6 +173,7 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
     `shell_state`: the agent shell's state, for tasks with ``run_tests_in_same_shell``;
     `support_reason`: ``TaskSupport.reason`` when the task cannot run in this sandbox."""
     base = dict(task_id=task.id, format=task.format, resolved=False, reward=0.0)
+    support_reason = support_reason or tb_parsers.unsupported_parser(task)  # nothing could judge its output
     if support_reason:
         mode = support_reason.split(":", 1)[0].strip()
         mode = mode if mode in EXCLUDED_MODES else "needs_container"
@@ -187,6 +196,9 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
                                   notes=plan.notes)
         for target, reqs in plan.fetch.items():  # packages the tests install that agentrig lacks: once, on the host
             failed = await asyncio.to_thread(fetch_test_packages, target, reqs)
+            if failed and DISK_FULL in failed:  # fetched onto this machine's disk: the host's fault, never the task's
+                raise SandboxError(f"the packages the tests need could not be fetched: this machine's disk is full "
+                                   f"({DISK_FULL}) under {Path(target).parent}; free space and run again\n{failed}")
             if failed:
                 return VerifierResult(**base, failure_mode="needs_network", excluded=True, notes=plan.notes,
                                       detail=f"the packages the tests need could not be fetched: {failed}")
@@ -235,7 +247,7 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
                 await _fetch_rewards(sandbox, logs, reward_dir)
             result = _judge_harbor(base, out, reward_dir, agent_end)
         else:
-            result = _judge_tb1(base, out, res, agent_end)
+            result = _judge_tb1(base, out, res, agent_end, task.parser_name)
     result.duration_s = time.monotonic() - started
     return result
 
@@ -255,25 +267,29 @@ async def _fetch_rewards(sandbox: Any, logs: str, into: Path) -> None:
                 continue
 
 
-def _broke(res: Any) -> bool:
-    return res.exit_code in (126, 127) and "short test summary info" not in (res.output or "").lower()
-
-
-def _judge_tb1(base: dict, out: dict, res: Any, agent_end: AgentEnd) -> VerifierResult:
+def _judge_tb1(base: dict, out: dict, res: Any, agent_end: AgentEnd, parser_name: str) -> VerifierResult:
+    """The task's parser reads the output (``tb_parsers.read``); exit 126/127 with nothing it looks
+    for in the output is ``broke_environment`` (the shell or an interpreter the tests need is gone)."""
+    broke = res.exit_code in (126, 127) and (parser_name != "pytest" or
+                                             "short test summary info" not in (res.output or "").lower())
     try:
-        tests = parsers.parse_pytest(res.output or "")
+        reading = tb_parsers.read(parser_name, res.output or "")
     except parsers.ParseError as exc:
-        if _broke(res):
+        if broke:
             return VerifierResult(**base, **out, failure_mode="broke_environment",
                                   detail=f"the tests could not start (exit {res.exit_code}): {(res.output or '').strip()[:300]}")
         return VerifierResult(**base, **out, failure_mode="parse_error", detail=str(exc))
+    tests = reading.tests
+    if not reading.found and broke:
+        return VerifierResult(**base, **out, tests=tests, failure_mode="broke_environment",
+                              detail=f"the tests could not start (exit {res.exit_code}): {(res.output or '').strip()[:300]}")
     if not tests:
         return VerifierResult(**base, **out, failure_mode="parse_error",
                               detail="the short test summary lists no test result")
     ok = parsers.resolved(tests)
     return VerifierResult(**{**base, "resolved": ok, "reward": 1.0 if ok else 0.0}, **out, tests=tests,
                           components={t.name: 1.0 if t.passed else 0.0 for t in tests},
-                          failure_mode=_mode(agent_end, ok, None))
+                          failure_mode=_mode(agent_end, ok, None), detail=None if ok else reading.detail)
 
 
 def _judge_harbor(base: dict, out: dict, rdir: Path, agent_end: AgentEnd) -> VerifierResult:
@@ -283,6 +299,15 @@ def _judge_harbor(base: dict, out: dict, rdir: Path, agent_end: AgentEnd) -> Ver
         mode = "broke_environment" if out["exit_code"] in (126, 127) else "parse_error"
         return VerifierResult(**base, **out, failure_mode=mode, detail=str(exc))
     ok = reward.reward >= 1.0
-    return VerifierResult(**{**base, "resolved": ok, "reward": reward.reward}, **out,
+    return VerifierResult(**{**base, "resolved": ok, "reward": reward.reward}, **out, tests=_summary(out["output"]),
                           components=reward.components, failure_mode=_mode(agent_end, ok, None),
                           detail=f"reward {reward.reward:g} from {reward.source}")
+
+
+def _summary(output: str | None) -> list[parsers.TestResult]:
+    """Harbor: the tests pytest's short test summary lists when ``test.sh`` printed one (``-rA``),
+    for the record and the audit's reasons only — the reward file alone decides the reward."""
+    try:
+        return parsers.parse_pytest(output or "")
+    except parsers.ParseError:
+        return []

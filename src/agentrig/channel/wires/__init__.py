@@ -1,6 +1,6 @@
 """The wire seam: every wire format behind one ``send``.
 
-A wire module (``chat``, ``responses``, ``anthropic``; the registry is ``config.WIRE_MODULES``) speaks
+A wire module (``chat``, ``responses``, ``anthropic``; the registry is ``REGISTRY`` below) speaks
 one API in the channel's own terms (chat-style ``messages``/``tools``/settings in,
 ``AssistantMessage``/``Usage``/``finish_reason`` out), so that the one retry loop, the concurrency
 bounds, the X-Agentrig headers, the usage ledger and the doctor are shared by every wire:
@@ -18,7 +18,8 @@ bounds, the X-Agentrig headers, the usage ledger and the doctor are shared by ev
 maps its transport's exceptions once): a status error → the wire's ``classify``; a timeout → a
 timeout, or a dropped connection when it came early (the aiohttp transport reports a refused
 connection as a timeout); a connection error → a connection fault; a body that does not parse →
-malformed. Adding a wire: one module here and one line in ``config.WIRE_MODULES``.
+malformed. Adding a wire: one module here, one line in ``REGISTRY`` and its name in ``config.WIRES``
+(the names a settings file may write; a test holds the two equal).
 """
 
 from __future__ import annotations
@@ -32,10 +33,15 @@ from typing import Any
 
 from agentrig.channel.faults import Fault, connection_detail, refused
 from agentrig.channel.parse import Malformed
-from agentrig.config import WIRE_MODULES, ResolvedRole
+from agentrig.config import ResolvedRole
 from agentrig.types import Completion
 
-WIRES = tuple(WIRE_MODULES)
+# The wire registry: name → the module here that speaks it (imported on first use).
+REGISTRY: dict[str, str] = {
+    "chat": "agentrig.channel.wires.chat",  # chat completions (POST /chat/completions)
+    "responses": "agentrig.channel.wires.responses",  # the OpenAI Responses API
+    "anthropic": "agentrig.channel.wires.anthropic",  # the Anthropic Messages API
+}
 _LOADED: dict[str, ModuleType] = {}
 
 
@@ -43,9 +49,9 @@ def wire_module(wire: str) -> ModuleType:
     """The module that speaks ``wire`` (imported on first use: the Anthropic SDK only when asked for)."""
     module = _LOADED.get(wire)
     if module is None:
-        if wire not in WIRE_MODULES:
-            raise ValueError(f"wire {wire!r}: expected one of {', '.join(WIRES)}")
-        module = _LOADED[wire] = importlib.import_module(WIRE_MODULES[wire])
+        if wire not in REGISTRY:
+            raise ValueError(f"wire {wire!r}: expected one of {', '.join(REGISTRY)}")
+        module = _LOADED[wire] = importlib.import_module(REGISTRY[wire])
     return module
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrig.channel.faults import _QUOTA, Fault, classify_status, model_not_found, server_message
+from agentrig.channel.faults import _QUOTA, Fault, classify_status, model_fault, quota_fault, server_message
 from agentrig.config import ResolvedRole
-from agentrig.errors import Diagnosis, EndpointNotFound, ModelNotFound, QuotaExhausted
+from agentrig.errors import Diagnosis, EndpointNotFound
 
 
 def text_of(content: Any, sep: str = "", image: str | None = None) -> str:
@@ -56,16 +56,12 @@ def classify_api(status: int, body: Any, headers: Any, rr: ResolvedRole, path: s
     if isinstance(fault.fatal, EndpointNotFound):
         generic = message.strip(" .").lower() in ("", "not found", "404: not found")
         if error_type(body) == "not_found_error" and not generic:  # Anthropic: "model: claude-…"
-            return Fault("fatal", status, message, fatal=ModelNotFound(
-                model_not_found(rr.model, rr.base_url, message), status=status))
+            return model_fault(status, message, rr.model, rr.base_url)
         return Fault("fatal", status, message, fatal=EndpointNotFound(Diagnosis(
             "BASE_URL_PATH", f"POST {path} at {rr.base_url} answered 404 Not Found: this endpoint does not serve "
             f"the {rr.wire} wire at that path.{said}",
             f"check that the endpoint serves {path} (or use wire = \"chat\" if it only serves chat completions); "
             "run `agentrig doctor`"), status=status))
     if status == 400 and fault.fatal is not None and _QUOTA.search(message):  # Anthropic's "credit balance is too low"
-        return Fault("fatal", status, message, fatal=QuotaExhausted(Diagnosis(
-            "QUOTA_EXHAUSTED", f"the endpoint refuses requests because the account's credit is used up.{said}",
-            "add credit or raise the spending limit with the provider, or use another key; retrying will not help",
-        ), status=status))
+        return quota_fault(status, message, "the endpoint refuses requests because the account's credit is used up.")
     return fault

@@ -2,7 +2,7 @@
 official SDK's client (the channel's: retries off, same pool, its auth and error classes). The
 body is built here and posted as is, as the chat wire does: ``client.responses.create`` walks
 the whole typed ``input`` of every request, about 8x the chat wire's client CPU per agent step
-(benchmarks/wire_overhead.py), which bounds a run with many trials in flight.
+(perf/wire_overhead.py), which bounds a run with many trials in flight.
 
 What maps to what (the channel keeps chat-style messages; see docs/channel.md):
 

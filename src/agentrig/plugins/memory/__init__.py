@@ -1,5 +1,6 @@
 """The proactive memory plug-in (``kind = "memory"``): see ``agent.py`` for what it does,
-``settings.py`` for its settings, ``bank.py`` for the memory bank and its tools."""
+``settings.py`` for its settings, ``bank.py`` for the memory bank and its tools, ``figure.py`` for
+its analysis figure (what it did, what it cost, its A/B against the baseline arm)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,6 @@ class MemoryFactory:
 
 
 factory = MemoryFactory()
-register("memory", factory)
+register("memory", factory, figures=["agentrig.plugins.memory.figure:MemoryFigure"])
 
 __all__ = ["Bank", "MemoryFactory", "MemoryPlugin", "MemorySettings", "factory", "parse_settings"]

@@ -37,10 +37,9 @@ from agentrig.errors import ConfigError, Diagnosis, FatalChannelError
 from agentrig.types import TrialRecord, Trajectory, Verdict
 
 from agentrig.run import outages
-from agentrig.run.executor import Executor, Outcome, _Fatal
+from agentrig.run.executor import Executor, Outcome, TrialSpec, _Fatal
 from agentrig.run.ray.data import Packed, pack
 from agentrig.run.ray.secrets import seal
-from agentrig.run.runner import TrialSpec
 
 INSTALL = "pip install 'agentrig[ray]'"
 WORKER_LOST = "worker_lost"

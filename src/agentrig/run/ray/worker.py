@@ -19,12 +19,11 @@ from typing import Any
 
 from agentrig.types import TrialKey
 
-from agentrig.run.executor import Executor, _Fatal
+from agentrig.run.executor import Executor, TrialSpec, _Fatal, make_channels
 from agentrig.run.ray.breaker import BreakerLink
 from agentrig.run.ray.data import materialize
 from agentrig.run.ray.secrets import unseal
 from agentrig.run.ray.slots import endpoint_id, slots_hook
-from agentrig.run.runner import TrialSpec, make_channels
 
 
 class RunData:
@@ -135,7 +134,7 @@ class TrialWorker:
             link.close()
         self.links.clear()
         if self.executor is not None:
-            from agentrig.run.runner import close_channels
+            from agentrig.run.executor import close_channels
 
             await close_channels(self.executor.channels)
             self.executor = None

@@ -4,14 +4,18 @@ Public API (stable; the bwrap and docker/podman sandboxes use it):
 
 - ``resolve_base(image_ref) -> BaseRecipe | None`` — the recipe a task's ``FROM`` stands for
   (TB's ``python-3-13``/``ubuntu-24-04``, ``python:3.x[-slim][-suite]``, ``debian:<suite>[-slim]``,
-  ``ubuntu:<version>``), None when there is none. A recipe carries the image's metadata:
+  ``ubuntu:<version>``; and in ``official.py`` ``buildpack-deps``, ``node``, ``golang``, ``rust``,
+  ``openjdk``, ``eclipse-temurin``, ``gcc``), None when there is none. A recipe carries the image's metadata:
   ``workdir``, ``env``, ``cmd``, ``shell``, and ``substituted`` (what differs from the real image);
   ``recipe.image_changes()`` gives them as Dockerfile lines for ``podman/docker import --change``.
 - ``ensure_base_root(recipe, progress=None, *, cache=None, host_settings=False) -> Path`` — the
   root directory, built once (into a temp dir, renamed when complete, under a lock) and cached in
   ``images_dir()`` (``$AGENTRIG_IMAGES_DIR`` or ``$XDG_CACHE_HOME/agentrig/images``).
-- ``images.describe.task_image(task)`` — the task's FROM, what stands for it, the substitution.
-- ``list_roots()``, ``remove_roots(selector)``, ``images_dir()`` — for ``agentrig images``.
+- (above the sandboxes: ``sandbox/task_image.py``'s ``task_image(task)`` — the task's FROM, what stands for it, the substitution.)
+- ``list_roots()``, ``remove_roots(selector)``, ``images_dir()`` — for ``agentrig images`` (``images_cli.py``).
+
+Floor 1 of the package: it imports only ``core/`` (the sandbox errors, the host's package-index
+settings); the Dockerfile reading (``tasks/``) and the sandboxes sit above it.
 """
 
 

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..sandbox.base import SandboxError
-from ..sandbox.hostsettings import host_apt_options
-from .recipes import BaseRecipe
+from ..core.base import SandboxError
+from ..core.hostsettings import host_apt_options
+from .model import BaseRecipe
 from .ubuntu import ADD_USER, WITH_USER, fetch_ubuntu_keyring, ubuntu_sources
 
 MIRROR = "http://deb.debian.org/debian"
@@ -74,6 +74,16 @@ PYTHON_AT_LOCAL = ('chroot "$1" python3 -m venv --without-pip /usr/local || exit
                    '--disable-pip-version-check "${w#"$1"}" || exit 1; done')
 
 
+
+def python_packages_hook(names: list[str]) -> str:
+    """Install `names` (setuptools, wheel) into the /usr/local environment from the wheels Debian
+    ships in /usr/share/python-wheels (no network); a name with no wheel there fails the build."""
+    wheels = " ".join(f'"$1"/usr/share/python-wheels/{name}-[0-9]*.whl' for name in names)
+    return (f'set -- "$1" {wheels}; root="$1"; shift; for w; do [ -e "$w" ] || {{ echo "no wheel $w" >&2; exit 1; }}; done; '
+            'chroot "$root" /usr/local/bin/python3 -m pip install --no-index --no-cache-dir --disable-pip-version-check '
+            '$(for w; do printf "%s " "${w#"$root"}"; done)')
+
+
 def _python_layout(root: Path, alias: str | None = None) -> None:
     """The environment at /usr/local as the official images' /usr/local: a ``python`` (venv makes
     ``python3`` and ``python3.X``, and ``python`` on most versions), no activation scripts.
@@ -97,6 +107,38 @@ def _python_layout(root: Path, alias: str | None = None) -> None:
                 os.symlink(target, link)
 
 
+def user_hook(name: str) -> str:
+    """The image's user (node's ``node``): uid and gid 1000, a home, bash, as its Dockerfile makes it."""
+    return (f'chroot "$1" groupadd --gid 1000 {name} && '
+            f'chroot "$1" useradd --uid 1000 --gid {name} --shell /bin/bash --create-home {name}')
+
+
+def locale_hook(locale: str) -> str:
+    """Generate `locale` (``en_US.UTF-8``) in the root, as eclipse-temurin's Dockerfile does."""
+    charset = locale.split(".", 1)[-1] if "." in locale else "UTF-8"
+    return (f'echo "{locale} {charset}" >> "$1/etc/locale.gen" && '
+            f'chroot "$1" locale-gen {locale} >/dev/null')
+
+
+def _place(root: Path, recipe: BaseRecipe) -> None:
+    """The recipe's directories (with their modes) and links: where the real image has its language.
+    A link's target is a path in the root, its glob resolved there; none matching fails the build
+    (the recipe names a package's path that is not there)."""
+    for path, mode in recipe.dirs.items():
+        where = root / path.lstrip("/")
+        where.mkdir(parents=True, exist_ok=True)
+        os.chmod(where, mode)
+    for path, target in recipe.links.items():
+        found = sorted(glob.glob(str(root / target.lstrip("/"))))
+        if not found:
+            raise SandboxError(f"building base image {recipe.ref}: {target} is not in the root "
+                               f"(the recipe links {path} to it); its packages lay out otherwise")
+        link = root / path.lstrip("/")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(link):
+            os.symlink("/" + os.path.relpath(found[0], root), link)
+
+
 def _finish(root: Path, recipe: BaseRecipe) -> None:
     """What the real image has beyond the packages: a pip that installs, its layout, the WORKDIR."""
     if recipe.python:
@@ -106,11 +148,21 @@ def _finish(root: Path, recipe: BaseRecipe) -> None:
         _python_layout(root, recipe.python_alias)
     with contextlib.suppress(FileNotFoundError):  # the build's --aptopt lines (apt proxy, Recommends): never kept
         os.unlink(root / "etc/apt/apt.conf.d/99mmdebstrap")
+    _place(root, recipe)
     if recipe.workdir != "/":
         (root / recipe.workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
     for name in ("tmp", "var/tmp"):
         (root / name).mkdir(parents=True, exist_ok=True)
         os.chmod(root / name, 0o1777)
+
+
+def build_error(lines: list[str]) -> str:
+    """What to quote of a failed mmdebstrap: apt's own errors (a package no archive has, an archive
+    file the mirror cannot serve: ``E: Failed to fetch … 404``), which come long before its last
+    lines, and then the last lines."""
+    tail = lines[-8:]
+    causes = [line for line in lines[:-8] if line.startswith("E: ") and not line.startswith("E: setup failed")][:4]
+    return "\n".join([*causes, *tail])
 
 
 def lock_file(path: Path, cancel: threading.Event | None = None) -> int:
@@ -214,6 +266,8 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
             argv.append(f"--aptopt={opt}")
         if recipe.python_layout:
             argv += [f"--customize-hook={DIVERT_MARKER}", f"--customize-hook={PYTHON_AT_LOCAL}"]
+            if recipe.python_packages:
+                argv.append(f"--customize-hook={python_packages_hook(recipe.python_packages)}")
         sources = _sources(recipe.suite)
         if recipe.distro == "ubuntu":
             try:
@@ -224,6 +278,10 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
             sources = ubuntu_sources(recipe)
             if recipe.suite in WITH_USER:
                 argv.append(f"--customize-hook={ADD_USER}")
+        if recipe.user:
+            argv.append(f"--customize-hook={user_hook(recipe.user)}")
+        for locale in recipe.locales:
+            argv.append(f"--customize-hook={locale_hook(locale)}")
         argv += [recipe.suite, str(staging / "root"), *sources]
         started = time.monotonic()
         try:
@@ -233,11 +291,15 @@ def ensure_base_root(recipe: BaseRecipe, progress: Progress | None = None, *, ca
             raise
         if proc.returncode != 0:
             _remove(staging)
-            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
+            tail = build_error((proc.stderr or proc.stdout).strip().splitlines())
             hint = (f"\nUbuntu's archive is {recipe.mirror} ($AGENTRIG_UBUNTU_ARCHIVE): check that this machine reaches it, "
                     "or unset the variable to let Debian stand in for Ubuntu") if recipe.distro == "ubuntu" else ""
             raise SandboxError(f"building base image {recipe.ref} failed (mmdebstrap exited {proc.returncode}):\n{tail}{hint}")
-        _finish(staging / "root", recipe)
+        try:
+            _finish(staging / "root", recipe)
+        except SandboxError:
+            _remove(staging)
+            raise
         meta = {"recipe": recipe.model_dump(), "key": recipe.key(), "built_at": time.time(),
                 "build_s": round(time.monotonic() - started, 1)}
         (staging / "meta.json").write_text(json.dumps(meta, indent=2))

@@ -1,8 +1,9 @@
 """Recipes for base images: what a task's ``FROM`` line stands for, built from Debian packages.
 
 ``resolve_base(ref)`` maps an image reference (TB's ``ghcr.io/laude-institute/t-bench/python-3-13``
-and ``ubuntu-24-04``, ``python:3.x[-slim][-<suite>]``, ``debian:<suite>[-slim]``,
-``ubuntu:<version>``) to a ``BaseRecipe`` or None. What the real images have and tasks rely on is
+and ``ubuntu-24-04``, ``python:3.x[.y][-slim][-<suite>]``, ``debian:<suite|12|12.5|stable|latest>[-slim]``,
+``ubuntu:<version>``, with the point, dated and role tags the official images publish) to a
+``BaseRecipe`` or None. It alone decides which bases are accepted: ``dockerfile.accepted_base`` asks it. What the real images have and tasks rely on is
 taken from their public Dockerfiles: TB's images are ``python:3.13-slim-bookworm`` /
 ``ubuntu:24.04`` plus ``tmux asciinema`` and ``WORKDIR /app``; the official python images have
 ``python``/``pip`` on PATH, ``LANG=C.UTF-8`` and ``CMD ["python3"]``, the non-slim ones the
@@ -16,33 +17,31 @@ The image's Python is laid out as the official images have it (``python_layout``
 environment at ``/usr/local`` (``python``/``pip`` in ``/usr/local/bin``, packages in
 ``/usr/local/lib/python3.X/site-packages``, pip installed by pip itself), which sees none of the
 Python libraries Debian's own packages install (asciinema's) — in the real image those belong to
-Debian's separate Python. Where another Python stands in, the real image's version paths lead to it
+Debian's separate Python. Before 3.12 the official images have setuptools and wheel beside pip
+(``python_packages``, from Debian's wheels), decided by the tag's Python, not the stand-in's. Where another Python stands in, the real image's version paths lead to it
 (``python_alias``: ``/usr/local/lib/python3.13`` → the stand-in's).
 
 Ubuntu bases are built from Ubuntu's own archive when ``$AGENTRIG_UBUNTU_ARCHIVE`` names it
 (``distro = "ubuntu"``, nothing substituted; ``ubuntu.py``); otherwise Debian stands in, said so.
+The other official images (``buildpack-deps``, ``node``, ``golang``, ``rust``, ``openjdk``,
+``eclipse-temurin``, ``gcc``) have their recipes in ``official.py``; ``resolve_base`` asks it for
+any repository this module does not know.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
 
-from pydantic import BaseModel, Field
+from .model import (DEBIAN_NUMBERS, DEBIAN_ROLES, LATER_FIELDS, PATH, RECIPE_FORMAT, UBUNTU_ARCHIVE_ENV, UBUNTU_NAMES,
+                    BaseRecipe, ubuntu_archive)
+from .official import official_recipe
 
-RECIPE_FORMAT = "1"
-# fields added after format 1: in the key only when set, so roots built before them keep their keys
-LATER_FIELDS = ("python_layout", "recommends", "python_alias", "distro", "mirror")
+__all__ = ["DEBIAN_NUMBERS", "DEBIAN_ROLES", "LATER_FIELDS", "PATH", "RECIPE_FORMAT", "UBUNTU_ARCHIVE_ENV", "UBUNTU_NAMES",
+           "BaseRecipe", "debian_suite", "official_recipe", "python_suite", "resolve_base", "ubuntu_archive"]
+
 PYTHON_LAYOUT = "official-3"  # what builder lays over Debian's Python (the hook, _python_layout); bump when it changes
 SUITE_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
 DEFAULT_SUITE = "bookworm"  # the suite this machine's Debian mirror serves; ubuntu and bare python tags map to it
-UBUNTU_NAMES = {"20.04": "focal", "22.04": "jammy", "24.04": "noble", "24.10": "oracular", "25.04": "plucky"}
-PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Ubuntu's own archive (a mirror of it): when set, Ubuntu bases are built from it — the real
-# distribution, nothing substituted; unset, Debian stands in (this machine's registries are Debian's)
-UBUNTU_ARCHIVE_ENV = "AGENTRIG_UBUNTU_ARCHIVE"
 # the official python images ship the interpreter's headers (Python.h): tests build C extensions with them
 # no python3-pip: the image's Python is a virtual environment at /usr/local (builder.PYTHON_AT_LOCAL)
 # with pip installed from the wheel python3-venv ships, as the official images have theirs
@@ -50,43 +49,16 @@ PYTHON_PACKAGES = ["python3", "python3-venv", "python3-dev", "python-is-python3"
 BUILDPACK_PACKAGES = ["git", "curl", "wget", "build-essential", "procps", "openssh-client", "xz-utils", "unzip"]
 TB_PACKAGES = ["tmux", "asciinema"]
 TB_PREFIX = "ghcr.io/laude-institute/t-bench/"
-
-
-class BaseRecipe(BaseModel):
-    """How to build one base root: a suite (Debian's, or Ubuntu's from its archive), packages, and the image's metadata."""
-
-    ref: str  # the image reference it stands for, as written in the FROM line
-    suite: str  # the suite mmdebstrap builds (Debian's; Ubuntu's codename when distro is "ubuntu")
-    distro: str | None = None  # None: Debian; "ubuntu": built from Ubuntu's archive (`mirror`)
-    mirror: str | None = None  # the archive's URL when not Debian's
-    packages: list[str] = Field(default_factory=list)
-    recommends: bool = False  # install the packages' Recommends too, as the image's own `apt-get install -y` does
-    python: bool = False  # python/pip on PATH and pip installs (no EXTERNALLY-MANAGED refusal)
-    python_layout: str | None = None  # the official images' /usr/local layout over Debian's Python (PYTHON_LAYOUT)
-    # the real image's Python version when another stands in: its paths (/usr/local/lib/python3.13,
-    # /usr/local/bin/python3.13) lead to the stand-in's, so a Dockerfile that names them acts on them
-    python_alias: str | None = None
-    workdir: str = "/"  # the image's WORKDIR
-    env: dict[str, str] = Field(default_factory=dict)
-    cmd: list[str] = Field(default_factory=lambda: ["bash"])
-    shell: list[str] = Field(default_factory=lambda: ["/bin/sh", "-c"])  # the Dockerfile SHELL for RUN
-    substituted: str | None = None  # what differs from the real image (shown by `tasks show`, audit: base_substituted)
-    # the real image's package archive when the stand-in's differs (Ubuntu's, another Debian suite's):
-    # a solution's apt-get asking for what only that archive has fails for the substitution
-    archive: str | None = None
-
-    def image_changes(self) -> list[str]:
-        """The image's metadata as Dockerfile lines (``podman/docker import --change`` each)."""
-        lines = [f"ENV {name}={json.dumps(value)}" for name, value in self.env.items()]
-        return [*lines, f"WORKDIR {self.workdir}", f"CMD {json.dumps(self.cmd)}", f"SHELL {json.dumps(self.shell)}"]
-
-    def key(self) -> str:
-        """The cache key: everything that changes the built tree (not the ref: two refs may share a root)."""
-        body = self.model_dump(exclude={"ref", "substituted", "archive"})
-        for name in LATER_FIELDS:
-            if body.get(name) in (None, False):  # unset: the keys built before it stay
-                body.pop(name, None)
-        return hashlib.sha256(json.dumps([RECIPE_FORMAT, body], sort_keys=True).encode()).hexdigest()[:16]
+# the official python images before 3.12 install setuptools and wheel beside pip (their Dockerfile
+# template: `pip install setuptools==… 'wheel<0.46'` for 3.10 and 3.11, 3.9 and older had them too;
+# 3.12+ have pip alone): here from the wheels of the stand-in suite (Debian's versions, not PyPI's)
+SETUPTOOLS_BEFORE = 12  # the first 3.X minor without them
+PYTHON_EXTRAS = ["setuptools", "wheel"]
+# the packages carrying those wheels; bullseye's python-pip-whl (python3-venv's) carries both, its
+# setuptools with pkg_resources split into a wheel of its own (setuptools imports it)
+SPLIT_PKG_RESOURCES = {"bullseye"}
+EXTRA_WHEELS = {"bookworm": ["python3-setuptools-whl", "python3-wheel-whl"],
+                "trixie": ["python3-setuptools-whl", "python3-wheel-whl"]}
 
 
 def python_suite(version: str, suite: str | None) -> str | None:
@@ -97,7 +69,13 @@ def python_suite(version: str, suite: str | None) -> str | None:
     pandas 1.3 for Python 3.8 builds on bullseye's 3.9, not on bookworm's 3.11). An older Python
     than the image's stays: a newer suite would change the tools' behaviour (TB's
     openssl-selfsigned-cert reads OpenSSL 3.0's output; trixie has 3.5) for a version few tasks
-    need. None: no such suite."""
+    need. A tag naming no suite (``python:3.13-slim``) gets the suite whose Python is the image's
+    where one has it (trixie's 3.13, bookworm's 3.11, bullseye's 3.9), as the official images are
+    built on a suite of their time. None: no such suite."""
+    if suite is None:
+        exact = [name for name, have in SUITE_PYTHON.items() if have == version]
+        if exact:
+            return exact[0]
     wanted = suite or DEFAULT_SUITE
     if wanted not in SUITE_PYTHON:
         return None
@@ -126,16 +104,19 @@ def _python(version: str, variant: str, suite: str | None, ref: str) -> BaseReci
     packages = list(PYTHON_PACKAGES)
     if variant != "slim":
         packages += BUILDPACK_PACKAGES
+    # setuptools and wheel where the image's own Python (the tag's, not the stand-in's) has them
+    extras = list(PYTHON_EXTRAS) if int(version.split(".")[1]) < SETUPTOOLS_BEFORE else []
+    if extras:
+        packages += EXTRA_WHEELS.get(chosen, [])
+        if chosen in SPLIT_PKG_RESOURCES:
+            extras.insert(1, "pkg_resources")
+    if (int(python.split(".")[1]) < SETUPTOOLS_BEFORE) != bool(extras):  # the stand-in's own image would differ
+        notes.append(f"{'setuptools and wheel' if extras else 'no setuptools or wheel'}, as in the Python {version} image")
     env = {"PATH": PATH, "LANG": "C.UTF-8", "PYTHON_VERSION": python}
     return BaseRecipe(ref=ref, suite=chosen, packages=packages, python=True, python_layout=PYTHON_LAYOUT, env=env,
-                      cmd=["python3"], substituted="; ".join(notes) or None,
+                      python_packages=extras, cmd=["python3"], substituted="; ".join(notes) or None,
                       python_alias=version if python != version else None,
                       archive=f"Debian {suite}'s" if suite is not None and chosen != suite else None)
-
-
-def ubuntu_archive() -> str | None:
-    """Ubuntu's archive to build Ubuntu bases from (``$AGENTRIG_UBUNTU_ARCHIVE``), or None."""
-    return (os.environ.get(UBUNTU_ARCHIVE_ENV) or "").strip().rstrip("/") or None
 
 
 def _ubuntu(version: str, ref: str) -> BaseRecipe | None:
@@ -148,11 +129,56 @@ def _ubuntu(version: str, ref: str) -> BaseRecipe | None:
     return BaseRecipe(ref=ref, suite=codename, distro="ubuntu", mirror=archive, env={"PATH": PATH})
 
 
+def _python_tag(tag: str) -> tuple[str, bool, str | None] | None:
+    """(Python version, slim, suite or None) of a python tag: ``3.11.9-slim-bookworm``, ``3-slim``,
+    ``slim-trixie``, ``bookworm``, ``latest`` …; None: a tag we cannot build (alpine, windows, a suite
+    no mirror here serves). A tag whose version moves (``3``, none) gets the newest Python a suite here has."""
+    version, slim, suite = None, False, None
+    parts = tag.split("-") if tag != "latest" else []
+    for i, part in enumerate(parts):
+        if i == 0 and re.fullmatch(r"3(?:\.\d+){0,2}", part):
+            version = ".".join(part.split(".")[:2])
+        elif part == "slim" and not slim:
+            slim = True
+        elif part in SUITE_PYTHON and suite is None:
+            suite = part
+        else:
+            return None
+    if version in (None, "3"):
+        version = max(SUITE_PYTHON.values(), key=lambda v: int(v.split(".")[1]))
+    return version, slim, suite
+
+
+def debian_suite(tag: str) -> str | None:
+    """The Debian suite a debian tag names: ``bookworm``, ``12``, ``12.5``, ``13.0-slim``,
+    ``bookworm-20250811-slim``, ``stable-slim``, ``latest`` (the stable suite); None: another suite
+    (``buster``, ``sid``, ``bookworm-backports``) or variant."""
+    match = re.fullmatch(r"([a-z]+|\d+(?:\.\d+)?)(?:-\d{8})?(-slim)?(?:-\d{8})?", tag)
+    if tag == "latest":
+        return DEBIAN_ROLES["stable"]
+    if not match:
+        return None
+    name = match.group(1)
+    if name[0].isdigit():
+        return DEBIAN_NUMBERS.get(name.split(".")[0])
+    return DEBIAN_ROLES.get(name, name if name in SUITE_PYTHON else None)
+
+
+def _ubuntu_release(tag: str) -> str | None:
+    """The Ubuntu release (``24.04``, a codename, ``latest``) a tag names: ``24.04``, ``24.04.1``
+    (the point tags older releases had), ``noble``, ``noble-20250404``; None: a release we do not know."""
+    match = re.fullmatch(r"(\d\d\.\d\d)(?:\.\d+)?|([a-z]+)(?:-\d{8})?", tag)
+    if not match:
+        return None
+    name = match.group(1) or match.group(2)
+    return name if name in UBUNTU_NAMES or name in UBUNTU_NAMES.values() or name == "latest" else None
+
+
 def resolve_base(image_ref: str) -> BaseRecipe | None:
     """The recipe for a FROM reference, or None when we have none (the caller decides what then)."""
     ref = image_ref.strip()
     name = ref.split("@", 1)[0]
-    for prefix in ("docker.io/library/", "docker.io/", "library/"):
+    for prefix in ("index.docker.io/library/", "docker.io/library/", "docker.io/", "library/"):
         if name.startswith(prefix):
             name = name[len(prefix):]
     if name.startswith(TB_PREFIX):
@@ -178,22 +204,30 @@ def resolve_base(image_ref: str) -> BaseRecipe | None:
     repo, _, tag = name.partition(":")
     tag = tag or "latest"
     if repo == "python":
-        match = re.fullmatch(r"(3\.\d+)(?:\.\d+)?(?:-(slim))?(?:-(bullseye|bookworm|trixie))?(?:-(slim))?", tag)
-        if not match:
+        parsed = _python_tag(tag)
+        if parsed is None:
             return None
-        return _python(match.group(1), match.group(2) or match.group(4) or "", match.group(3), ref)
+        version, slim, suite = parsed
+        return _python(version, "slim" if slim else "", suite, ref)
     if repo == "debian":
-        match = re.fullmatch(r"(bullseye|bookworm|trixie|11|12|13|stable)(?:-slim)?(?:-\d+)?", tag)
-        if not match:
+        suite = debian_suite(tag)
+        if suite is None:
             return None
-        suite = {"11": "bullseye", "12": "bookworm", "13": "trixie", "stable": DEFAULT_SUITE}.get(match.group(1), match.group(1))
-        return BaseRecipe(ref=ref, suite=suite, env={"PATH": PATH})
+        # a point release (13.0) or a dated snapshot (bookworm-20250811) is the suite as it was then:
+        # the mirror serves it as it is today (its packages' versions moved on) — said, and the pins a
+        # solution makes against that release's archive are the stand-in's to miss (audit: base_substituted)
+        pinned = re.match(r"\d+\.\d+", tag) or re.search(r"(?<=-)\d{8}", tag)
+        then = (f"Debian {pinned.group(0)}" if "." in pinned.group(0) else f"Debian {suite} as of {pinned.group(0)}") if pinned else None
+        return BaseRecipe(ref=ref, suite=suite, env={"PATH": PATH},
+                          substituted=f"Debian {suite} as this machine's mirror serves it today stands in for {then}" if then else None,
+                          archive=f"{then}'s" if then else None)
     if repo == "ubuntu":
-        if tag not in UBUNTU_NAMES and tag not in UBUNTU_NAMES.values() and tag != "latest":
+        version = _ubuntu_release(tag)
+        if version is None:
             return None
-        exact = _ubuntu(tag, ref)
+        exact = _ubuntu(version, ref)
         if exact is not None:
             return exact
         return BaseRecipe(ref=ref, suite=DEFAULT_SUITE, env={"PATH": PATH},
-                          substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {tag}", archive=f"Ubuntu {tag}'s")
-    return None
+                          substituted=f"Debian {DEFAULT_SUITE} stands in for Ubuntu {version}", archive=f"Ubuntu {version}'s")
+    return official_recipe(repo, tag if tag != "latest" else "", ref)

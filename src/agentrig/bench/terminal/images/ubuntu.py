@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..sandbox.base import SandboxError
+from ..core.base import SandboxError
 
 KEYRING_SUITE = "trixie"  # the first Debian release with Ubuntu's keyring package
 KEYRING_PACKAGE = "ubuntu-keyring"

@@ -3,6 +3,11 @@
 Kinds: ``bwrap`` (default; see bwrap.py), ``docker``/``podman`` (a container per trial, when a
 daemon answers), ``local`` (a temporary directory, no isolation, with a warning).
 ``sandbox_check(kind)`` lists what works and what does not here (``agentrig doctor --sandbox``).
+
+Floor 3 of the package: the sandboxes import ``core/``, ``shell.py``, ``images/`` and ``tasks/``
+below them; only the package's own modules (the episode, the verifier's caller, the audit, the
+commands) import them. ``zygote.py``, ``nsutil.py``, ``pytest_server.py`` and ``reaper.py`` are run
+or loaded by path (the standard library only), never imported by the package.
 """
 
 from __future__ import annotations
@@ -16,11 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..compose import compose_tmpfs
-from ..compose_check import check_compose
-from ..dockerfile import BuildPlan, parse_dockerfile
-from .base_roots import base_root as _base_root
-from .base import (
+from agentrig.procs import finish_despite_cancel
+
+from ..core.base import (
     BASE_ENV,
     SANDBOX_KINDS,
     CommandResult,
@@ -30,6 +33,10 @@ from .base import (
     TaskBuildError,
     effective_limits,
 )
+from ..tasks.compose import compose_tmpfs
+from ..tasks.compose_check import check_compose
+from ..tasks.dockerfile import BuildPlan, parse_dockerfile
+from .base_roots import base_root as _base_root
 
 __all__ = [
     "BASE_ENV", "SANDBOX_KINDS", "CommandResult", "Finding", "Sandbox", "SandboxError", "SandboxSettings",
@@ -65,6 +72,7 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
     workdir = plan.workdir if plan.has_workdir else getattr(task, "workdir", "/app")
     compose = _compose_of(task)
     services = bool(compose and compose.others)  # they run beside the agent's in the trial's own network
+    folder_binds = _binds_of(task, settings.kind)  # the task's folder, a private copy in the trial
     if settings.kind == "bwrap":
         from .build import ensure_layer
         from .bwrap import BwrapSandbox, new_trial_dir
@@ -73,10 +81,11 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
         layer = await ensure_layer(task, plan, settings, recipe, base_root)
         trial_dir = new_trial_dir(settings.resolved_cache_dir(), label or str(getattr(task, "id", "trial")))
         binds, env = {}, dict(layer.env)
-        if network and settings.build_network == "host-settings":  # the trial fetches as the build did
+        trial_settings = settings.trial_host_settings() if network else None
+        if trial_settings:  # the trial fetches as the build did (under "auto": with the CA bundle alone)
             from .build import host_settings_binds
 
-            binds, extra = host_settings_binds()
+            binds, extra = host_settings_binds(ca_only=trial_settings == "ca")
             env.update(extra)
         sandbox: Any = BwrapSandbox(
             trial_dir=trial_dir, layer_dir=layer.path, workdir=layer.workdir, env=env, network=network and not services,
@@ -84,7 +93,7 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
             memory_mb=memory_mb, pids=pids, cpus=cpus, bwrap=settings.bwrap_path,
             warm_verifier=settings.warm_verifier, base_root=base_root,
             tmpfs=compose_tmpfs(task.compose) if getattr(task, "compose", None) is not None else None,
-            runtime=_runtime_files(compose),
+            runtime=_runtime_files(compose), binds=folder_binds,
         )
     elif settings.kind == "local":
         from .local import LocalSandbox
@@ -100,10 +109,10 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
         sandbox = ContainerSandbox(engine=settings.kind, task=task, network=network, workdir=workdir, env=plan.env,
                                    memory_mb=memory_mb, pids=pids, cpus=cpus, shell=settings.shell,
                                    output_limit=settings.output_limit, keep=settings.keep,
-                                   build_network=settings.build_network, build_timeout_s=settings.build_timeout_s,
-                                   host_settings=network and settings.build_network == "host-settings",
+                                   build_network=settings.build_mode(), build_timeout_s=settings.build_timeout_s,
+                                   host_settings=(settings.trial_host_settings() or False) if network else False,
                                    extra_hosts=extra.get("extra_hosts"), service_names=extra.get("service_names"),
-                                   dns=extra.get("dns"))
+                                   dns=extra.get("dns"), binds=folder_binds)
     await sandbox.start()
     if settings.kind == "bwrap":
         sandbox.build_unreached = layer.unreached  # what the build could not fetch (the trial records it)
@@ -118,8 +127,8 @@ async def open_sandbox(task: Any, settings: SandboxSettings, *, label: str | Non
         try:
             await start_container_services(sandbox, compose)
         except BaseException:
-            with contextlib.suppress(Exception):
-                await sandbox.close()
+            with contextlib.suppress(Exception):  # removed to the end even while Ctrl-C goes on (procs.py)
+                await finish_despite_cancel(sandbox.close(), 20)
             raise
     return sandbox
 
@@ -137,12 +146,27 @@ def _compose_of(task: Any) -> Any:
     """The task's compose file read (``compose.Compose``), or None."""
     if getattr(task, "compose", None) is None:
         return None
-    from ..compose import ComposeError, read_compose
+    from ..tasks.compose import ComposeError, read_compose
 
     try:
         return read_compose(task.compose)
     except ComposeError:
         return None  # build_plan has refused it already
+
+
+def _binds_of(task: Any, kind: str) -> list:
+    """The compose file's binds of the task's own folder (``compose_volumes.Bind``), each given to
+    the trial as a private copy; a volume no sandbox honours is ``needs_container`` (bwrap's and
+    local's plan refused it already; on podman and docker it is found here)."""
+    if getattr(task, "compose", None) is None or kind == "local":
+        return []
+    from ..tasks.compose import ComposeError
+    from ..tasks.compose_volumes import agent_binds
+
+    try:
+        return agent_binds(task.compose)
+    except ComposeError as exc:
+        raise TaskBuildError(f"needs_container: {exc}", exclusion="needs_container") from None
 
 
 def _runtime_files(compose: Any) -> dict | None:
@@ -169,8 +193,8 @@ async def _with_services(sandbox: Any, compose: Any, settings: SandboxSettings, 
             await slirp.start()
         await start_services(compose, settings, sandbox, label, limits)
     except BaseException:
-        with contextlib.suppress(Exception):
-            await sandbox.close()
+        with contextlib.suppress(Exception):  # removed to the end even while Ctrl-C goes on (procs.py)
+            await finish_despite_cancel(sandbox.close(), 20)
         raise
 
 

@@ -9,8 +9,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from ..dockerfile import BuildPlan
-from .base import SandboxSettings, TaskBuildError
+from ..core.base import SandboxSettings, TaskBuildError
+from ..tasks.dockerfile import BuildPlan
 
 
 async def base_root(plan: BuildPlan, settings: SandboxSettings) -> tuple[Any, Path | None]:
@@ -27,7 +27,7 @@ async def base_root(plan: BuildPlan, settings: SandboxSettings) -> tuple[Any, Pa
     def progress(message: str) -> None:
         print(f"agentrig: {message}", file=sys.stderr, flush=True)
 
-    root = await in_thread(ensure_base_root, recipe, progress, host_settings=settings.build_network == "host-settings")
+    root = await in_thread(ensure_base_root, recipe, progress, host_settings=settings.build_mode() == "host-settings")
     return recipe, root
 
 

@@ -26,12 +26,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..dockerfile import BuildPlan
-from ..netfail import network_failure, registry_outage
-from .base import DISK_FULL, SandboxError, SandboxSettings, TaskBuildError
-from .bwrap import BwrapSandbox, remove_tree
-from .mounts import HOST_DIRS, SPECIAL
-from .hostsettings import MOUNT, host_settings_binds
+from ..core.base import DISK_FULL, SandboxError, SandboxSettings, TaskBuildError
+from ..core.buildfail import command_fetch, earlier_fetch, step_command
+from ..core.hostsettings import MOUNT, host_settings_binds
+from ..core.netfail import network_failure, registry_outage, settings_fault
+from ..tasks.dockerfile import BuildPlan
+from .bwrap import BwrapSandbox, HOST_DIRS, SPECIAL, remove_tree
 from .runtime_files import drop_runtime_files
 
 LAYER_FORMAT = "2"  # 2: meta.json records what the build could not reach
@@ -135,8 +135,9 @@ def _is_archive(path: Path) -> bool:
 async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, settings: SandboxSettings,
                      network: bool) -> list[str]:
     """Play the steps; returns what the RUN steps that succeeded could not reach (a script that
-    goes on after a failed `git clone`): the layer is then missing what they fetch."""
-    unreached: list[str] = []
+    goes on after a failed `git clone`): the layer is then missing what they fetch. A step that
+    fails is read for why (``_failed``)."""
+    unreached: list[tuple[int, str]] = []  # (Dockerfile line, network_failure's finding) of steps that went on
     for step in plan.steps:
         if step.op == "WORKDIR":
             result = await sandbox.exec(["mkdir", "-p", step.dest], 60, cwd="/")
@@ -147,23 +148,39 @@ async def _run_steps(sandbox: BwrapSandbox, plan: BuildPlan, context: Path, sett
         else:
             continue
         if result.timed_out or result.exit_code != 0:
-            what = "timed out" if result.timed_out else f"exited {result.exit_code}"
-            if DISK_FULL in result.output:  # the layer lives on this machine's disk: the host's fault, never the task's
-                raise SandboxError(f"Dockerfile line {step.line}: {step.op} {what}: this machine's disk is full "
-                                   f"(No space left on device) under {sandbox.trial_dir.parent}; free space and run again")
-            exclusion = "needs_network" if (not network and step.uses_network()) else None
-            text = result.output[-2000:]
-            unreached = network_failure(result.output, " ".join(step.argv), result.exit_code) if step.op == "RUN" else None
-            if network and (registry := registry_outage(unreached)):  # the plumbing's, not the task's
-                raise SandboxError(f"Dockerfile line {step.line}: {step.op} {what}: the package registry {registry} "
-                                   f"could not be reached from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"host-settings\"); run again\n{text}")
-            if network and unreached:  # it had the network, and could not reach what it fetches
-                raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}: it {unreached}\n{text}",
-                                     exclusion="needs_network")
-            raise TaskBuildError(f"Dockerfile line {step.line}: {step.op} {what}:\n{text}", exclusion=exclusion)
+            raise _failed(step, result, sandbox, settings, network, unreached)
         if step.op == "RUN" and (why := network_failure(result.output, " ".join(step.argv))):
-            unreached.append(f"Dockerfile line {step.line}: {why}")
-    return unreached
+            unreached.append((step.line, why))
+    return [f"Dockerfile line {line}: {why}" for line, why in unreached]
+
+
+def _failed(step: Any, result: Any, sandbox: BwrapSandbox, settings: SandboxSettings, network: bool,
+            unreached: list[tuple[int, str]]) -> Exception:
+    """Why the step failed: this machine's disk, TLS settings or registry (SandboxError), a fetch that
+    could not reach its host — its own output's words, its command's fetch of a host this machine
+    cannot resolve, or an earlier step's fetch that went on (``buildfail``): ``needs_network`` —
+    else the task's (TaskBuildError)."""
+    what = "timed out" if result.timed_out else f"exited {result.exit_code}"
+    where = f"Dockerfile line {step.line}: {step.op} {what}"
+    if DISK_FULL in result.output:  # the layer lives on this machine's disk: the host's fault, never the task's
+        return SandboxError(f"{where}: this machine's disk is full "
+                            f"(No space left on device) under {sandbox.trial_dir.parent}; free space and run again")
+    exclusion = "needs_network" if (not network and step.uses_network()) else None
+    text = result.output[-2000:]
+    own = network_failure(result.output, " ".join(step.argv), result.exit_code) if step.op == "RUN" else None
+    why = own or (command_fetch(step_command(step.argv)) if step.op == "RUN" else None)
+    said = "it "
+    if why is None and step.op == "RUN" and (earlier := earlier_fetch(unreached)) is not None:
+        said = f"Dockerfile line {earlier[0]} went on after a fetch that failed: it "
+        why = earlier[1]
+    if network and (fault := settings_fault(why, settings.build_mode())):  # this machine's TLS settings
+        return SandboxError(f"{where}: {fault}\n{text}")
+    if network and (registry := registry_outage(why)):  # the plumbing's, not the task's
+        return SandboxError(f"{where}: the package registry {registry} "
+                            f"could not be reached from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"auto\" or \"host-settings\"); run again\n{text}")
+    if why and (network or why is not own):  # it could not reach what it (or an earlier step) fetches
+        return TaskBuildError(f"{where}: {said}{why}\n{text}", exclusion="needs_network")
+    return TaskBuildError(f"{where}:\n{text}", exclusion=exclusion)
 
 
 HOST_SETTINGS_MOUNT = MOUNT
@@ -196,9 +213,10 @@ async def ensure_layer(task: Any, plan: BuildPlan, settings: SandboxSettings, ba
         needs_sandbox = any(s.op in ("RUN", "COPY", "ADD", "WORKDIR") for s in plan.steps)
         unreached: list[str] = []
         if needs_sandbox:
-            network = bool(settings.build_network if settings.network is None else (settings.network or settings.build_network))
+            mode = settings.build_mode()  # "auto" resolved on this host
+            network = bool(mode if settings.network is None else (settings.network or mode))
             binds, build_env = {str(context): CONTEXT_MOUNT}, dict(base.env if base is not None else {})
-            if network and settings.build_network == "host-settings":
+            if network and mode == "host-settings":
                 extra_binds, extra_env = host_settings_binds()
                 binds.update(extra_binds)
                 build_env.update(extra_env)

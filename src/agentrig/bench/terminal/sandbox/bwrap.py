@@ -3,7 +3,7 @@ or the host's root, opted in), read-only, under a per-trial writable layer.
 
 One long-lived ``bwrap`` per trial holds the namespaces (pid, ipc, uts, mount; net unless the
 task may use the network) with a tiny shell as pid 1 that reaps orphans and cannot be killed
-from inside. Its mounts (``mounts.py``), per top-level directory:
+from inside. Its mounts (the first part of this module: ``mount_args``), per top-level directory:
 
 - every directory of the built root (on the host's root: ``/usr /etc /var /opt /srv``): overlayfs —
   lower layers are the task's cached build layer (when its Dockerfile changed them) over the
@@ -12,6 +12,8 @@ from inside. Its mounts (``mounts.py``), per top-level directory:
 - top-level directories the build made (``/app``, ``/root``, ``/home``, ``/tmp``, ``/run``, ...):
   overlayfs over the build layer's copy, upper in the trial's directory;
 - ``/`` itself: the trial's ``TRIAL/top`` (new top-level names such as ``/data`` land there);
+- the compose file's binds of the task's own folder (``./:/app``): the trial's private copy in
+  ``TRIAL/binds`` (``binds.py``), bound at the target, read-only for ``:ro``;
 - ``/proc`` (of the sandbox's pid namespace), a minimal ``/dev``, a private ``/dev/shm``.
 
 The host's ``/root``, ``/home``, ``/tmp``, ``/work``, ``/mnt`` ... are never shown. Commands are
@@ -33,18 +35,92 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ..persistent_shell import PersistentShell
-from ..shell import abandon_process, end_process, run_process, subprocess_spawn
+from agentrig.procs import abandon_process
+
+from ..core.base import BASE_ENV, CommandResult, SandboxError
+from ..shell import PersistentShell, end_process, run_process, subprocess_spawn
 from . import warm
-from .base import BASE_ENV, CommandResult, SandboxError
+from .binds import private_copies
 from .cgroup import TrialCgroups
-from .mounts import mount_args
 from .runtime_files import write_runtime_files
 from .spawner import AGENT_CAPS, Spawner
 
 NSUTIL = Path(__file__).with_name("nsutil.py")
 HOSTNAME = "sandbox"
 INIT = "echo ready; trap '' TERM INT HUP; while :; do sleep 86400; done"
+
+
+# ---- the mounts: which directories of the root a trial sees, and how they stack -----------------
+# Per top-level directory an overlay (the trial's upper over the task's build layer over the root's
+# directory); the build (build.py) and imagefiles.py read the same layout.
+
+HOST_DIRS = ("usr", "etc", "var", "opt", "srv")
+SPECIAL = {"proc", "dev", "sys"}
+
+
+def host_symlinks(base_root: Path | None = None) -> dict[str, str]:
+    """Top-level symlinks of the root (bin -> usr/bin, ...) that point into the shown dirs."""
+    links = {}
+    for entry in Path(base_root or "/").iterdir():
+        if entry.is_symlink():
+            target = os.readlink(entry)
+            if base_root is not None or target.lstrip("/").split("/")[0] in HOST_DIRS:
+                links[entry.name] = target
+    return links
+
+
+def base_dirs(base_root: Path | None) -> list[str]:
+    """The directories shown from the root under the trial: the host's HOST_DIRS, or every
+    top-level directory of a built base root (then nothing of the host's root is shown)."""
+    if base_root is None:
+        return [n for n in HOST_DIRS if Path("/", n).is_dir() and not Path("/", n).is_symlink()]
+    return sorted(e.name for e in Path(base_root).iterdir() if e.is_dir() and not e.is_symlink() and e.name not in SPECIAL)
+
+
+def overlay_names(layer_dir: Path | None, base_root: Path | None = None) -> list[str]:
+    names = base_dirs(base_root)
+    if layer_dir is not None and (layer_dir / "top").is_dir():
+        for entry in sorted((layer_dir / "top").iterdir()):
+            if entry.is_dir() and not entry.is_symlink() and entry.name not in SPECIAL and entry.name not in names:
+                names.append(entry.name)
+    return names
+
+
+def mount_args(trial_dir: Path, layer_dir: Path | None, base_root: Path | None, ro_binds: dict[str, str],
+               tmpfs: list[tuple[str, int | None, int | None]],
+               binds: list[tuple[str, str, bool]] = ()) -> list[str]:
+    """bwrap's mount arguments for a trial (creating its upper and work directories)."""
+    top = trial_dir / "top"
+    args = ["--bind", str(top), "/"]
+    shown = set(base_dirs(base_root))
+    for name in overlay_names(layer_dir, base_root):
+        lowers: list[Path] = []
+        if layer_dir is not None:
+            for candidate in (layer_dir / "upper" / name, layer_dir / "top" / name):
+                if candidate.is_dir():
+                    lowers.append(candidate)
+        if name in shown:
+            lowers.append(Path(base_root or "/", name))
+        upper, work = trial_dir / "upper" / name, trial_dir / "work" / name
+        upper.mkdir(parents=True, exist_ok=True)
+        work.mkdir(parents=True, exist_ok=True)
+        if lowers and base_root is not None:  # the mount's root takes the upper's mode (/tmp: 1777)
+            os.chmod(upper, os.stat(lowers[0]).st_mode & 0o7777)
+        for lower in reversed(lowers):  # bwrap stacks the first --overlay-src lowest
+            args += ["--overlay-src", str(lower)]
+        args += ["--overlay", str(upper), str(work), "/" + name]
+    for name, target in host_symlinks(base_root).items():
+        if not (top / name).is_symlink():
+            args += ["--symlink", target, "/" + name]
+    for host, inside in ro_binds.items():
+        args += ["--ro-bind", host, inside]
+    for copy, target, read_only in binds:  # the trial's copies of the task's folder (binds.py), over the image
+        args += ["--ro-bind" if read_only else "--bind", copy, target]
+    for target, size, mode in tmpfs:
+        args += [*(["--perms", f"{mode:04o}"] if mode is not None else []),
+                 *(["--size", str(size)] if size is not None else []), "--tmpfs", target]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]  # shm: 1777 as in containers
+    return args
 
 
 def bwrap_binary(explicit: Path | None = None) -> Path:
@@ -83,6 +159,7 @@ class BwrapSandbox:
         base_root: Path | None = None,
         tmpfs: list[tuple[str, int | None, int | None]] | None = None,
         runtime: dict | None = None,
+        binds: list | None = None,
         netns_pid: int | None = None,
         hostname: str = HOSTNAME,
     ) -> None:
@@ -99,6 +176,8 @@ class BwrapSandbox:
         self.ro_binds = ro_binds or {}
         self.tmpfs = list(tmpfs or [])  # (path, size bytes, mode): the compose file's tmpfs mounts, over the layer
         self.runtime = runtime  # write_runtime_files' extra_hosts, service_names, dns (also on the host's root)
+        self.binds = list(binds or [])  # compose_volumes.Bind: the task's folder, copied into the trial (binds.py)
+        self._bind_copies: list[tuple[str, str, bool]] = []
         self.netns_pid = netns_pid  # join this process's network namespace (a service beside the agent's)
         self.hostname = hostname
         self.attached: list = []  # what lives and dies with the trial (its services, its slirp4netns): closed first
@@ -120,7 +199,7 @@ class BwrapSandbox:
 
     # -- start -----------------------------------------------------------------------------
     def _mount_args(self) -> list[str]:
-        return mount_args(self.trial_dir, self.layer_dir, self.base_root, self.ro_binds, self.tmpfs)
+        return mount_args(self.trial_dir, self.layer_dir, self.base_root, self.ro_binds, self.tmpfs, self._bind_copies)
 
     async def start(self) -> None:
         if not os.access(self.bwrap, os.X_OK):
@@ -130,6 +209,12 @@ class BwrapSandbox:
             (self.trial_dir / part).mkdir(parents=True, exist_ok=True)
         if self.base_root is not None or self.runtime is not None:  # the engine's /etc/hosts, hostname, resolv.conf
             write_runtime_files(self.trial_dir / "upper" / "etc", self.hostname, **(self.runtime or {}))
+        if self.binds:
+            try:
+                self._bind_copies = await asyncio.to_thread(private_copies, self.binds, self.trial_dir / "binds")
+            except OSError as exc:
+                await self._cleanup()
+                raise SandboxError(f"cannot copy the task's folder into the trial: {exc}") from None
         if self.warm_verifier:
             warm.prestart()
         memory_mb, pids, cpus = self.limits

@@ -38,13 +38,14 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from ..netfail import network_failure, registry_outage
-from .base import DISK_FULL, SandboxError, TaskBuildError
+from ..core.base import DISK_FULL, SandboxError, TaskBuildError
+from ..core.buildfail import command_fetch, earlier_fetch
+from ..core.hostsettings import container_settings
+from ..core.netfail import network_failure, registry_outage, settings_fault
 from .base_roots import in_thread
 from .containerfile import HEREDOC_CONTEXT, without_heredocs
 from .docker_settings import SETTINGS_DIR, with_settings_layers
 from .engine import OWNER_LABEL, _call, _owner, engine_cli, labelled
-from .hostsettings import container_settings
 
 BASE_LABEL = "agentrig.base"
 SETTINGS_MOUNT = "/dev/.agentrig-host-settings"
@@ -252,6 +253,22 @@ _EXIT_STATUS = re.compile(r"^(?:Error: building at STEP .*exit status|The comman
                           re.MULTILINE)
 
 
+_STEP_RUN = re.compile(r"^\d+/\d+ ?: ?RUN\s+")  # a step's header without "STEP ": "3/9: RUN " (podman), "3/9 : RUN " (docker)
+
+
+def _earlier_steps(out: str, starts: list[int]) -> list[tuple[str, str]]:
+    """(step number, network_failure's finding) of each RUN step before the failing one whose
+    output shows a fetch that could not reach its host (it went on: its status was another's)."""
+    found: list[tuple[str, str]] = []
+    for begin, end in zip(starts, starts[1:]):
+        text = out[begin:end].split(" ", 1)[-1]  # "3/9: RUN …\n<its output>"
+        header = text.split("\n", 1)[0]
+        if _STEP_RUN.match(header) and (why := network_failure(text.split("\n", 1)[-1] if "\n" in text else "",
+                                                                _STEP_RUN.sub("", header))):
+            found.append((header.split(":", 1)[0].strip(), why))
+    return found
+
+
 def build_error(engine: str, out: str, build_network: bool | str) -> Exception:
     """What a failed ``ENGINE build`` (its whole output `out`) means: the host's fault (a full disk,
     an outage of a registry this machine is meant to reach: SandboxError, the trial invalid) or the
@@ -265,11 +282,20 @@ def build_error(engine: str, out: str, build_network: bool | str) -> Exception:
                            f"free space (`{engine} system prune`) and run again\n{out[-1000:]}")
     status = _EXIT_STATUS.findall(out)  # podman's closing line: a quiet fetch (wget -q) says only this
     unreached = network_failure(step, step.split("\n", 1)[0], int(status[-1]) if status else None)
+    said = "it "
+    run = bool(starts) and bool(_STEP_RUN.match(step))  # the failing step is a RUN
+    if unreached is None and run:  # its command read for a fetch of a host this machine cannot resolve
+        unreached = command_fetch(_STEP_RUN.sub("", step.split("\n", 1)[0]))
+    if unreached is None and run and (earlier := earlier_fetch(_earlier_steps(out, starts))) is not None:
+        said = f"STEP {earlier[0]} went on after a fetch that failed: it "  # its pipe's status was sh's (curl … | sh)
+        unreached = earlier[1]
+    if build_network is not False and (fault := settings_fault(unreached, build_network)):  # this machine's TLS settings
+        return SandboxError(f"{engine} build failed: {fault}\n{out[-1000:]}")
     if build_network is not False and (registry := registry_outage(unreached)):  # the plumbing's, not the task's
         return SandboxError(f"{engine} build failed: the package registry {registry} could not be reached "
-                           f"from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"host-settings\"); run again\n{out[-1000:]}")
+                           f"from this machine (an outage, or a proxy whose certificate authority the image lacks: set [sandbox] build_network = \"auto\" or \"host-settings\"); run again\n{out[-1000:]}")
     if unreached:  # a fetch that could not reach its host (or a build without network)
-        return TaskBuildError(f"{engine} build failed: it {unreached}\n{out[-2000:]}", exclusion="needs_network")
+        return TaskBuildError(f"{engine} build failed: {said}{unreached}\n{out[-2000:]}", exclusion="needs_network")
     header = re.sub(r"^(\d+/\d+) : ", r"\1: ", step.split("\n", 1)[0][:200]) if starts else ""
     return TaskBuildError(f"{engine} build failed" + (f" at STEP {header}" if header else "") + f":\n{out[-2000:]}")
 

@@ -19,8 +19,8 @@ import re
 from types import SimpleNamespace
 from typing import Any
 
-from ..compose import Compose, Service
-from .base import SandboxError, TaskBuildError
+from ..core.base import SandboxError, TaskBuildError
+from ..tasks.compose import Compose, Service
 from .engine import OWNER_LABEL, _call, _no_grace, _owner
 from .readiness import wait_ready
 
@@ -77,7 +77,7 @@ def run_argv(cli: list[str], service: Service, name: str, agent: str, tag: str,
 async def start_container_services(box: Any, compose: Compose) -> None:
     """Build and start every service beside the agent's in ``box``'s network namespace (a started
     ``ContainerSandbox``), each attached to it and waited for. Raises TaskBuildError / SandboxError."""
-    from ..dockerfile import parse_dockerfile
+    from ..tasks.dockerfile import parse_dockerfile
     from .container_images import task_image
 
     for service in compose.start_order():

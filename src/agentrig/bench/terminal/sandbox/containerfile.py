@@ -26,7 +26,7 @@ import re
 import shlex
 from pathlib import Path
 
-from ..dockerfile import _HEREDOC, _heredoc_bodies, _json_or_words, _logical_lines, _split_flags
+from ..tasks.dockerfile import _HEREDOC, _heredoc_bodies, _json_or_words, _logical_lines, _split_flags
 
 HEREDOC_CONTEXT = "agentrig-heredocs"
 _DEFAULT_SHELL = ["/bin/sh", "-c"]

@@ -21,6 +21,8 @@ scripts run with the image's own tools.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -30,10 +32,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..persistent_shell import PersistentShell
-from ..shell import run_process, subprocess_spawn
-from .base import BASE_ENV, CommandResult, SandboxError, TaskBuildError
+from agentrig.procs import finish_despite_cancel
+
+from ..core.base import BASE_ENV, CommandResult, SandboxError, TaskBuildError
+from ..shell import PersistentShell, run_process, subprocess_spawn
 from .engine import (  # noqa: F401 - re-exported: the engine helpers lived here
+    CANCEL_GRACE_S,
     OWNER_LABEL,
     _boot_id,
     _call,
@@ -54,9 +58,10 @@ class ContainerSandbox:
     def __init__(self, *, engine: str, task: Any, network: bool, workdir: str, env: dict[str, str],
                  memory_mb: int | None, pids: int | None, cpus: float | None, shell: str = "stateless",
                  output_limit: int = 10_000, keep: bool = False, build_network: bool | str = True,
-                 build_timeout_s: float = 3600, host_settings: bool = False,
+                 build_timeout_s: float = 3600, host_settings: bool | str = False,
                  extra_hosts: list[tuple[str, str]] | None = None,
-                 service_names: list[str] | None = None, dns: list[str] | None = None) -> None:
+                 service_names: list[str] | None = None, dns: list[str] | None = None,
+                 binds: list | None = None) -> None:
         self.kind = engine
         self.engine, self.task, self.network = engine, task, network
         self.cli = engine_cli(engine)
@@ -66,6 +71,8 @@ class ContainerSandbox:
         self.build_network, self.build_timeout_s = build_network, build_timeout_s
         self.host_settings = host_settings  # the trial fetches as the build did (hostsettings.py)
         self._settings_dir: str | None = None
+        self.binds = list(binds or [])  # compose_volumes.Bind: the task's folder, a private copy mounted (binds.py)
+        self._binds_dir: str | None = None
         self.init_pid: int | None = None  # the container's init on this host, when visible (root)
         self.name = f"agentrig-{hashlib.sha1(str(id(self)).encode()).hexdigest()[:8]}-{getattr(task, 'id', 'task')}"[:60]
         self._shell: PersistentShell | None = None
@@ -92,6 +99,7 @@ class ContainerSandbox:
         argv = [*self.cli, "run", "-d", "--name", self.name, "-w", self.workdir, "--label", f"{OWNER_LABEL}={_owner()}"]
         argv += [] if self.network else ["--network", "none"]
         argv += self._host_settings_mount()
+        argv += await self._bind_mounts()
         argv += [a for name, address in self.hosts for a in ("--add-host", f"{name}:{address}")]
         argv += [a for server in self.dns for a in ("--dns", server)] if self.network else []  # none refuses --dns
         argv += ["--memory", f"{memory_mb}m"] if memory_mb else []
@@ -100,7 +108,11 @@ class ContainerSandbox:
         argv += [tag, "sleep", "infinity"]
         try:
             code, out = await _call(argv, 120)
-        except BaseException:  # cancelled: the trial's copy of the host's settings goes with it
+        except BaseException:  # cancelled: the container (if the engine made it) and the trial's copy of
+            # the host's settings go with it, the removal finishing even while the stop goes on (procs.py)
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await finish_despite_cancel(_call([*self.cli, "rm", "-f", "-v", *_no_grace(self.cli), self.name], 60),
+                                            CANCEL_GRACE_S * 2)
             self._remove_settings()
             raise
         if code != 0:
@@ -128,17 +140,38 @@ class ContainerSandbox:
         (the agent's, the solution's, the verifier's) — as a bwrap trial with the network gets them."""
         if not self.host_settings:
             return []
+        from ..core.hostsettings import container_settings
         from .container_images import SETTINGS_MOUNT
-        from .hostsettings import container_settings
 
         self._settings_dir = tempfile.mkdtemp(prefix="agentrig-trial-settings-")
-        self.env.update(container_settings(Path(self._settings_dir), SETTINGS_MOUNT))
+        self.env.update(container_settings(Path(self._settings_dir), SETTINGS_MOUNT, ca_only=self.host_settings == "ca"))
         return ["-v", f"{self._settings_dir}:{SETTINGS_MOUNT}:ro"]
 
-    def _remove_settings(self) -> None:
+    async def _bind_mounts(self) -> list[str]:
+        """The compose file's binds of the task's folder: a private copy of each source, in a
+        directory of this trial, mounted at its target (``:ro`` kept) — the task's folder is never
+        bound itself, so nothing the trial writes reaches it."""
+        if not self.binds:
+            return []
+        import asyncio
+
+        from .binds import private_copies
+
+        self._binds_dir = tempfile.mkdtemp(prefix="agentrig-trial-binds-")
+        try:
+            copies = await asyncio.to_thread(private_copies, self.binds, Path(self._binds_dir))
+        except OSError as exc:
+            self._remove_settings()
+            raise SandboxError(f"cannot copy the task's folder for the trial: {exc}") from None
+        return [a for copy, target, ro in copies for a in ("-v", f"{copy}:{target}" + (":ro" if ro else ""))]
+
+    def _remove_settings(self, keep_binds: bool = False) -> None:
         if self._settings_dir is not None:
             shutil.rmtree(self._settings_dir, ignore_errors=True)
             self._settings_dir = None
+        if self._binds_dir is not None and not keep_binds:  # kept with a kept (stopped) container
+            shutil.rmtree(self._binds_dir, ignore_errors=True)
+            self._binds_dir = None
 
     @property
     def image_root(self) -> bool:
@@ -264,7 +297,7 @@ class ContainerSandbox:
         if self._shell is not None:
             await self._shell.close()
         await _call([*self.cli, "stop" if self.keep else "rm", *([] if self.keep else ["-f", "-v", *_no_grace(self.cli)]), self.name], 60)
-        self._remove_settings()
+        self._remove_settings(keep_binds=self.keep)
 
 
 def _cgroup_files(pid: str) -> list[str]:

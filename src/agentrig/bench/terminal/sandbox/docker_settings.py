@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..dockerfile import _logical_lines
-from .hostsettings import MOUNT
+from ..core.hostsettings import MOUNT
+from ..tasks.dockerfile import _logical_lines
 
 SETTINGS_DIR = MOUNT  # /.agentrig-host-settings (a docker RUN step mounts its own /dev over a layer's)
 _FROM = re.compile(r"^FROM[ \t]+((?:--\S+[ \t]+)*)(\S+)(?:[ \t]+AS[ \t]+(\S+))?[ \t]*$", re.IGNORECASE)

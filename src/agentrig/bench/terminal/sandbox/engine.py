@@ -23,6 +23,10 @@ import time
 from pathlib import Path
 
 from agentrig.owners import boot_id, owner_alive, owner_tag
+from agentrig.procs import settle_process
+
+# a cancelled engine command (a removal under way when Ctrl-C came) is given this long to finish
+CANCEL_GRACE_S = 5.0
 
 
 async def _call(argv: list[str], timeout: float = 30) -> tuple[int, str]:
@@ -37,6 +41,9 @@ async def _call(argv: list[str], timeout: float = 30) -> tuple[int, str]:
         proc.kill()
         await proc.wait()
         return 124, f"{argv[0]} did not answer within {timeout:.0f} s"
+    except BaseException:  # cancelled: never a client left running past the event loop
+        await settle_process(proc, min(timeout, CANCEL_GRACE_S))
+        raise
     return proc.returncode or 0, out.decode(errors="replace")
 
 

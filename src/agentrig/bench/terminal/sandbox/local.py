@@ -22,11 +22,10 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from ..dockerfile import BuildPlan
-from ..persistent_shell import PersistentShell
-from ..shell import close_drainers, run_process, subprocess_spawn
+from ..core.base import BASE_ENV, CommandResult, TaskBuildError
+from ..shell import PersistentShell, close_drainers, run_process, subprocess_spawn
+from ..tasks.dockerfile import BuildPlan
 from . import localbuild, localns
-from .base import BASE_ENV, CommandResult, TaskBuildError
 
 WARNING = ("sandbox kind 'local' runs task commands directly on this machine, without any isolation "
            "(Dockerfile RUN steps too)")
@@ -92,7 +91,7 @@ class LocalSandbox:
         Path(self._host(self.workdir)).mkdir(parents=True, exist_ok=True)
         (self.root / "root").mkdir(exist_ok=True)
         if self.tops is not None and self.plan is not None and localbuild.needs_template(self.plan):
-            from .base import SandboxSettings
+            from ..core.base import SandboxSettings
 
             cache = self.cache_dir or SandboxSettings().resolved_cache_dir()
             template = await localbuild.ensure_template(self.plan, self.context, self.workdir, self.tops, cache,

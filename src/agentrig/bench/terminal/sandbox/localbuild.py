@@ -27,10 +27,10 @@ import shutil
 import time
 from pathlib import Path
 
-from ..dockerfile import BuildPlan
+from ..core.base import BASE_ENV, SandboxError, TaskBuildError
 from ..shell import run_process, subprocess_spawn
+from ..tasks.dockerfile import BuildPlan
 from . import localns
-from .base import BASE_ENV, SandboxError, TaskBuildError
 
 LOCAL_FORMAT = "1"
 CONTEXT_DIR = ".agentrig-build-context"  # under the build's private /tmp

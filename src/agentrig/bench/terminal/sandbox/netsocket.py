@@ -23,7 +23,7 @@ import os
 import socket
 import threading
 
-from .base import SandboxError
+from ..core.base import SandboxError
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -2,7 +2,8 @@
 
 Run by path (``python -s -P pytest_server.py FD``: the cold command's flags; ``warm.py`` starts
 it with a minimal environment: no key of the runner's is in it or in its memory). Before
-serving it loads everything from the host: pytest, and ``nsutil.py`` by its path; then it plays
+serving it loads everything from the host: pytest, and ``nsutil.py`` and ``reaper.py`` (the serving
+loop's reaping of its children, shared with ``zygote.py``) by their paths; then it plays
 pytest once on a probe test in a temporary directory, so that the modules pytest imports lazily
 are loaded from the host too (the probe's module and path entry are dropped afterwards).
 
@@ -21,7 +22,7 @@ pipe and a socket for the answers. For each the server forks a child that
    directory, and calls ``pytest.main`` with the arguments of the cold command (``random``
    reseeds itself after a fork; the str hash seed is the server's: see docs/terminal.md);
 
-and passes the tests' exit status on — for a Harbor ``test.sh`` (``reward``: ``warm_plans.RewardPlan``)
+and passes the tests' exit status on — for a Harbor ``test.sh`` (``reward``: ``tasks/staging.RewardPlan``)
 after doing what the rest of the script does with it: write the reward file as its ``echo N >
 FILE`` would (this process, which the tests' code never ran in, with the script's capabilities)
 and exit with the script's status. The child's pid is answered at once, its exit status when
@@ -40,7 +41,6 @@ import importlib.util
 import json
 import linecache
 import os
-import select
 import shutil
 import signal
 import socket
@@ -52,14 +52,15 @@ COLD = 201  # the child did not run pytest: the host falls back to the cold comm
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _load_nsutil():
-    spec = importlib.util.spec_from_file_location("agentrig_verifier_nsutil", os.path.join(_HERE, "nsutil.py"))
+def _load(name: str, as_name: str):
+    spec = importlib.util.spec_from_file_location(as_name, os.path.join(_HERE, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-nsutil = _load_nsutil()
+nsutil = _load("nsutil", "agentrig_verifier_nsutil")
+reaper = _load("reaper", "agentrig_sandbox_reaper")  # the serving loop's reaping, shared with zygote.py
 
 import pytest  # noqa: E402 - after nsutil: both from the host, before any request
 
@@ -110,7 +111,7 @@ def _program_id(name: str, path: str | None) -> tuple[int, int, int] | None:
 
 
 STDLIB_ZIP = next((p for p in sys.path if p.endswith(f"python{sys.version_info[0]}{sys.version_info[1]}.zip")), None)
-# the programs a cold command runs before or around pytest, as the host has them (sandbox/base.BASE_ENV's PATH)
+# the programs a cold command runs before or around pytest, as the host has them (core/base.BASE_ENV's PATH)
 HOST_PROGRAMS = {name: _program_id(name, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
                  for name in ("bash", "mkdir", "rm")}
 
@@ -244,7 +245,7 @@ def _say(text: str) -> None:
 
 
 def _script_end(reward: dict, status: int, caps: list[int]) -> int:
-    """What the rest of a Harbor test.sh does with pytest's exit status (``warm_plans.RewardPlan``):
+    """What the rest of a Harbor test.sh does with pytest's exit status (``tasks/staging.RewardPlan``):
     write the reward file as its ``echo N > FILE`` would — by this process, which the tests'
     code never ran in, with the script's capabilities — and return the script's exit status."""
     if status != 0 and reward["failed"] is None:
@@ -264,31 +265,18 @@ def _script_end(reward: dict, status: int, caps: list[int]) -> int:
 
 
 def serve(sock: socket.socket) -> None:
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
     answers: dict[int, socket.socket] = {}
-    while True:
-        ready, _, _ = select.select([sock, wake_r], [], [])
-        if wake_r in ready:
-            os.read(wake_r, 4096)
-            while True:
-                try:
-                    pid, status = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-                answer = answers.pop(pid, None)
-                if answer is not None:
-                    try:
-                        answer.send(json.dumps({"exit": status}).encode())
-                    except OSError:
-                        pass
-                    answer.close()
-        if sock not in ready:
-            continue
+
+    def ended(pid: int, status: int) -> None:
+        answer = answers.pop(pid, None)
+        if answer is not None:
+            try:
+                answer.send(json.dumps({"exit": status}).encode())
+            except OSError:
+                pass
+            answer.close()
+
+    for _ in reaper.readable(sock, ended):
         try:
             data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
         except InterruptedError:

@@ -15,8 +15,8 @@ import asyncio
 import time
 from typing import Protocol
 
-from ..compose import Service
-from .base import TaskBuildError
+from ..core.base import TaskBuildError
+from ..tasks.compose import Service
 
 READY_MIN_S = 60.0
 POLL_S = 0.25

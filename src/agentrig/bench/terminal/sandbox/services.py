@@ -20,9 +20,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ..compose import Compose, Service
-from ..dockerfile import parse_dockerfile
-from .base import SandboxSettings, TaskBuildError
+from ..core.base import SandboxSettings, TaskBuildError
+from ..tasks.compose import Compose, Service
+from ..tasks.dockerfile import parse_dockerfile
 from .readiness import wait_ready
 
 GONE_WAIT_S = 10.0  # how long a closed service's processes may take to end (the kernel kills them)

@@ -14,8 +14,8 @@ import os
 import shutil
 import tempfile
 
+from ..core.base import SandboxError
 from ..shell import end_process
-from .base import SandboxError
 
 
 def slirp_binary() -> str | None:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .base import SandboxError
+from ..core.base import SandboxError
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .base import SandboxError
+from ..core.base import SandboxError
 from .imagefiles import image_program_ids
 
 SERVER = Path(__file__).with_name("pytest_server.py")
@@ -159,7 +159,7 @@ async def run_pytest(box, args: list[str], timeout_s: float, env: dict[str, str]
                      reward: dict | None = None, rw_binds: dict[str, str] | None = None):
     """``python -s -P -m pytest ARGS`` in bwrap sandbox `box`, as its ``run_verifier`` would run
     it (same cgroup, binds, removals, capabilities, directory, environment), by the warm server.
-    `reward` (``warm_plans.RewardPlan`` as a dict): a Harbor test.sh, whose reward file the server's
+    `reward` (``tasks/staging.RewardPlan`` as a dict): a Harbor test.sh, whose reward file the server's
     child then writes from pytest's status as the script would (into `rw_binds`, as the cold
     command's). None when the server ran nothing (not available, refused, a check failed)."""
     if not starts_alike({**box.env, **env}):

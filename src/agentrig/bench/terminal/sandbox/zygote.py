@@ -4,7 +4,8 @@ Run by path with the standard library only as a *factory* (``python -I -S zygote
 FD``, one per runner process): it imports what it needs once, then for each socket the host
 sends it forks a spawner for one sandbox (a fork costs about a millisecond; starting an
 interpreter and importing ctypes cost tens of milliseconds of CPU per trial). The factory reaps
-its spawners; a spawner ends when the host closes its socket. ``python -I -S zygote.py FD`` runs
+its spawners (``reaper.py``, loaded by its path: the serving loop's reaping, shared with the warm
+verifier's ``pytest_server.py``); a spawner ends when the host closes its socket. ``python -I -S zygote.py FD`` runs
 one spawner directly.
 
 A spawner's first message names the sandbox, its cgroups and the capabilities to keep; it opens
@@ -22,9 +23,9 @@ loads nothing from the sandbox: it imports all it needs before ``setns``.
 """
 
 import ctypes
+import importlib.util
 import json
 import os
-import select
 import signal
 import socket
 import sys
@@ -34,6 +35,18 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWN
     0x00020000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _load(name):
+    """A module beside this file, loaded by its path (this directory is not on sys.path under -I)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"agentrig_sandbox_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+reaper = _load("reaper")  # the serving loop's reaping, shared with pytest_server.py
 
 
 def _check(result, what):
@@ -106,48 +119,35 @@ def _child(request, fds, cgroup_fds, joined):
 
 
 def serve(sock, cgroup_fds):
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    while True:
-        ready, _, _ = select.select([sock, wake_r], [], [])
-        if wake_r in ready:
-            os.read(wake_r, 4096)
-            while True:
-                try:
-                    pid, status = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-                sock.send(json.dumps({"exit": pid, "status": status}).encode())
-        if sock in ready:
-            try:
-                data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
-            except InterruptedError:
-                continue
-            if not data:
-                return
-            request = json.loads(data)
-            joined_r, joined_w = os.pipe()
-            try:
-                pid = os.fork()
-            except OSError as exc:
-                sock.send(json.dumps({"id": request["id"], "error": str(exc)}).encode())
-                pid = None
-            if pid == 0:
-                sock.close()
-                os.close(joined_r)
-                _child(request, fds, cgroup_fds, joined_w)
-            os.close(joined_w)
-            for fd in fds:
-                os.close(fd)
-            if pid:
-                os.read(joined_r, 1)  # EOF if the child failed before joining: it exits 127
+    def ended(pid, status):
+        sock.send(json.dumps({"exit": pid, "status": status}).encode())
+
+    for _ in reaper.readable(sock, ended):
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
+        except InterruptedError:
+            continue
+        if not data:
+            return
+        request = json.loads(data)
+        joined_r, joined_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            sock.send(json.dumps({"id": request["id"], "error": str(exc)}).encode())
+            pid = None
+        if pid == 0:
+            sock.close()
             os.close(joined_r)
-            if pid:
-                sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
+            _child(request, fds, cgroup_fds, joined_w)
+        os.close(joined_w)
+        for fd in fds:
+            os.close(fd)
+        if pid:
+            os.read(joined_r, 1)  # EOF if the child failed before joining: it exits 127
+        os.close(joined_r)
+        if pid:
+            sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
 
 
 def spawner(sock, last_cap):
@@ -170,7 +170,7 @@ def spawner(sock, last_cap):
 
 def factory(sock, last_cap):
     """Fork a spawner for each socket received; answer its pid; reap the spawners that ended."""
-    signal.signal(signal.SIGCHLD, _reap)
+    signal.signal(signal.SIGCHLD, reaper.reap_all)
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(sock, 64, 1)
@@ -190,16 +190,6 @@ def factory(sock, last_cap):
             finally:
                 os._exit(code)
         os.close(fds[0])
-
-
-def _reap(*_):
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 def main(argv):
