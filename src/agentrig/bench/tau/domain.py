@@ -51,9 +51,12 @@ class TauTrial:
     """τ²'s own part of a trial's context (``TrialContext.bench``): the domain's spec, its data
     directory and the policy text the arm's agent reads, built by ``Tau2Benchmark.trial_context``;
     and the trial's tool ``Environment``, set by the episode (``episode.py``) when it starts, whose
-    end state the judge reads (``judge.py``)."""
+    end state the judge reads (``judge.py``); and ``call_tool(name, arguments, call_id=…)``, the
+    episode's ``agent_tool_call`` for an agent that runs its own tool loop (a Python agent, an MCP
+    agent), also set when the episode starts."""
 
     spec: DomainSpec
     domain_dir: Path | None = None
     policy: str = ""
     env: Any = None
+    call_tool: Callable[..., Any] | None = None

@@ -20,6 +20,13 @@ reaching the environment; like every ``Error:`` result it counts towards ``max_e
 
 Before each agent step the arm's plug-ins may add transient context to that one call.
 
+An agent that runs its own tool loop (a Python agent calling its tools itself, an MCP agent such as
+Codex or Claude Code) makes its calls in the middle of its step through ``Episode.agent_tool_call``
+(also ``TauTrial.call_tool``): each call is recorded as an assistant message holding that one call,
+applied and answered exactly as a call of the turn loop, and counted as the turn loop counts it (two
+steps); a limit or a transfer reached there ends the trial (``Episode.ended``) and the step's reply
+is dropped. Its reply to the user is the step's message, as for any agent.
+
 Context: a ``ContextOverflow`` from the agent, the user simulator or a plug-in in the middle of
 the conversation (that role had been answered before in this trial) ends the trial
 ``context_overflow`` — valid, reward 0 (the conversation outgrew the model's window, as τ²-bench
@@ -35,6 +42,7 @@ stops the whole run.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from agentrig.agents import build_agent
@@ -99,9 +107,13 @@ class Episode:
         self.env = Environment.fresh(ctx.bench.spec, ctx.bench.domain_dir, copy_on_write=True)
         self.env.set_state(ctx.task)
         ctx.bench.env = self.env
+        ctx.bench.call_tool = self.agent_tool_call
         self.steps = 0
         self.errors = 0
         self.agent_steps = 0
+        self.ended: str | None = None  # a termination reached by an agent-driven tool call
+        self.ended_event = asyncio.Event()
+        self._own_calls = 0
 
     def _add(self, message: Message) -> Message:
         msgs = self.ctx.trajectory.messages
@@ -168,13 +180,42 @@ class Episode:
                                              requestor=requestor, error=error)))
         return results
 
-    async def _agent_step(self, incoming: list[Message]) -> Message:
+    def agent_tool_call(self, name: str, arguments: dict | None, *, call_id: str | None = None,
+                        arguments_error: str = "") -> Message:
+        """One tool call made by an agent in the middle of its step (see the module's docstring):
+        returns the tool result message (``error`` set for an ``Error:`` result). After the trial
+        has ended, a call reaches nothing and is answered with an error."""
+        if self.ended is not None:
+            return Message(role="tool", content="Error: the conversation has ended; no further tool calls are taken",
+                           tool_call_id=call_id or "", requestor="assistant", error=True)
+        self._own_calls += 1
+        call = ToolCall(id=call_id or f"call_{self._own_calls}", name=name,
+                        arguments=arguments if isinstance(arguments, dict) else None,
+                        arguments_raw="", arguments_error=arguments_error or None)
+        message = self._add(Message(role="assistant", content=None, tool_calls=[call]))
+        result = self._run_calls(message)[0]
+        self.steps += 2  # the call delivered to the environment, its result back to the agent
+        termination = None
+        if name == TRANSFER_TOOL and not result.error:
+            termination = "agent_transfer"
+        if self.steps >= self.limits.max_steps:
+            termination = "max_steps"
+        if self.errors >= self.limits.max_errors:
+            termination = "too_many_errors"
+        if termination is not None:
+            self.ended = termination
+            self.ended_event.set()
+        return result
+
+    async def _agent_step(self, incoming: list[Message]) -> Message | None:
         transient = []
         for plugin in self.plugins:
             transient.extend(await plugin.before_agent_step(self.agent_steps))
         self.agent_steps += 1
         self.ctx.trajectory.bump("agent_steps")
         message = await self.agent.respond(incoming, transient)
+        if self.ended is not None:  # its own tool calls ended the trial: the step's reply is dropped
+            return None
         return self._add(message)
 
     async def play(self) -> str:
@@ -195,6 +236,8 @@ class Episode:
                     to, delivery = "agent", [message]
             elif to == "agent":
                 message = await self._agent_step(delivery)
+                if message is None:
+                    return self.ended  # type: ignore[return-value]
                 to, delivery = ("env", [message]) if message.tool_calls else ("user", [message])
             else:
                 source = delivery[0]
