@@ -28,6 +28,16 @@ What is NOT forwarded: the agent's own sampling settings (``temperature``, ``max
 endpoint cannot run (Responses' ``web_search``, ``local_shell``…; Anthropic's server tools) are
 left out and recorded once as a ``proxy``/``tools_left_out`` event.
 
+What it adds: ``proxy.hints`` (a list of ``Transient``, empty by default), the arm's plug-ins'
+context for the current agent step (the memory plug-in's reminder, consistency guidelines). The
+agent's host sets it before each agent step (``proxy.hints = transient``) and clears it; while it
+is set, every request the proxy sends gets it after translation, as agentrig's own agents add it
+(``agents/transients.py``: ``system`` hints as one system message at the end, ``user_append`` ones
+appended to the last user message). The agent's own messages and what it gets back are unchanged;
+the recorded ``AgentRequest`` holds the request as sent, hints included, and each answered call
+that carried hints gets a ``proxy``/``hints`` event (``call``, the hints' ``sources`` and
+``placements``) beside the plug-in's own events.
+
 How a trial ends here: a fault the channel could not ride out (``RetriesExhausted``, a
 ``FatalChannelError``: auth, unknown model, ``EndpointDown``, context overflow; a
 ``PromptTruncated``) is answered 503/502 in the wire's error shape (naming only the diagnosis code),

@@ -1,5 +1,5 @@
 """``TrialProxy``: one trial's local endpoint for an agent we did not write (see the package's
-docstring for what it serves and what it does not forward)."""
+docstring for what it serves, what it does not forward and what it adds: ``hints``)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from aiohttp import web
 from agentrig.channel.usage import cost_of
 from agentrig.errors import AgentStop, ChannelError, RetriesExhausted
 from agentrig.trial.context import TrialContext
-from agentrig.types import AssistantMessage, Completion, Strict
+from agentrig.types import AssistantMessage, Completion, Strict, Transient
 
+from ..transients import last_user_index, with_transients
 from . import anthropic_out, openai_out
 from .inbound import READERS, BadBody, Inbound, estimate_tokens
 
@@ -50,7 +51,8 @@ class TrialProxy:
 
     After the trial's agent ends, ``failure`` holds the channel fault that ended it (the trial is
     invalid) or ``stop`` the limit it reached (``AgentStop``: valid); ``ended`` is set at either.
-    ``replies`` lists the answered calls in order."""
+    ``replies`` lists the answered calls in order. ``hints``: the plug-ins' transient context of
+    the current agent step, set by the agent's host; added to every request sent while set."""
 
     def __init__(self, ctx: TrialContext, *, role: str = "agent", step_limit: int | None = None,
                  token_limit: int | None = None, cost_limit: float | None = None, deadline: float | None = None):
@@ -63,6 +65,7 @@ class TrialProxy:
         self.stop: AgentStop | None = None
         self.ended = asyncio.Event()
         self.replies: list[ProxyReply] = []
+        self.hints: list[Transient] = []  # the current agent step's plug-in context (the package docstring)
         self.left_out: set[str] = set()  # tool types the agent offered that were not forwarded
         self.steps = 0  # calls sent (answered or not)
         self.tokens = 0  # prompt + completion tokens of the answered calls
@@ -234,9 +237,11 @@ class TrialProxy:
             kwargs["tool_choice"] = inbound.tool_choice
         if inbound.parallel_tool_calls is not None:
             kwargs["parallel_tool_calls"] = inbound.parallel_tool_calls
+        messages = self._with_kept(inbound.messages)
+        hints = list(self.hints or ())
+        sent = with_transients(messages, last_user_index(messages), hints)
         try:
-            done, call = await self.ctx.complete(self.role, self._with_kept(inbound.messages), inbound.tools,
-                                                 purpose="agent", **kwargs)
+            done, call = await self.ctx.complete(self.role, sent, inbound.tools, purpose="agent", **kwargs)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a ChannelError (or a broken channel): the trial is invalid
@@ -245,6 +250,10 @@ class TrialProxy:
                 self.ctx.event("proxy", "call_failed", error=type(exc).__name__)
             return self._ending(wire)
         self._account(done)
+        if sent is not messages:
+            shown = [t for t in hints if t.text]
+            self.ctx.event("proxy", "hints", call=call, sources=[t.source for t in shown],
+                           placements=[t.placement for t in shown])
         return await self._answer(request, wire, inbound, done, call)
 
     def _note_left_out(self, wire: Wire, kinds: list[str]) -> None:
