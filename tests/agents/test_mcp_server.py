@@ -339,3 +339,33 @@ async def test_close_finishes_even_when_the_closer_is_cancelled():
 async def test_stdio_command_before_start_is_refused():
     with pytest.raises(RuntimeError, match="start"):
         TrialToolServer([ECHO], Tools()).stdio_command()
+
+
+async def test_a_call_cut_short_by_close_is_answered_by_the_bridge_with_an_error():
+    started = asyncio.Event()
+
+    async def call(name, arguments, call_id, arguments_error):
+        started.set()
+        await asyncio.Event().wait()  # never answers: the trial ends first
+
+    server = TrialToolServer([ECHO], call)
+    await server.start()
+    proc = await _bridge(server)
+    try:
+        async with asyncio.timeout(HANG_GUARD_S):
+            await _exchange(proc, INIT)
+            await _exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                         "params": {"name": "echo", "arguments": {"text": "x"}}}).encode() + b"\n")
+            await started.wait()
+            await server.close()
+            answer = json.loads(await proc.stdout.readline())
+            assert answer["id"] == 7 and "agentrig MCP bridge" in answer["error"]["message"]
+            proc.stdin.close()
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await server.close()
+    assert server.calls == []
