@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agentrig.errors import Signal
 from agentrig.procs import finish_despite_cancel
 
 __all__ = ["McpTool", "ServedCall", "ToolResult", "TrialToolServer", "BRIDGE_URL_ENV", "BRIDGE_TOKEN_ENV"]
@@ -134,7 +135,9 @@ class TrialToolServer:
         self.instructions = instructions
         self.token = "agentrig-" + secrets.token_urlsafe(32)
         self.calls: list[ServedCall] = []
-        self.failure: BaseException | None = None  # the first exception raised by ``call``
+        # the first exception ``call`` raised: an agentrig fault, or a benchmark's stop (AppWorld's
+        # AgentStop); the call got a JSON-RPC error, and the agent's runner ends the trial with it
+        self.failure: BaseException | None = None
         self.url: str | None = None
         self._server: Any = None
         self._task: asyncio.Task | None = None
@@ -186,7 +189,10 @@ class TrialToolServer:
         except Exception as exc:
             if self.failure is None:
                 self.failure = exc
-            log.exception("MCP tool call %s failed in agentrig", name)
+            if isinstance(exc, Signal):  # a benchmark's stop (AppWorld's AgentStop), for the runner
+                log.debug("MCP tool call %s stopped the trial: %r", name, exc)
+            else:
+                log.exception("MCP tool call %s failed in agentrig", name)
             raise
         if not isinstance(result, ToolResult):
             raise TypeError(f"the tool server's call returned {type(result).__name__}, not a ToolResult")
