@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -369,3 +370,15 @@ async def test_a_call_cut_short_by_close_is_answered_by_the_bridge_with_an_error
             await proc.wait()
         await server.close()
     assert server.calls == []
+
+
+async def test_the_bridge_runs_on_another_python_with_the_standard_library_only(served):
+    server, tools = served
+    other = shutil.which("python3", path="/usr/bin:/bin")
+    if other is None:
+        pytest.skip("no system python3")
+    cmd, env = server.stdio_command(python=other)
+    assert cmd[:2] == [other, "-I"]
+    async with asyncio.timeout(HANG_GUARD_S):
+        async with Client(StdioServerParameters(command=cmd[0], args=cmd[1:], env=env), mode="legacy") as client:
+            assert text_of(await client.call_tool("echo", {"text": "elsewhere"})) == "elsewhere"

@@ -35,13 +35,14 @@ from typing import Any
 from agentrig.errors import Signal
 from agentrig.procs import finish_despite_cancel
 
-__all__ = ["McpTool", "ServedCall", "ToolResult", "TrialToolServer", "BRIDGE_URL_ENV", "BRIDGE_TOKEN_ENV"]
+__all__ = ["BRIDGE_SCRIPT", "BRIDGE_TOKEN_ENV", "BRIDGE_URL_ENV", "CallFn", "McpTool", "ServedCall", "ToolResult",
+           "TrialToolServer"]
 
 log = logging.getLogger(__name__)
 
 BRIDGE_URL_ENV = "AGENTRIG_MCP_URL"
 BRIDGE_TOKEN_ENV = "AGENTRIG_MCP_TOKEN"
-_BRIDGE = Path(__file__).with_name("bridge.py")
+BRIDGE_SCRIPT = Path(__file__).with_name("bridge.py")  # standard library only: any python3 runs it
 _MCP_PATH = "/mcp"
 CLOSE_BOUND_S = 5.0  # close(): the whole teardown, a cancellation of the caller included
 _GRACE_S = 1.0  # open requests (an agent's idle SSE stream) get this long before they are cancelled
@@ -69,7 +70,7 @@ class ServedCall:
     result: ToolResult
 
 
-ToolCall = Callable[[str, "dict | None", str, str], "ToolResult | Awaitable[ToolResult]"]
+CallFn = Callable[[str, "dict | None", str, str], "ToolResult | Awaitable[ToolResult]"]
 
 # set by the middleware for a tools/call whose arguments are not an object, read by the handler
 _BAD_ARGUMENTS: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentrig_mcp_bad_arguments",
@@ -128,7 +129,7 @@ class TrialToolServer:
     """One trial's MCP server (see the module's docstring). ``start()`` then ``url``/``token`` (or
     ``stdio_command()``) for the agent; ``close()`` at the trial's end."""
 
-    def __init__(self, tools: list[McpTool], call: ToolCall, *, name: str = "agentrig", instructions: str = ""):
+    def __init__(self, tools: list[McpTool], call: CallFn, *, name: str = "agentrig", instructions: str = ""):
         self.tools = list(tools)
         self.call = call
         self.name = name
@@ -243,13 +244,16 @@ class TrialToolServer:
         except SystemExit as exc:  # uvicorn's answer to a failed start; never out of the event loop
             raise RuntimeError(f"uvicorn exited ({exc.code})") from None
 
-    def stdio_command(self) -> tuple[list[str], dict[str, str]]:
+    def stdio_command(self, python: str | None = None) -> tuple[list[str], dict[str, str]]:
         """The command and environment of a stdio MCP server for this trial: a bridge process
-        (``bridge.py``, standard library only) between its stdin/stdout and this server. The token
-        goes in the environment, never on the command line."""
+        (``bridge.py``, standard library only) between its stdin/stdout and this server, run by
+        ``python`` (default: agentrig's own interpreter; any Python 3.8+ will do — e.g. the one of
+        the agent's sandbox, with ``BRIDGE_SCRIPT`` mounted there). The token goes in the
+        environment, never on the command line."""
         if self.url is None:
             raise RuntimeError("TrialToolServer.stdio_command: start() the server first")
-        return [sys.executable, "-I", str(_BRIDGE)], {BRIDGE_URL_ENV: self.url, BRIDGE_TOKEN_ENV: self.token}
+        return ([python or sys.executable, "-I", str(BRIDGE_SCRIPT)],
+                {BRIDGE_URL_ENV: self.url, BRIDGE_TOKEN_ENV: self.token})
 
     async def close(self) -> None:
         """Stop serving: the port is closed, open requests get ``_GRACE_S`` and are then cancelled;
