@@ -224,11 +224,15 @@ class TrialToolServer:
         ready = asyncio.ensure_future(self._server.ready.wait())
         try:
             await asyncio.wait({self._task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while starting: nothing is left serving
+            await self.close()
+            raise
         finally:
             if not ready.done():
                 ready.cancel()
         if not self._server.ready.is_set():
-            exc = self._task.exception() if self._task.done() else None
+            task = self._task
+            exc = task.exception() if task.done() and not task.cancelled() else None
             await self.close()
             raise RuntimeError(f"the trial's MCP server did not start: {exc!r}")
         host, port = sock.getsockname()[:2]
@@ -272,11 +276,13 @@ class TrialToolServer:
         # the MCP sessions first: their open SSE streams (an agent's GET stream) end in order, and
         # uvicorn then has no request left to wait for
         manager = getattr(self._mcp, "_session_manager", None)
-        for transport in list(getattr(manager, "_server_instances", {}).values()):
+        transports = list(getattr(manager, "_server_instances", {}).values())
+        if transports:
+            ending = asyncio.gather(*(t.terminate() for t in transports), return_exceptions=True)
             try:
-                await asyncio.wait_for(transport.terminate(), 1.0)
-            except Exception as exc:  # a session that does not end in order is cut by uvicorn below
-                log.debug("MCP session did not terminate: %r", exc)
+                await asyncio.wait_for(ending, _GRACE_S)
+            except asyncio.TimeoutError:  # a session that does not end in order is cut by uvicorn below
+                log.debug("MCP sessions did not terminate within %s s", _GRACE_S)
         server.should_exit = True
         done, _ = await asyncio.wait({task}, timeout=CLOSE_BOUND_S - 0.5)
         if not done:
