@@ -382,3 +382,18 @@ async def test_the_bridge_runs_on_another_python_with_the_standard_library_only(
     async with asyncio.timeout(HANG_GUARD_S):
         async with Client(StdioServerParameters(command=cmd[0], args=cmd[1:], env=env), mode="legacy") as client:
             assert text_of(await client.call_tool("echo", {"text": "elsewhere"})) == "elsewhere"
+
+
+async def test_an_openai_agents_sdk_agents_mcp_servers_list_and_call_the_tools(served):
+    """The Agents SDK's own MCP clients (streamable HTTP with the token header, and stdio) work."""
+    sdk = pytest.importorskip("agents.mcp", reason="openai-agents is not installed")
+    server, tools = served
+    cmd, env = server.stdio_command()
+    http = sdk.MCPServerStreamableHttp(params={"url": server.url, "headers": {"Authorization": f"Bearer {server.token}"}})
+    stdio = sdk.MCPServerStdio(params={"command": cmd[0], "args": cmd[1:], "env": env})
+    async with asyncio.timeout(HANG_GUARD_S):
+        for expected, mcp_server in (("1", http), ("2", stdio)):
+            async with mcp_server:
+                assert [t.name for t in await mcp_server.list_tools()] == ["echo", "count"]
+                assert text_of(await mcp_server.call_tool("count", {})) == expected
+    assert tools.count == 2
