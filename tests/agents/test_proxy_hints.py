@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 
+import openai
 import pytest
 
 from agentrig.agents.transients import last_user_index, with_transients
@@ -135,3 +136,82 @@ def test_the_shared_helper_leaves_its_input_alone():
     # no user message yet: an appended hint still reaches the model, in the system message
     assert with_transients(messages[:1], last_user_index(messages[:1]), [APPENDED])[-1] == \
         {"role": "system", "content": APPENDED.text}
+
+
+# ------------------------------------------------------------------ before_call: asked per call
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_before_call_gives_each_call_its_own_hints_after_the_set_ones(fake, wire):
+    """The hook is awaited before each call with the calls sent so far and the request as
+    translated (the tool result of the last answer in it); what it returns is that call's hints,
+    after ``proxy.hints``; an empty answer adds nothing."""
+    asked: list[tuple[int, list[dict]]] = []
+    per_call = {0: [GUIDELINE], 1: [], 2: [APPENDED]}
+
+    async def before_call(n: int, messages: list[dict]) -> list[Transient]:
+        asked.append((n, copy.deepcopy(messages)))
+        return per_call[n]
+
+    fake.push_reply(reply("Looking.", [("bash", {"command": "ls"})]),
+                    *[reply("Two files.", [("bash", {"command": "wc -l a b"})], 140, 6)] * 2)
+    step, history = STEPS[wire]
+    async with serving(fake, before_call=before_call) as proxy:
+        proxy.hints = [REMINDER]
+        first = await step(proxy, [], False)
+        proxy.hints = []
+        later = history(first, "a\nb")
+        answers = [await step(proxy, later, False) for _ in range(2)]
+        traj = proxy.ctx.trajectory
+    assert seen(answers[0]) == seen(answers[1])  # the agent gets the same answer, whatever the hints
+    assert [n for n, _ in asked] == [0, 1, 2]
+    # the request the hook was shown: the agent's, translated, without hints; the tool result in it
+    assert [m["role"] for m in asked[0][1]] == ["system", "user"]
+    (result,) = [m for m in asked[1][1] if m["role"] == "tool"]
+    assert result["tool_call_id"] == first.calls[0][0] and any("a\nb" in s for s in strings(result["content"]))
+    assert not any(h.text in s for _, msgs in asked for s in strings(msgs) for h in (REMINDER, GUIDELINE, APPENDED))
+
+    first_body, plain, hinted = [r.json for r in upstream(fake)]
+    assert first_body["messages"][-1] == {"role": "system", "content": REMINDER.text + "\n\n" + GUIDELINE.text}
+    assert hinted == expected(plain, [APPENDED])  # the second and third requests are the same agent request
+    assert not any(h.text in s for s in strings(plain) for h in (REMINDER, GUIDELINE, APPENDED))
+    events = [(e.kind, e.data) for e in traj.events if e.plugin == "proxy"]
+    assert events == [("hints", {"call": 0, "sources": ["memory", "guidelines"], "placements": ["system", "system"]}),
+                      ("hints", {"call": 2, "sources": ["memory"], "placements": ["user_append"]})]
+
+
+async def test_a_failing_before_call_ends_the_trial_without_a_model_call(fake):
+    """A hook that raises (a plug-in's fatal channel error, or a bug) ends the trial as a channel
+    fault does: the agent gets a 502, the proxy keeps the error, nothing goes upstream. A call
+    refused at a limit does not ask the hook."""
+    asked: list[int] = []
+
+    async def before_call(n: int, messages: list[dict]) -> list[Transient]:
+        asked.append(n)
+        if n == 1:
+            raise RuntimeError("the plug-in broke")
+        return []
+
+    fake.push_reply(reply("Sure."), reply("Sure."))
+    async with serving(fake, before_call=before_call) as proxy:
+        client = openai_client(proxy)
+        messages = [{"role": "user", "content": "Hello."}]
+        await client.chat.completions.create(model="m", messages=messages)
+        with pytest.raises(openai.InternalServerError) as failed:
+            await client.chat.completions.create(model="m", messages=messages)
+        assert failed.value.status_code == 502 and "RuntimeError" in str(failed.value)
+        with pytest.raises(openai.InternalServerError):  # every later request: the same answer
+            await client.chat.completions.create(model="m", messages=messages)
+        assert isinstance(proxy.failure, RuntimeError) and proxy.ended.is_set()
+        events = [(e.kind, e.data) for e in proxy.ctx.trajectory.events if e.plugin == "proxy"]
+    assert asked == [0, 1] and len(upstream(fake)) == 1
+    assert events == [("before_call_failed", {"error": "RuntimeError"})]
+
+    asked.clear()
+    fake.push_reply(reply("Sure."))
+    async with serving(fake, before_call=before_call, step_limit=1) as proxy:
+        client = openai_client(proxy)
+        await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi."}])
+        with pytest.raises(openai.RateLimitError):
+            await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi."}])
+    assert asked == [0]
