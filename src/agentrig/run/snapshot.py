@@ -63,7 +63,8 @@ def _plugin(settings: Any) -> dict[str, Any]:
 
 # agent settings added after runs were stored (issue 32: agents we did not write): left out of the
 # snapshot while at their defaults, so a run stored before them compares equal and resumes
-LATER_AGENT_FIELDS = ("version", "run", "config", "config_file", "args", "mount")
+LATER_AGENT_FIELDS = ("version", "run", "config", "config_file", "args", "mount",
+                      "entry", "settings", "python", "path", "client")  # and issue 35: a Python agent
 
 
 def comparability(r: Resolved) -> dict[str, Any]:
