@@ -201,7 +201,7 @@ class PythonAgent:
                 msg = await self._receive()
                 kind = msg.get("type")
                 if kind == "call_tool":
-                    result = self._call_tool(msg)
+                    result = self._call_tool(msg, first)
                     await self._send({"type": "tool_result", "content": result.content or "", "error": result.error})
                     ended = getattr(self.ctx.bench, "ended", None)
                     if ended is not None and ended.is_set():  # its call ended the trial: no reply is waited for
@@ -273,6 +273,8 @@ class PythonAgent:
         assert self._reader is not None and self.proxy is not None
         if self._read is None:
             self._read = asyncio.ensure_future(self._reader.readline())
+            # a read left pending when the trial ends fails as the process is killed: nothing to report
+            self._read.add_done_callback(lambda f: f.cancelled() or f.exception())
         ended = asyncio.ensure_future(self.proxy.ended.wait())
         try:
             await asyncio.wait({self._read, ended}, return_when=asyncio.FIRST_COMPLETED)
@@ -348,13 +350,18 @@ class PythonAgent:
         what = {"import": "importing its entry", "make": "its make()", "respond": "respond()"}.get(stage, stage)
         raise AgentStop("agent_error", f"the Python agent failed in {what}: {error}")
 
-    def _call_tool(self, msg: dict) -> Message:
+    def _call_tool(self, msg: dict, first: int) -> Message:
         arguments, _raw, problem = parse_arguments(msg.get("arguments"))
-        name = str(msg.get("name") or "")
+        name, cid = str(msg.get("name") or ""), str(msg.get("id") or "") or None
         self._flush_output()
         # arguments that are not a JSON object are answered with an Error: result, as in the turn loop
-        return self.ctx.bench.call_tool(name, arguments, call_id=str(msg.get("id") or "") or None,
-                                        arguments_error=problem or "")
+        result = self.ctx.bench.call_tool(name, arguments, call_id=cid, arguments_error=problem or "")
+        replies = self.proxy.replies
+        if len(replies) > first:  # the call's message names the model call it came from, as a reply's does
+            for m in reversed(self.ctx.trajectory.messages[-2:]):
+                if m.role == "assistant" and m.tool_calls and m.tool_calls[0].id == cid:
+                    m.call = replies[-1].call
+        return result
 
     def _message(self, msg: dict, first: int) -> Message:
         calls = []
