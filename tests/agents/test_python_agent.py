@@ -258,3 +258,26 @@ def test_the_preflight_says_what_cannot_start(agent, needle):
 
 def test_the_preflight_passes_a_good_entry():
     preflight(AgentSettings(kind="python", entry="probe_agent:make", path=PATH), "exp.toml: arm 'a'")
+
+
+async def test_a_cancelled_trial_ends_the_agents_process(gold):
+    """Ctrl-C cancels the trials in flight: the agent's process goes with its trial."""
+    import asyncio
+
+    channel = channel_to(gold.base_url)
+    ctx = make_ctx("rent_city_bike", channel=channel)
+    trial = asyncio.ensure_future(play_trial(ctx, agent=probe(hang_at=1), user=GOLD_USER, plugins=[], limits=Limits()))
+    try:
+        for _ in range(600):  # a hang guard: the agent is in its second step, hanging
+            if ctx.trajectory.counters.get("agent_steps", 0) >= 2 or trial.done():
+                break
+            await asyncio.sleep(0.1)
+        assert not trial.done()
+        pid = next(e.data["pid"] for e in ctx.trajectory.events if e.kind == "start")
+        assert alive(pid)
+        trial.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await trial
+        assert not alive(pid)
+    finally:
+        await channel.aclose()

@@ -46,7 +46,8 @@ class ToolCall:
 
 @dataclass
 class Reply:
-    """One step's reply: text to the user, tool calls, or both (the text is then sent with the calls)."""
+    """One step's reply: text to the user, or tool calls (with both, the calls go to the environment;
+    the text stays in the record, the user does not see it)."""
 
     content: Optional[str] = None
     tool_calls: List[ToolCall] = field(default_factory=list)
