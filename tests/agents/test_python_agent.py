@@ -103,6 +103,39 @@ async def test_the_openai_example_plays_the_gold_through_faults(gold, task):
     assert events(record, "ready")[0].data["client"] == "openai"
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_the_agents_sdk_example_calls_its_tools_itself_and_a_transfer_ends_the_trial(gold, api):
+    agent = AgentSettings(kind="python", entry="agents_sdk_agent:make", path=[str(EXAMPLES)], settings={"api": api})
+    channel = channel_to(gold.base_url)
+    try:
+        ctx, record = await play(agent, channel, "damage_report_transfer")
+    finally:
+        await channel.aclose()
+    v = record.verdict
+    assert v.valid and v.termination == "agent_transfer" and v.reward == 1.0, v
+    msgs = record.trajectory.messages
+    calls = [m for m in msgs if m.role == "assistant" and m.tool_calls]
+    assert [m.tool_calls[0].name for m in calls] == ["find_customer_by_phone", "get_customer_details",
+                                                      "transfer_to_human_agents"]
+    assert all(len(m.tool_calls) == 1 and m.call is not None for m in calls)  # each names its model call
+    assert msgs[-1].role == "tool" and msgs[-2].tool_calls[0].name == "transfer_to_human_agents"
+    # nothing after the transfer: the SDK's run was not waited for, its process ended
+    agent_calls = [c for c in record.trajectory.model_calls if c.role == "agent"]
+    assert max(c.turn for c in agent_calls) < msgs[-1].turn
+    assert not alive(events(record, "start")[0].data["pid"])
+
+
+async def test_an_anthropic_client_when_asked(gold):
+    agent = AgentSettings(kind="python", entry="anthropic_agent:make", path=PATH, client="anthropic")
+    channel = channel_to(gold.base_url)
+    try:
+        _, record = await play(agent, channel)
+    finally:
+        await channel.aclose()
+    assert record.verdict.valid and record.verdict.reward == 1.0, record.verdict
+    assert events(record, "ready")[0].data["client"] == "anthropic"
+
+
 async def test_faults_are_retried_by_the_channel_never_by_the_agent():
     ep = GoldEndpoint(None, api_key=KEY, fault_rate=0.5, seed=11)
     await ep.start()

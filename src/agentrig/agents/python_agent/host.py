@@ -129,7 +129,7 @@ class PythonAgent:
         if ctx.channel is None:
             raise ConfigError("agent kind 'python' needs a model, but the trial has no channel "
                               "(fix: configure [channel] / [roles.agent] with a base URL and a model)")
-        if getattr(ctx.bench, "call_tool", None) is None and not hasattr(ctx.bench, "spec"):
+        if not hasattr(ctx.bench, "spec"):  # τ²'s TauTrial: the domain's tools and policy
             raise ConfigError("agent kind 'python' plays τ² tasks only (fix: use it with [benchmark] kind = \"tau2\")")
         self.settings = settings
         self.ctx = ctx
@@ -202,18 +202,21 @@ class PythonAgent:
                 kind = msg.get("type")
                 if kind == "call_tool":
                     result = self._call_tool(msg, first)
-                    await self._send({"type": "tool_result", "content": result.content or "", "error": result.error})
                     ended = getattr(self.ctx.bench, "ended", None)
-                    if ended is not None and ended.is_set():  # its call ended the trial: no reply is waited for
+                    if ended is not None and ended.is_set():
+                        # its call ended the trial: the agent, left waiting for the result (so it makes
+                        # no model call after the end), is not asked to close but ended at once
                         return Message(role="assistant", content=None)
+                    await self._send({"type": "tool_result", "content": result.content or "", "error": result.error})
                 elif kind == "reply":
+                    self._busy = False
                     return self._message(msg, first)
                 elif kind == "error":
+                    self._busy = False  # the runner is back waiting for a turn
                     self._failed(msg)
                 else:
                     self._failed({"stage": "respond", "error": f"the runner sent an unknown message {kind!r}"})
         finally:
-            self._busy = False
             self._flush_output()
 
     async def aclose(self) -> None:
@@ -261,7 +264,8 @@ class PythonAgent:
     # ------------------------------------------------------------------ the pipe
     async def _send(self, message: dict) -> None:
         assert self._writer is not None
-        self._writer.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        # default=str: a TOML date in the agent's settings reaches it as its text
+        self._writer.write(json.dumps(message, ensure_ascii=False, default=str).encode() + b"\n")
         try:
             await self._writer.drain()
         except (ConnectionError, OSError):
@@ -306,6 +310,7 @@ class PythonAgent:
 
     async def _exited(self) -> None:
         """The runner closed the pipe: its process ended without a reply."""
+        self._busy = False
         code = None
         if self.proc is not None:
             with contextlib.suppress(Exception):
