@@ -314,3 +314,14 @@ async def test_a_cancelled_trial_ends_the_agents_process(gold):
         assert not alive(pid)
     finally:
         await channel.aclose()
+
+
+def test_the_entry_modules_code_is_in_the_runs_comparability(tmp_path):
+    from agentrig.agents.python_agent import entry_sha
+
+    (tmp_path / "mine.py").write_text("def make(settings, client, model):\n    return None\n")
+    agent = AgentSettings(kind="python", entry="mine:make", path=[str(tmp_path)])
+    first = entry_sha(agent)
+    assert first and entry_sha(agent) == first
+    (tmp_path / "mine.py").write_text("def make(settings, client, model):\n    return 1\n")
+    assert entry_sha(agent) not in (None, first)

@@ -28,10 +28,11 @@ One trial (``host.PythonAgent``, built by ``build_agent``):
 
 Before the run, ``check.preflight`` starts the runner with the agent's interpreter and imports the
 entry: an interpreter that cannot start or an entry that cannot be imported is a ``ConfigError``
-naming ``agent.python`` / ``agent.entry`` and the fix.
+naming ``agent.python`` / ``agent.entry`` and the fix. ``entry_sha`` (a hash of the entry's module
+file) is in the run's comparability snapshot: a changed module is another agent.
 """
 
-from .check import PYTHON_FIELDS, check_settings, preflight
+from .check import PYTHON_FIELDS, check_settings, entry_sha, preflight
 from .host import PythonAgent
 
-__all__ = ["PYTHON_FIELDS", "PythonAgent", "check_settings", "preflight"]
+__all__ = ["PYTHON_FIELDS", "PythonAgent", "check_settings", "entry_sha", "preflight"]

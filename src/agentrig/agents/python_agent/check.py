@@ -21,7 +21,7 @@ PREFLIGHT_TIMEOUT_S = 180.0  # importing a large agent (torch…) takes a while;
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 ENTRY = re.compile(rf"{_NAME}(\.{_NAME})*:{_NAME}(\.{_NAME})*")
 EXAMPLE = 'agent = { kind = "python", entry = "my_agent:make", path = ["."] }'
-_checked: set[tuple] = set()  # preflights that passed in this process
+_checked: dict[tuple, str | None] = {}  # preflights that passed in this process → the entry's module file
 
 
 def interpreter(agent: Any) -> str:
@@ -75,7 +75,7 @@ def preflight(agent: Any, where: str) -> None:
     """Start the runner with the agent's interpreter and import the entry there: a ConfigError naming
     ``agent.python`` or ``agent.entry`` and the fix when it cannot."""
     python = interpreter(agent)
-    key = (python, agent.entry, agent.client, tuple(agent.path))
+    key = _key(agent)
     if key in _checked:
         return
     argv = [python, str(RUNNER), "--check", agent.entry.strip(), "--client", agent.client]
@@ -115,4 +115,21 @@ def preflight(agent: Any, where: str) -> None:
         raise ConfigError(f"{where}: agent.entry {agent.entry!r}: cannot import it with {python}: {error}.\n"
                           f"  fix: check the module name {module!r} and agent.path ({searched}; relative to the "
                           "experiment file), and that the module's dependencies are installed in that interpreter")
-    _checked.add(key)
+    _checked[key] = result.get("file") if isinstance(result.get("file"), str) else None
+
+
+def _key(agent: Any) -> tuple:
+    return (interpreter(agent), agent.entry, agent.client, tuple(agent.path))
+
+
+def entry_sha(agent: Any) -> str | None:
+    """A hash of the entry's module file as the agent's interpreter finds it (the preflight's), for
+    the run's comparability: a changed module is another agent. None when it has no file."""
+    from agentrig.benchmark import sha
+
+    preflight(agent, "agent")
+    file = _checked.get(_key(agent))
+    try:
+        return sha(Path(file).read_bytes()) if file else None
+    except OSError:
+        return None

@@ -103,7 +103,8 @@ def check(entry: str, client: str) -> Dict[str, Any]:
         return {**out, "ok": False, "stage": "entry", "error": f"{entry} is a {type(factory).__name__}, not a function"}
     if client in ("openai", "anthropic") and out[client] is None:
         return {**out, "ok": False, "stage": "client", "error": f"the package {client!r} is not installed here"}
-    return {**out, "ok": True}
+    module = sys.modules.get(entry.partition(":")[0])
+    return {**out, "ok": True, "file": getattr(module, "__file__", None)}
 
 
 class Pipe:
