@@ -175,7 +175,7 @@ class PythonAgent:
         self._pumps = [asyncio.ensure_future(self._pump(self.proc.stdout, self._out["stdout"])),
                        asyncio.ensure_future(self._pump(self.proc.stderr, self._out["stderr"]))]
         ctx.event("agent", "start", agent="python", entry=a.entry, python=python, pid=self.proc.pid)
-        await self._send({"type": "init", "entry": a.entry, "settings": a.settings, "model": model,
+        await self._send({"type": "init", "entry": (a.entry or "").strip(), "settings": a.settings, "model": model,
                           "client": a.client, "base_url": base_url, "token": self.proxy.token,
                           "policy": ctx.bench.policy, "tools": openai_tools(ctx.bench.spec.agent_toolkit)})
         self._busy = True
@@ -189,7 +189,7 @@ class PythonAgent:
         self._pending = [d for d in (chat_message(m) for m in history) if d is not None]
 
     async def respond(self, incoming: list[Message], transient: list[Transient]) -> Message:
-        self.proxy.hints = list(transient)  # the proxy adds a step's transient context to its requests
+        self.proxy.hints = list(transient)  # the step's transient context, for the proxy to add to its requests
         new = self._pending + [d for d in (chat_message(m) for m in incoming) if d is not None]
         self._pending = []
         first = len(self.proxy.replies)
