@@ -20,6 +20,10 @@ reaching the environment; like every ``Error:`` result it counts towards ``max_e
 
 Before each agent step the arm's plug-ins may add transient context to that one call.
 
+An agent that holds a process or a server of its own (a Python agent: ``agents/python_agent``) has
+an ``aclose()``, awaited when the conversation ends however it ends (cancellation included), before
+the judge runs.
+
 An agent that runs its own tool loop (a Python agent calling its tools itself, an MCP agent such as
 Codex or Claude Code) makes its calls in the middle of its step through ``Episode.agent_tool_call``
 (also ``TauTrial.call_tool``): each call is recorded as an assistant message holding that one call,
@@ -113,6 +117,7 @@ class Episode:
         self.agent_steps = 0
         self.ended: str | None = None  # a termination reached by an agent-driven tool call
         self.ended_event = asyncio.Event()
+        ctx.bench.ended = self.ended_event
         self._own_calls = 0
 
     def _add(self, message: Message) -> Message:
@@ -264,10 +269,15 @@ async def play_trial(ctx: TrialContext, *, agent: AgentSettings, user: UserSetti
     errors propagate; other infrastructure failures (the judge's included) give an invalid verdict."""
 
     async def body() -> Verdict:
-        episode = Episode(ctx, build_agent(agent, ctx), build_user(user, ctx),
-                          [build_plugin(p, ctx) for p in plugins], limits)
-        termination = await agent_phase(ctx, episode.play(), budget=limits.trial_timeout_s, timeout="timeout",
-                                        overflow_event="channel")
+        the_agent = build_agent(agent, ctx)
+        try:
+            episode = Episode(ctx, the_agent, build_user(user, ctx), [build_plugin(p, ctx) for p in plugins], limits)
+            termination = await agent_phase(ctx, episode.play(), budget=limits.trial_timeout_s, timeout="timeout",
+                                            overflow_event="channel")
+        finally:  # an agent with a process or a server of its own (a Python agent) ends with the conversation
+            close = getattr(the_agent, "aclose", None)
+            if close is not None:
+                await close()
         info = await judge_trial(ctx, termination, nl=nl_judge)
         return Verdict(reward=info.reward, termination=termination, reward_info=info)
 
