@@ -221,3 +221,38 @@ def test_a_bad_interpreter_or_entry_stops_before_the_run(synthetic_root, appworl
     assert names in done.stderr and "fix:" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
     assert not (tmp_path / "runs").exists()  # nothing was played, no run directory made
+
+
+def test_the_runner_takes_code_in_every_form_and_keeps_it_in_the_conversation(monkeypatch):
+    """The runner (stdlib only, imported by path as the agent's interpreter runs it): what a reply
+    on AppWorld tasks may be, and how it stays in the agent's conversation."""
+    import importlib.util
+
+    from agentrig.agents.python_agent.check import RUNNER
+
+    monkeypatch.syspath_prepend(str(RUNNER.parent))
+    spec = importlib.util.spec_from_file_location("agentrig_runner_under_test", RUNNER)
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    from agentrig_agent import AppWorldTask, AppWorldTurn, Reply
+
+    code = "print(apis.supervisor.show_profile())"
+    for value in (code, Reply(code=code), {"code": code}, Reply(content="look first", code=code)):
+        reply = runner._reply_message(value, "code")
+        assert reply["code"] == code and reply["tool_calls"] == [], value
+    assert runner._reply_message(None, "code")["code"] is None  # no code: the agent stops
+    assert runner._reply_message("hello", "content") == {"type": "reply", "content": "hello", "tool_calls": [],
+                                                         "code": None}  # τ²: a str is text
+    with pytest.raises(TypeError, match="return the code as a str"):
+        runner._reply_message(42, "code")
+    with pytest.raises(ValueError, match="unknown key"):
+        runner._reply_message({"python": code}, "code")
+    # the conversation: the code fenced, unless the reply's text holds it already
+    assert runner._with_code(None, code) == f"```python\n{code}\n```"
+    assert runner._with_code("look first", code) == f"look first\n\n```python\n{code}\n```"
+    said = f"Step 1.\n\n```python\n{code}\n```"
+    assert runner._with_code(said, code) == said
+    turn = runner._turn(AppWorldTurn, {"task": {"id": "t1", "instruction": "do it", "extra": 1}, "prompt": "p",
+                                       "guide": "g", "messages": [], "new": [], "step": 0, "model": "m",
+                                       "_call": None, "unknown": 2})
+    assert turn.task == AppWorldTask(id="t1", instruction="do it") and turn.output is None
