@@ -256,3 +256,31 @@ def test_the_runner_takes_code_in_every_form_and_keeps_it_in_the_conversation(mo
                                        "guide": "g", "messages": [], "new": [], "step": 0, "model": "m",
                                        "_call": None, "unknown": 2})
     assert turn.task == AppWorldTask(id="t1", instruction="do it") and turn.output is None
+
+
+def test_the_example_experiment_runs_offline_as_its_comments_say(synthetic_root, appworld_python, tmp_path):
+    """examples/python_agents/appworld_agent.toml, with the data and AppWorld's python of this
+    machine, against the scripted endpoint started as its comments say (no key; a fifth faults)."""
+    server = EndpointProcess("agentrig.bench.appworld.scripted.appworld_endpoint", "--root", str(synthetic_root),
+                             "--no-auth", "--fault-rate", "0.2", "--seed", "7", env=_env())
+    try:
+        text = (EXAMPLES / "appworld_agent.toml").read_text(encoding="utf-8")
+        assert 'data = "/tmp/aw-synthetic"' in text
+        text = text.replace('data = "/tmp/aw-synthetic"', f'data = "{synthetic_root}"\npython = "{appworld_python}"')
+        toml = EXAMPLES / f"_test_{tmp_path.name}.toml"  # beside the agent, as path = ["."] wants
+        toml.write_text(text, encoding="utf-8")
+        try:
+            done = subprocess.run([*_agentrig(), "run", str(toml), "--json", "--dir", str(tmp_path / "run")],
+                                  capture_output=True, text=True, timeout=900,
+                                  env=_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="local"))
+        finally:
+            toml.unlink()
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    with Store.open(tmp_path / "run" / "trials.sqlite", create=False) as store:
+        rows = store.verdict_rows()
+    assert rows and all(r.valid for r in rows)
+    assert {r.arm for r in rows} == {"code-agent", "my-agent"} and all(r.reward == 1.0 for r in rows)
+    assert out["arms"]["my-agent"]["retries"] > 0
