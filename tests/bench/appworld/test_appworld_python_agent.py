@@ -10,6 +10,7 @@ against the scripted AppWorld endpoint (its own process) answering a fifth of th
   nowhere (not in the run directory, not in the agent process's environment);
 - each turn carries the task, the task prompt, the guide, the conversation, the last output;
 - the agent's steps are recorded as the code agent's text mode records them;
+- the memory plug-in's context reaches the agent's requests at the proxy;
 - an agent that raises: ``agent_error`` with its traceback, the world still evaluated; one that
   returns None stops (``never_completed``); tool calls are refused (``agent_error``);
 - a bad interpreter or entry: exit 1 with the error before the run.
@@ -49,6 +50,7 @@ ARMS = {  # arm → (agent table, model)
     "py-raises": (py(raise_at=1), SOLUTION),
     "py-stops": (py(stop_at=1), SOLUTION),
     "py-tools": (py(tool_calls_at=0), SOLUTION),
+    "py-memory": (py() + '\nplugins = [{ kind = "memory" }]', SOLUTION),
 }
 
 
@@ -77,6 +79,8 @@ def experiment(path: Path, root: Path, python: Path, base_url: str, arms: dict) 
         backoff_base_s = 0.01
         backoff_max_s = 0.1
         [roles.agent]
+        model = "{SOLUTION}"
+        [roles.memory]
         model = "{SOLUTION}"
         """) + "\n".join(blocks), encoding="utf-8")
     return path
@@ -108,6 +112,11 @@ def by_arm(records, arm: str) -> list:
 
 def agent_events(record, kind: str) -> list:
     return [e for e in record.trajectory.events if e.plugin == "agent" and e.kind == kind]
+
+
+def outputs(record) -> list[str]:
+    """The execution outputs of the trial, in order (the user messages after the task prompt)."""
+    return [m.content for m in record.trajectory.messages if m.role == "user"][1:]
 
 
 def output_of(record) -> str:
@@ -176,6 +185,24 @@ def test_each_turn_carries_the_task_the_conversation_and_the_last_output(run, sy
         env = json.loads(next(line for line in lines if line.startswith("ENV "))[4:])
         assert env["OPENAI_API_KEY"] == "[trial token]" and KEY_ENV not in env
         assert not any(KEY in v or KEY[8:24] in v for v in env.values())
+
+
+def test_plugins_reach_the_agents_model_calls_through_the_proxy(run):
+    _, _, records = run
+    injected_anywhere = 0
+    for rec in by_arm(records, "py-memory"):
+        assert rec.verdict.termination == "completed" and rec.verdict.reward == 1.0
+        triggers = [e for e in rec.trajectory.events if e.plugin == "memory" and e.kind == "memory.trigger"]
+        assert len(triggers) == len(outputs(rec))  # one per step (each step ran code; the last completed the task)
+        injected = [e.data["injected"] for e in triggers if e.data.get("injected")]
+        hinted = [e for e in rec.trajectory.events if e.plugin == "proxy" and e.kind == "hints"]
+        assert len(hinted) == len(injected)  # one model call per step: each injected step's call carried it
+        sent = [m.get("content") for r in rec.trajectory.agent_requests for m in r.tail]
+        sent = [p.get("text", "") if isinstance(p, dict) else str(p) for c in sent
+                for p in (c if isinstance(c, list) else [c]) if p]
+        assert all(any(text in s for s in sent) for text in injected)
+        injected_anywhere += len(injected)
+    assert injected_anywhere  # the plug-in spoke in some step
 
 
 def test_an_agent_that_raises_ends_agent_error_with_its_traceback_and_the_world_judged(run):

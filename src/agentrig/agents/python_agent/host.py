@@ -1,4 +1,5 @@
-"""``PythonAgent``: agentrig's side of a Python agent's trial (see the package's docstring)."""
+"""agentrig's side of a Python agent's trial (see the package's docstring): ``AgentProcess``, the
+machinery any benchmark's turn runs on, and ``PythonAgent``, τ²'s turn on it."""
 
 from __future__ import annotations
 
