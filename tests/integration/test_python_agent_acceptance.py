@@ -253,6 +253,10 @@ def test_analyze_and_the_report_show_every_arm(shared):
     page = html.read_text(encoding="utf-8")
     assert 'id="memory"' in page and "Against the baseline" in page and ">memory</td>" in page
     assert all(arm in page for arm in ARMS)
+    # the trajectory viewer holds every trial of the Python agents: their greeting, their tool calls
+    greeting = shared.records("sdk-responses")[0].trajectory.messages[0].content
+    assert page.count(greeting) >= n * len(ARMS)
+    assert all(name in page for _step, name in NOISY.values())
 
 
 # ------------------------------------------------------------------------------ instability
