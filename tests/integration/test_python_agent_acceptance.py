@@ -297,6 +297,13 @@ def test_instability_resamples_the_python_agents_recorded_requests(shared, insta
                 assert unstable == {NOISY[task["task_id"]][0]}, (arm, task)
             else:
                 assert not unstable, (arm, task)
+    # `analyze` reads the stored samples back: the same figures per Python arm
+    doc = json.loads(ok("analyze", shared.run_dir, "--json").stdout)
+    assert {(r["arm"], r["temperature"]) for r in doc["instability"]} == {(arm, 0.7) for arm in ARMS}
+    for r in doc["instability"]:
+        assert r["tasks"] == reports[r["arm"]]["tasks"]
+    text = ok("analyze", shared.run_dir).stdout
+    assert all(f"decision instability: {arm} (temperature 0.7" in text for arm in ARMS)
 
 
 # ------------------------------------------------------------------------------ guidelines
