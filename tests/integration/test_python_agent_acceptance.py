@@ -2,9 +2,10 @@
 subprocess) against the gold endpoint (its own process) answering a fifth of the requests with
 429 / 500 / a malformed body, and recording every request it got.
 
-One run is shared (module scope): bikeshop + airline tasks, two trials each, three arms —
+One run is shared (module scope): bikeshop + airline tasks, two trials each, four arms —
 `examples/python_agents/openai_agent.py` without plug-ins (`baseline`) and with the memory plug-in
-(`memory`), and `agents_sdk_agent.py` on the Responses wire (`sdk-responses`). On it:
+(`memory`), `agents_sdk_agent.py` on the Responses wire (`sdk-responses`), and a test agent on the
+`anthropic` SDK (Messages wire, `anthropic`). On it:
 
 - the memory A/B: the memory arm's agent requests, as recorded (`Trajectory.agent_requests`) and
   as the endpoint received them, are the baseline's plus each step's reminder, nothing else;
@@ -39,7 +40,8 @@ from tests.integration.test_memory_external_agent import with_hints
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python_agents"
 TASKS = {"bikeshop": ["rent_city_bike", "cancel_ebike_full_refund"], "airline": ["0", "1"]}
-ARMS = ("baseline", "memory", "sdk-responses")
+ARMS = ("baseline", "memory", "sdk-responses", "anthropic")
+PROBES = Path(__file__).resolve().parents[1] / "agents" / "python_agents"
 TRIALS = 2
 PY = f'kind = "python", path = {json.dumps([str(EXAMPLES)])}'
 
@@ -149,7 +151,9 @@ def shared(tau2_root, tmp_path_factory):
             f'[[arms]]\nname = "memory"\nagent = {{ {PY}, entry = "openai_agent:make" }}\n'
             'plugins = [{ kind = "memory", mode = "selective", interval = 1 }]\n',
             f'[[arms]]\nname = "sdk-responses"\nagent = {{ {PY}, entry = "agents_sdk_agent:make", '
-            'settings = { api = "responses" } }\n'])
+            'settings = { api = "responses" } }\n',
+            f'[[arms]]\nname = "anthropic"\nagent = {{ kind = "python", path = {json.dumps([str(PROBES)])}, '
+            'entry = "anthropic_agent:make", client = "anthropic" }\n'])
         toml = experiment(tmp / "pyab.toml", gold.base_url, analyst.base_url, tau2_root, TASKS, arms)
         out = agentrig_run(toml, timeout=900)
         yield Shared(gold, analyst, tau2_root, tmp, Path(out["run_dir"]), out)
