@@ -12,7 +12,8 @@ One run is shared (module scope): bikeshop + airline tasks, two trials each, fou
   `compare` finds only the plug-in; `analyze` (every section, JSON and text) and the report show
   both arms;
 - `instability` (default arms: the Python ones included) re-sends the recorded requests — the
-  endpoint gets the very messages the trials sent, hints and the Responses-wire agent's included —
+  endpoint gets the very messages the trials sent, hints and the Responses and Messages wires'
+  included —
   and finds the gold's noisy write step (noise only at temperature > 0: the run itself is clean);
 - the guidelines loop: derive from the run with a scripted analyst, then a second run with the
   Python agent with and without the guidelines (the gold obeys a guideline's marker);
