@@ -135,7 +135,9 @@ def test_the_python_agent_scores_what_the_code_agent_scores_under_faults(run, sy
         assert {t: reward[(mine, t)] for t in tasks} == {t: reward[(ours, t)] for t in tasks}, mine
     assert all(reward[("py", t)] == 1.0 for t in tasks)  # the solutions, played by the Python agent
     assert all(reward[("py-wrong", t)] == 0.0 for t in tasks)  # the wrong answers, judged by AppWorld
-    assert out["arms"]["py"]["retries"] > 0 and out["arms"]["py-wrong"]["retries"] > 0  # faults ridden out
+    # faults ridden out, counted: over the Python arms' ~80 model calls together (one arm's 5 or 16 calls
+    # may draw no fault at a rate of 0.2 — which arm gets the faults depends on the order of requests)
+    assert sum(arm["retries"] for name, arm in out["arms"].items() if name.startswith("py")) > 0
     # the same failed tests as the code agent's, task by task
     for mine, ours in zip(by_arm(records, "py-wrong"), by_arm(records, "code-wrong")):
         assert mine.verdict.reward_info.components == ours.verdict.reward_info.components
@@ -310,4 +312,6 @@ def test_the_example_experiment_runs_offline_as_its_comments_say(synthetic_root,
         rows = store.verdict_rows()
     assert rows and all(r.valid for r in rows)
     assert {r.arm for r in rows} == {"code-agent", "my-agent"} and all(r.reward == 1.0 for r in rows)
-    assert out["arms"]["my-agent"]["retries"] > 0
+    # the fifth of the requests that fail, ridden out and counted (over both arms' ~30 calls: one arm
+    # alone may draw none)
+    assert out["arms"]["my-agent"]["retries"] + out["arms"]["code-agent"]["retries"] > 0
