@@ -139,6 +139,7 @@ class TrialToolServer:
         self._server: Any = None
         self._task: asyncio.Task | None = None
         self._sock: socket.socket | None = None
+        self._mcp: Any = None
 
     # -- the MCP handlers -------------------------------------------------------------------------
 
@@ -207,7 +208,8 @@ class TrialToolServer:
             sock.bind(("127.0.0.1", 0))
             sock.listen(64)
         self._sock = sock
-        app = self._mcp_server().streamable_http_app(
+        self._mcp = self._mcp_server()
+        app = self._mcp.streamable_http_app(
             streamable_http_path=_MCP_PATH, session_idle_timeout=None,
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         self._server = _uvicorn_server(_Unauthorized(app, self.token))
@@ -251,13 +253,21 @@ class TrialToolServer:
             if self._sock is not None:
                 self._sock.close()
             return
-        server.should_exit = True
         if not task.done():
-            await finish_despite_cancel(self._wait_stopped(task), CLOSE_BOUND_S)
+            await finish_despite_cancel(self._stop(task, server), CLOSE_BOUND_S)
         if self._sock is not None:
             self._sock.close()
 
-    async def _wait_stopped(self, task: asyncio.Task) -> None:
+    async def _stop(self, task: asyncio.Task, server: Any) -> None:
+        # the MCP sessions first: their open SSE streams (an agent's GET stream) end in order, and
+        # uvicorn then has no request left to wait for
+        manager = getattr(self._mcp, "_session_manager", None)
+        for transport in list(getattr(manager, "_server_instances", {}).values()):
+            try:
+                await asyncio.wait_for(transport.terminate(), 1.0)
+            except Exception as exc:  # a session that does not end in order is cut by uvicorn below
+                log.debug("MCP session did not terminate: %r", exc)
+        server.should_exit = True
         done, _ = await asyncio.wait({task}, timeout=CLOSE_BOUND_S - 0.5)
         if not done:
             task.cancel()
