@@ -128,11 +128,13 @@ class CliConversation:
             self.env.update(CLAUDE_ENV, CLAUDE_CONFIG_DIR=str(claude_home), ANTHROPIC_BASE_URL=proxy_url,
                             ANTHROPIC_API_KEY=proxy_token)
             self.model = model
+            self._new_session = str(uuid.uuid4())
         self._instructions_file = instructions_file
 
     # ------------------------------------------------------------------ the command line
     def argv(self) -> list[str]:
-        """This turn's command line (the user's text goes on stdin)."""
+        """The next turn's command line (the user's text goes on stdin): a new session's, or the
+        resumed one's."""
         if self.kind == "codex":
             argv = [str(self.entry), "exec"]
             if self.session is not None:
@@ -145,19 +147,17 @@ class CliConversation:
         argv = [str(self.entry), "-p", "--output-format", "stream-json", "--verbose", "--model", self.model,
                 "--system-prompt-file", str(self._instructions_file), "--tools", "", "--strict-mcp-config",
                 "--mcp-config", str(self.home / "mcp.json"), "--allowedTools", f"mcp__{MCP_SERVER}"]
-        if self.session is None:
-            self.session = str(uuid.uuid4())
-            argv += ["--session-id", self.session]
-        else:
-            argv += ["--resume", self.session]
+        argv += ["--resume", self.session] if self.session is not None else ["--session-id", self._new_session]
         return argv + self.args
 
     # ------------------------------------------------------------------ one turn
-    async def turn(self, text: str, stop: asyncio.Event | None = None) -> Turn:
+    async def turn(self, text: str, stop: tuple[asyncio.Event, ...] = ()) -> Turn:
         """Run one turn with ``text`` as the user's message; ends when the agent's process exits,
-        or (killed, ``stopped``) when ``stop`` is set first."""
+        or (killed, ``stopped``) when one of the ``stop`` events is set first."""
         self.turns += 1
         argv = self.argv()
+        if self.kind == "claude-code":
+            self.session = self._new_session  # Codex's comes in its first event
         events: list[dict] = []
         with open(self.log_path, "ab") as log:
             proc = await asyncio.create_subprocess_exec(
@@ -165,14 +165,14 @@ class CliConversation:
                 stderr=log, start_new_session=True, limit=LINE_LIMIT)
         self.pid = proc.pid
         reading = asyncio.ensure_future(self._read(proc, text, events))
-        stopping = asyncio.ensure_future(stop.wait()) if stop is not None else None
+        stopping = [asyncio.ensure_future(e.wait()) for e in stop]
         stopped = False
         try:
-            await asyncio.wait({reading, stopping} - {None}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({reading, *stopping}, return_when=asyncio.FIRST_COMPLETED)
             stopped = not reading.done()
         finally:
-            if stopping is not None:
-                stopping.cancel()
+            for waiter in stopping:
+                waiter.cancel()
             if not reading.done():
                 reading.cancel()
                 with contextlib.suppress(BaseException):

@@ -53,10 +53,12 @@ class TauTrial:
     and the trial's tool ``Environment``, set by the episode (``episode.py``) when it starts, whose
     end state the judge reads (``judge.py``); and ``call_tool(name, arguments, call_id=…)``, the
     episode's ``agent_tool_call`` for an agent that runs its own tool loop (a Python agent, an MCP
-    agent), also set when the episode starts."""
+    agent), also set when the episode starts; and ``ended``, the episode's event set when such a call
+    ends the trial (a limit, a transfer)."""
 
     spec: DomainSpec
     domain_dir: Path | None = None
     policy: str = ""
     env: Any = None
     call_tool: Callable[..., Any] | None = None
+    ended: Any = None  # asyncio.Event
