@@ -31,7 +31,7 @@ class AgentSettings(Strict):
     """The ``agent`` part of an ``[[arms]]`` table."""
 
     # which agent plays: each benchmark names the kinds it accepts (``Benchmark.agent_kinds``, checked
-    # when the experiment loads) — τ²: llm, gold, flaky-gold, noop; terminal: bash (the LLM bash
+    # when the experiment loads) — τ²: llm, gold, flaky-gold, noop, codex, claude-code; terminal: bash (the LLM bash
     # agent), oracle (plays the task's solution), flaky-oracle (skips one solution step with
     # probability drop_p), noop; AppWorld: llm, oracle, noop
     kind: str = Field("llm", min_length=1)
@@ -62,8 +62,9 @@ class AgentSettings(Strict):
     context_tokens: int | None = Field(None, ge=256)
     elided_keep_chars: int = Field(600, ge=0)
     # agents we did not write (terminal: kind mini-swe-agent, codex, claude-code — installed once
-    # into a cached tool root — and command, a user's own program; docs/agents.md). Each talks to
-    # the trial's measuring proxy; step_limit, cost_limit and token_limit are enforced there.
+    # into a cached tool root — and command, a user's own program; τ²: codex, claude-code;
+    # docs/agents.md). Each talks to the trial's measuring proxy; step_limit, cost_limit and
+    # token_limit are enforced there.
     version: str | None = None  # the agent package's version (None: agentrig's pinned default)
     run: str | None = None  # kind command: the shell command, {instruction} replaced by the task's (quoted)
     config: dict[str, Any] = {}  # the agent's own settings: mini/codex `-c key=value` each; claude-code: settings.json keys

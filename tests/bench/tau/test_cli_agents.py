@@ -232,3 +232,28 @@ async def test_step_limit_ends_the_trial_at_the_proxy_as_limits_exceeded(install
     finally:
         await channel.aclose()
         await gold.stop()
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ('run = "python3 agent.py"', "agent.run is for terminal's kind \"command\", not 'codex'"),
+    ('config_file = "no-such.toml"', "agent.config_file"),
+])
+def test_settings_of_another_kind_are_refused_when_the_experiment_loads(tmp_path, extra, needle):
+    from agentrig.errors import ConfigError
+    from agentrig.run.experiment import load
+
+    toml = tmp_path / "exp.toml"
+    toml.write_text(f"""
+name = "x"
+[benchmark]
+domains = ["bikeshop"]
+[channel]
+base_url = "http://127.0.0.1:9/v1"
+model = "m"
+[[arms]]
+name = "codex"
+agent = {{ kind = "codex", {extra} }}
+""", encoding="utf-8")
+    with pytest.raises(ConfigError, match="fix:") as info:
+        load(toml, prepare=False)
+    assert needle in str(info.value) and "arm" in str(info.value)
