@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from agentrig.agents.base import AgentSettings
+from agentrig.agents.llm import openai_tools
 from agentrig.agents.installed import ToolInstallError, ensure_tool_root
 from agentrig.benchmark import Limits
 from agentrig.bench.tau.cli_agent import CLI_KINDS, CliTauAgent
@@ -34,6 +35,7 @@ from agentrig.bench.tau.episode import Episode, play_trial
 from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 from agentrig.bench.tau.user import UserSettings, build_user
 from agentrig.store.store import Store
+from agentrig.trial.envelope import agent_phase
 
 from tests.agents.conftest import make_ctx
 from tests.integration.test_gold_runs import KEY, KEY_ENV, GoldServer, _agentrig, _env, assert_no_key
@@ -43,6 +45,11 @@ TELECOM_ACTS = "[mobile_data_issue]data_mode_off|data_usage_exceeded[PERSONA:Non
 TASKS = {"bikeshop": ["rent_city_bike", "damage_report_transfer"], "airline": ["0"], "telecom": [TELECOM_ACTS]}
 ENDS = {"damage_report_transfer": "agent_transfer"}  # else user_stop
 TURNS = {TELECOM_ACTS: 2}  # else 1
+# the agents' own tools still offered with theirs off (docs/agents.md): none that runs a command,
+# edits a file or reaches the web
+OWN_TOOLS_LEFT = {"codex": {"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource",
+                            "request_user_input", "view_image"},
+                  "claude-code": {"DeferredToolPlaceholder"}}
 
 
 def _registry_reachable() -> bool:
@@ -119,6 +126,8 @@ def test_both_agents_earn_the_gold_s_reward_through_faults_they_never_see(instal
         assert len({t["session"] for t in turns}) == 1 and turns[0]["session"]  # one session, resumed
         for t in turns:  # the agent's own record: no API error, no retry of its own, its tool calls fine
             assert t["errors"] == [] and t["failed_tool_calls"] == [], (r.key, t)
+            # Codex's one warning: the role's model name is none it knows (no fault of the endpoint's)
+            assert all(n.startswith("Model metadata for `gold` not found") for n in t["notes"]), (r.key, t["notes"])
         if task in ENDS:  # the transfer ended the trial in the middle of the turn: the agent was stopped
             assert turns[-1]["stopped"] and turns[-1]["exit_code"] is None
         else:
@@ -209,12 +218,41 @@ async def test_the_agent_sees_its_tokens_never_the_key_and_is_stopped_and_cleane
                 assert KEY.encode() not in raw and KEY[8:24].encode() not in raw, path
         turn = next(e.data for e in ctx.trajectory.events if e.kind == "turn")
         assert turn["stopped"] and turn["exit_code"] is None  # ended in the middle of its turn
+        # what the model is offered: the domain's tools under the MCP names, and none of the agent's
+        # own that act (no shell, no file edits, no web, no sub-agents)
+        offered = {t["function"]["name"] for t in ctx.trajectory.agent_requests[0].tools}
+        domain = {t["function"]["name"] for t in openai_tools(ctx.bench.spec.agent_toolkit)}
+        assert {n for n in offered if n.startswith("mcp__tau__")} == {f"mcp__tau__{n}" for n in domain}
+        assert {n for n in offered if not n.startswith("mcp__tau__")} == OWN_TOOLS_LEFT[kind]
         assert pid is not None and not _group_alive(pid) and not Path(f"/proc/{pid}").exists()
         assert not home.exists()
     finally:
         await channel.aclose()
         await gold.stop()
 
+
+@pytest.mark.parametrize("kind", CLI_KINDS)
+async def test_the_trial_s_time_limit_kills_the_agent_in_the_middle_of_its_turn(installed, kind):
+    """Every answer takes 3 s: the user's opening, then the agent's first model call, which the
+    trial's 5 s limit cuts."""
+    gold = GoldEndpoint(None, api_key=KEY, delay_s=3.0)
+    await gold.start()
+    channel = make_channel(gold.base_url, ("agent", "user"), key=KEY, model="gold", timeout_s=60)
+    try:
+        ctx = make_ctx("rent_city_bike", channel=channel)
+        agent = CliTauAgent(AgentSettings(kind=kind), ctx)
+        episode = Episode(ctx, agent, build_user(UserSettings(kind="llm"), ctx), [], Limits())
+        try:
+            termination = await agent_phase(ctx, episode.play(), budget=5.0, timeout="timeout")
+        finally:
+            home, pid = agent.home, agent.convo.pid
+            await agent.close()
+        assert termination == "timeout"
+        assert not any(e.kind == "turn" for e in ctx.trajectory.events)  # the turn never ended by itself
+        assert not _group_alive(pid) and not Path(f"/proc/{pid}").exists() and not home.exists()
+    finally:
+        await channel.aclose()
+        await gold.stop()
 
 @pytest.mark.parametrize("kind", CLI_KINDS)
 async def test_step_limit_ends_the_trial_at_the_proxy_as_limits_exceeded(installed, kind):

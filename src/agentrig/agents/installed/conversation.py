@@ -61,9 +61,9 @@ CODEX_OFF: dict[str, Any] = {
     "include_environment_context": False, "include_permissions_instructions": False,
     "include_apps_instructions": False,
 }
-CODEX_FEATURES_OFF = ("shell_tool", "unified_exec", "multi_agent", "goals", "plugins", "remote_plugin", "apps")
+CODEX_FEATURES_OFF = ("shell_tool", "unified_exec", "goals", "plugins", "remote_plugin", "apps")
 CODEX_TABLES: dict[str, dict[str, Any]] = {
-    "features": {name: False for name in CODEX_FEATURES_OFF},
+    "features": {name: False for name in CODEX_FEATURES_OFF}, "agents": {"enabled": False},  # no sub-agents
     "skills": {"include_instructions": False}, "skills.bundled": {"enabled": False},
     "analytics": {"enabled": False},
 }
@@ -82,6 +82,7 @@ class Turn:
     record: AgentRecord
     tool_calls: int = 0  # the MCP tool calls its record shows
     failed_tool_calls: list[str] = field(default_factory=list)  # the ones whose result it marks an error (τ²'s Error: too)
+    notes: list[str] = field(default_factory=list)  # Codex's error *items*: its warnings (an unknown model name)
 
 
 class CliConversation:
@@ -97,6 +98,8 @@ class CliConversation:
         self.config = dict(config or {})
         self.session: str | None = None  # Codex's thread id, Claude Code's session id (after the first turn)
         self.turns = 0
+        self.pid: int | None = None  # the current (or last) turn's process, the leader of its group
+        self.model = model
         self.work = self.home / "work"  # the agent's working directory: empty, its own
         self.work.mkdir(parents=True, exist_ok=True)
         self.record_path = self.home / RECORD_FILES[kind]
@@ -127,7 +130,6 @@ class CliConversation:
             (self.home / "mcp.json").write_text(json.dumps(servers, indent=2), encoding="utf-8")
             self.env.update(CLAUDE_ENV, CLAUDE_CONFIG_DIR=str(claude_home), ANTHROPIC_BASE_URL=proxy_url,
                             ANTHROPIC_API_KEY=proxy_token)
-            self.model = model
             self._new_session = str(uuid.uuid4())
         self._instructions_file = instructions_file
 
@@ -211,6 +213,8 @@ class CliConversation:
                      for i in [e.get("item") or {}] if i.get("type") == "mcp_tool_call"]
             failed = [str(i.get("tool")) for i in calls if i.get("status") != "completed"
                       or ((i.get("result") or {}).get("is_error"))]
+            notes = [str(i.get("message"))[:300] for e in events if e.get("type") == "item.completed"
+                     for i in [e.get("item") or {}] if i.get("type") == "error"]
         else:
             record = parse_claude(events)
             reply = record.final_text if record.finished else None
@@ -220,8 +224,9 @@ class CliConversation:
             failed = [names.get(b.get("tool_use_id"), "?") for e in events if e.get("type") == "user"
                       for b in _blocks((e.get("message") or {}).get("content"))
                       if b.get("type") == "tool_result" and b.get("is_error")]
+            notes = []
         return Turn(reply=reply, exit_code=exit_code, stopped=stopped, record=record, tool_calls=len(calls),
-                    failed_tool_calls=failed)
+                    failed_tool_calls=failed, notes=notes)
 
 
 def _blocks(content: Any) -> list[dict]:

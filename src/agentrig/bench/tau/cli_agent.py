@@ -22,7 +22,8 @@ agent's session, every later one resumes it):
   the trial ``agent_error``.
 - **What is recorded**: an ``agent``/``start`` event (kind, version, the command line), one
   ``agent``/``turn`` event per turn (exit code, whether it was stopped, its session, the MCP tool
-  calls its own record shows and the errors it reported — an API error or a retry of its own);
+  calls its own record shows, the errors it reported — an API error or a retry of its own — and
+  Codex's warnings, ``notes``);
   the conversation itself is the episode's.
 
 The agent's home (its config, session files and record) is a private temporary directory, removed
@@ -113,7 +114,7 @@ class CliTauAgent:
         ctx.event("agent", "turn", agent=self.settings.kind, turn=convo.turns, session=convo.session,
                   exit_code=turn.exit_code, stopped=turn.stopped, tool_calls=turn.tool_calls,
                   failed_tool_calls=turn.failed_tool_calls[:20], errors=turn.record.errors[:20],
-                  finished=turn.record.finished)
+                  notes=turn.notes[:20], finished=turn.record.finished)
         if ended.is_set():  # the episode ended in the middle of the turn: this reply is dropped
             return Message(role="assistant", content="")
         if self.proxy.failure is not None:
