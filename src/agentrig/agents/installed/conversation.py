@@ -4,7 +4,7 @@ the agent's session and every later one resuming it, so the agent keeps its own 
 
     convo = CliConversation("codex", root, home, model=…, instructions=policy, proxy_url=…,
                             proxy_token=…, mcp_url=…, mcp_token=…)
-    turn = await convo.turn("I want to change my flight.", stop=episode_ended)   # turn.reply
+    turn = await convo.turn("I want to change my flight.", stop=(episode_ended,))   # turn.reply
     convo.env        # everything the agent's processes get
 
 - **Codex**: ``codex exec --json --skip-git-repo-check -`` (the text on stdin), then
@@ -14,8 +14,9 @@ the agent's session and every later one resuming it, so the agent keeps its own 
   ``model_instructions_file`` is the instructions (in place of Codex's own base instructions), whose
   one MCP server ``[mcp_servers.tau]`` is the trial's tool server (``url``, the token read from
   ``AGENTRIG_MCP_TOKEN`` by ``bearer_token_env_var``, ``required``, its tools approved), and which
-  turns its own tools off (``CODEX_OFF``: no shell, no sub-agents, goals, web search, plug-ins or
-  apps; a read-only sandbox; no environment, permission, apps or skills sections in its prompt).
+  turns its own tools off (``CODEX_OFF``, ``CODEX_TABLES``: no shell, no sub-agents, goals, web
+  search, plug-ins or apps; a read-only sandbox; no environment, permission, apps or skills sections
+  in its prompt).
 - **Claude Code**: ``claude -p --output-format stream-json --verbose --session-id <uuid>``, then
   ``--resume <uuid>``, the text on stdin, with ``--system-prompt-file`` (the instructions in place of
   its own system prompt), ``--tools ""`` (none of its built-in tools), ``--strict-mcp-config
@@ -23,8 +24,9 @@ the agent's session and every later one resuming it, so the agent keeps its own 
   ``${AGENTRIG_MCP_TOKEN}``) and ``--allowedTools mcp__tau`` (every tool of that server, no other).
 
 A turn's reply is its last message to the user (Codex's last ``agent_message``, Claude Code's
-``result``). Each run is a process group of its own, killed whole when ``stop`` is set (the
-episode ended in the middle of the turn) or the turn is cancelled. Its JSON events are appended to
+``result``). Each run is a process group of its own, killed whole when one of the ``stop`` events
+is set (the episode or the proxy ended the trial in the middle of the turn), when the turn is
+cancelled, and after the turn (anything it left). Its JSON events are appended to
 ``<home>/codex.jsonl`` / ``claude.jsonl`` (the agent's own record, read with ``records.py``), its
 other output to ``<home>/agent.log``.
 
