@@ -136,6 +136,10 @@ def test_both_agents_earn_the_gold_s_reward_through_faults_they_never_see(instal
                 if a.requestor == "assistant"]
         made = [(c.name, c.arguments) for m in r.trajectory.messages if m.role == "assistant" for c in m.tool_calls]
         assert made == gold, r.key  # the gold's calls, under the τ² names, in order
+        # one model call per decision (a call or a text to the user): no side request, and none made
+        # after a transfer ended the turn
+        texts = [m for m in r.trajectory.messages[1:] if m.role == "assistant" and m.content and not m.tool_calls]
+        assert sum(1 for c in r.trajectory.model_calls if c.role == "agent") == len(made) + len(texts), r.key
         recorded = sum(t["tool_calls"] for t in turns)  # as the agent's own record shows them
         assert recorded == len(made) if task not in ENDS else recorded <= len(made), (r.key, turns)
     # every fault the endpoint injected was a retry of the channel, none reached an agent
