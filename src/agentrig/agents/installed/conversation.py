@@ -101,6 +101,7 @@ class CliConversation:
         self.session: str | None = None  # Codex's thread id, Claude Code's session id (after the first turn)
         self.turns = 0
         self.pid: int | None = None  # the current (or last) turn's process, the leader of its group
+        self._running = self._killed = False
         self.model = model
         self.work = self.home / "work"  # the agent's working directory: empty, its own
         self.work.mkdir(parents=True, exist_ok=True)
@@ -159,6 +160,7 @@ class CliConversation:
         """Run one turn with ``text`` as the user's message; ends when the agent's process exits,
         or (killed, ``stopped``) when one of the ``stop`` events is set first."""
         self.turns += 1
+        self._killed = False
         argv = self.argv()
         if self.kind == "claude-code":
             self.session = self._new_session  # Codex's comes in its first event
@@ -167,13 +169,13 @@ class CliConversation:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=self.work, env=self.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=log, start_new_session=True, limit=LINE_LIMIT)
-        self.pid = proc.pid
+        self.pid, self._running = proc.pid, True
         reading = asyncio.ensure_future(self._read(proc, text, events))
         stopping = [asyncio.ensure_future(e.wait()) for e in stop]
         stopped = False
         try:
             await asyncio.wait({reading, *stopping}, return_when=asyncio.FIRST_COMPLETED)
-            stopped = not reading.done()
+            stopped = self._killed or not reading.done()
         finally:
             for waiter in stopping:
                 waiter.cancel()
@@ -182,9 +184,18 @@ class CliConversation:
                 with contextlib.suppress(BaseException):
                     await reading
             await _end_group(proc)
+            self._running = False
         if reading.done() and not reading.cancelled() and reading.exception() is not None:
             raise reading.exception()  # type: ignore[misc]
         return self._turn(events, None if stopped else proc.returncode, stopped)
+
+    def kill(self) -> None:
+        """Kill the running turn's process group now, from synchronous code (e.g. the tool call
+        that ended the trial, before its result goes back to the agent); the turn ends ``stopped``."""
+        if self.pid is not None and self._running:
+            self._killed = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
 
     async def _read(self, proc: Any, text: str, events: list[dict]) -> None:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):

@@ -18,7 +18,8 @@ agent's session, every later one resumes it):
   user is the step's reply. When the episode ends in the middle of a turn (a transfer, ``max_steps``,
   ``max_errors``) or the proxy ends the trial (a limit: ``limits_exceeded``; a channel fault the
   channel could not ride out: raised, the trial is invalid), the agent's process group is killed at
-  once. A turn that ends without a message to the user (the agent crashed, or wrote nothing) ends
+  once — by the tool call that ended the trial, before its result goes back, so the agent makes no
+  model call after the end. A turn that ends without a message to the user (the agent crashed, or wrote nothing) ends
   the trial ``agent_error``.
 - **What is recorded**: an ``agent``/``start`` event (kind, version, the command line), one
   ``agent``/``turn`` event per turn (exit code, whether it was stopped, its session, the MCP tool
@@ -85,6 +86,7 @@ class CliTauAgent:
         proxy_url = await self.proxy.start()
         self.server = tau_tool_server(ctx)
         self.server.instructions = ""  # the policy is in the agent's own instructions: not twice
+        self.server.call = self._stopping_at_the_end(self.server.call)
         mcp_url = await self.server.start()
         preamble = prompts.preamble(a.prompt, text_mode=False, parallel_tool_calls=a.parallel_tool_calls)
         self.convo = CliConversation(
@@ -94,6 +96,19 @@ class CliTauAgent:
             config_file=a.config_file, args=a.args)
         self._earlier = [m for m in history if not (m.role == "assistant" and m.content == GREETING and not m.tool_calls)]
         ctx.event("agent", "start", agent=a.kind, version=root.version, command=" ".join(self.convo.argv()))
+
+    def _stopping_at_the_end(self, call: Any) -> Any:
+        """The tool server's call, killing the agent's turn at once when the call ended the trial
+        (a transfer, a limit): the agent never reads that result, so it makes no model call after."""
+        ended = getattr(self.ctx.bench, "ended", None)
+
+        def call_then_stop(*args: Any, **kwargs: Any) -> Any:
+            result = call(*args, **kwargs)
+            if ended is not None and ended.is_set() and self.convo is not None:
+                self.convo.kill()
+            return result
+
+        return call_then_stop
 
     def _prompt(self, incoming: list[Message]) -> str:
         now = "\n\n".join(m.content or "" if m.role == "user" and not m.tool_calls else _said(m) for m in incoming)
