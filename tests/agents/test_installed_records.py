@@ -421,3 +421,44 @@ def test_codex_other_tools_pair_by_name_and_the_model_sees_what_codex_sent(tmp_p
     (event,) = _events(ctx, "sandbox", "command")
     assert event["exit_code"] == 0 and event["duration_s"] == 0.0412
     assert not _events(ctx, "agent", "record_unmatched")
+
+
+# ------------------------------------------------------------------------ the live conversation
+
+
+def test_the_live_conversation_is_what_the_memory_model_reads_mid_run_and_leaves_no_trace(tmp_path):
+    """Before each proxy call: the instruction, the replies so far and the results the agent sends
+    back in that request — by tool-call id, or (mini's text mode) the user message after its reply —
+    as the memory plug-in's window reads them; a side request adds nothing; ``clear`` leaves the
+    trajectory to ``apply_record``."""
+    from agentrig.agents.installed.records import LiveConversation
+    from agentrig.plugins.memory.window import Conversation
+
+    ctx = _ctx(3)
+    live = LiveConversation(ctx, "mini-swe-agent")
+    window = Conversation(ctx.trajectory.messages, 1000)
+    task = [{"role": "system", "content": "mini's own prompt"}, {"role": "user", "content": "Do the task."}]
+    text_reply = AssistantMessage(content="Look.\n\n```mswea_bash_command\nls /app\n```")
+    call_reply = AssistantMessage(content=None, tool_calls=[ToolCall(id="call_9", name="bash", arguments={"command": "cat a"})])
+    live.catch_up([], task)
+    assert [(m.role, m.content) for m in ctx.trajectory.messages] == [("user", "Print hello and list a directory.")]
+    second = [*task, {"role": "assistant", "content": text_reply.content}, {"role": "user", "content": "a\nb"}]
+    live.catch_up([(0, text_reply)], second)
+    live.catch_up([(0, text_reply)], [{"role": "user", "content": "a title, please"}])  # a side request
+    third = [*second, {"role": "assistant", "content": None, "tool_calls": [{"id": "call_9"}]},
+             {"role": "tool", "tool_call_id": "call_9", "content": [{"type": "text", "text": "hello"}]}]
+    live.catch_up([(0, text_reply), (1, call_reply)], third)
+    messages = ctx.trajectory.messages
+    assert [(m.role, m.content, m.call) for m in messages] == [
+        ("user", "Print hello and list a directory.", None), ("assistant", text_reply.content, 0), ("user", "a\nb", None),
+        ("assistant", None, 1), ("tool", "hello", None)]
+    assert messages[1].tool_calls[0].arguments == {"command": "ls /app"} and messages[4].tool_call_id == "call_9"
+    view = window.view(8)
+    assert [text for _, text in view.requests] == ["Print hello and list a directory."]
+    assert "result of bash: a\nb" in view.window and "result of bash: hello" in view.window
+    assert "a title" not in view.window and "user:" not in view.window
+
+    live.clear()
+    assert messages == [] and ctx.trajectory.messages is messages
+    apply_record(ctx, "command", tmp_path, [(0, call_reply)])  # after it: the record's conversation alone
+    assert [m.role for m in ctx.trajectory.messages] == ["user", "assistant"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -339,3 +340,60 @@ async def test_close_finishes_even_when_the_closer_is_cancelled():
 async def test_stdio_command_before_start_is_refused():
     with pytest.raises(RuntimeError, match="start"):
         TrialToolServer([ECHO], Tools()).stdio_command()
+
+
+async def test_a_call_cut_short_by_close_is_answered_by_the_bridge_with_an_error():
+    started = asyncio.Event()
+
+    async def call(name, arguments, call_id, arguments_error):
+        started.set()
+        await asyncio.Event().wait()  # never answers: the trial ends first
+
+    server = TrialToolServer([ECHO], call)
+    await server.start()
+    proc = await _bridge(server)
+    try:
+        async with asyncio.timeout(HANG_GUARD_S):
+            await _exchange(proc, INIT)
+            await _exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                         "params": {"name": "echo", "arguments": {"text": "x"}}}).encode() + b"\n")
+            await started.wait()
+            await server.close()
+            answer = json.loads(await proc.stdout.readline())
+            assert answer["id"] == 7 and "agentrig MCP bridge" in answer["error"]["message"]
+            proc.stdin.close()
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await server.close()
+    assert server.calls == []
+
+
+async def test_the_bridge_runs_on_another_python_with_the_standard_library_only(served):
+    server, tools = served
+    other = shutil.which("python3", path="/usr/bin:/bin")
+    if other is None:
+        pytest.skip("no system python3")
+    cmd, env = server.stdio_command(python=other)
+    assert cmd[:2] == [other, "-I"]
+    async with asyncio.timeout(HANG_GUARD_S):
+        async with Client(StdioServerParameters(command=cmd[0], args=cmd[1:], env=env), mode="legacy") as client:
+            assert text_of(await client.call_tool("echo", {"text": "elsewhere"})) == "elsewhere"
+
+
+async def test_an_openai_agents_sdk_agents_mcp_servers_list_and_call_the_tools(served):
+    """The Agents SDK's own MCP clients (streamable HTTP with the token header, and stdio) work."""
+    sdk = pytest.importorskip("agents.mcp", reason="openai-agents is not installed")
+    server, tools = served
+    cmd, env = server.stdio_command()
+    http = sdk.MCPServerStreamableHttp(params={"url": server.url, "headers": {"Authorization": f"Bearer {server.token}"}})
+    stdio = sdk.MCPServerStdio(params={"command": cmd[0], "args": cmd[1:], "env": env})
+    async with asyncio.timeout(HANG_GUARD_S):
+        for expected, mcp_server in (("1", http), ("2", stdio)):
+            async with mcp_server:
+                assert [t.name for t in await mcp_server.list_tools()] == ["echo", "count"]
+                assert text_of(await mcp_server.call_tool("count", {})) == expected
+    assert tools.count == 2

@@ -3,7 +3,9 @@
 - ``kind="llm"``: the LLM agent, ``tool_mode="native"`` (``llm.LLMAgent``, OpenAI function calling)
   or ``tool_mode="text"`` (``text.TextAgent``, one JSON action per reply);
 - ``kind="gold"`` / ``"flaky-gold"`` / ``"noop"``: reference agents needing no model
-  (``reference.py``).
+  (``reference.py``);
+- ``kind="python"``: a user's own Python agent in its own interpreter, its model calls through the
+  trial's proxy (``python_agent/``).
 
 Terminal tasks: ``kind="bash"`` is the LLM bash agent (``bash.BashAgent``); the terminal episode
 builds it, or one of its reference agents, with ``agentrig.bench.terminal.agents.build_terminal_agent``.
@@ -44,5 +46,9 @@ def build_agent(settings: AgentSettings, ctx: Any) -> Agent:
         return GoldAgent(settings, ctx, flaky=True)
     if kind == "noop":
         return NoopAgent(settings, ctx)
-    raise ConfigError(f"agent setting `kind`: unknown kind {kind!r} (fix: use one of llm, gold, flaky-gold, noop)")
+    if kind == "python":
+        from .python_agent import PythonAgent
+
+        return PythonAgent(settings, ctx)
+    raise ConfigError(f"agent setting `kind`: unknown kind {kind!r} (fix: use one of llm, gold, flaky-gold, noop, python)")
 

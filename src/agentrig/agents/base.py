@@ -31,7 +31,8 @@ class AgentSettings(Strict):
     """The ``agent`` part of an ``[[arms]]`` table."""
 
     # which agent plays: each benchmark names the kinds it accepts (``Benchmark.agent_kinds``, checked
-    # when the experiment loads) — τ²: llm, gold, flaky-gold, noop, codex, claude-code; terminal: bash (the LLM bash
+    # when the experiment loads) — τ²: llm, gold, flaky-gold, noop, python (your own Python agent:
+    # agents/python_agent/), codex, claude-code (bench/tau/cli_agent.py); terminal: bash (the LLM bash
     # agent), oracle (plays the task's solution), flaky-oracle (skips one solution step with
     # probability drop_p), noop; AppWorld: llm, oracle, noop
     kind: str = Field("llm", min_length=1)
@@ -71,6 +72,15 @@ class AgentSettings(Strict):
     config_file: str | None = None  # mini: its YAML config (default mini.yaml); codex: config.toml lines; claude-code: settings.json
     args: list[str] = []  # extra flags for the agent's command line
     mount: str | None = None  # kind command: your agent's directory, bound read-only at /run/agentrig/tool ({tool} in run)
+    # kind python (τ²; agents/python_agent/, docs/agents.md "Bring a Python agent"): your agent, run
+    # in its own interpreter, one process per trial, its model calls through the trial's proxy
+    entry: str | None = None  # "package.module:function", the factory make(settings, client, model)
+    settings: dict[str, Any] = {}  # the agent's own settings, handed to make() as they are
+    python: str | None = None  # its interpreter (a venv's bin/python); None: the one running agentrig
+    path: list[str] = []  # directories put first on its import path (relative to the experiment file)
+    # the ready client make() gets: "auto" = openai.OpenAI if the agent's interpreter has openai, else
+    # anthropic.Anthropic if it has anthropic, else None; "openai" / "anthropic" / "none" to choose
+    client: Literal["auto", "openai", "anthropic", "none"] = "auto"
 
 
 class Agent(Protocol):

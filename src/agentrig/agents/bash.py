@@ -55,7 +55,8 @@ from agentrig.types import Message, ToolCall
 from . import bash_prompts as texts
 from .base import AgentSettings, AgentStop
 from .bash_context import ContextWindow
-from .llm import assistant_dict, completion_message, provider_fields, with_transients
+from .llm import assistant_dict, completion_message, provider_fields
+from .transients import with_transients
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _OPEN = re.compile(r"^ {0,3}(`{3,})[ \t]*" + re.escape(texts.ACTION_LABEL) + r"[ \t]*$")

@@ -2,8 +2,9 @@
 
 The agent keeps its conversation as OpenAI-format message dicts, system prompt first, appended as
 the trial goes (never rebuilt). A request is that list as is, or — when plug-ins add transient
-context — a shallow variant of it: one extra system message at the end, and/or a copy of the last
-user message with the text appended. The stored history is never changed by a transient.
+context — a shallow variant of it (``transients.with_transients``: one extra system message at the
+end, and/or a copy of the last user message with the text appended). The stored history is never
+changed by a transient.
 
 Reasoning content that an endpoint returns stays in the returned ``Message`` (``reasoning``,
 provider fields in ``extra``) and, with ``send_reasoning``, goes back with its assistant message:
@@ -20,6 +21,7 @@ from agentrig.types import Message, Transient
 
 from . import prompts
 from .base import AgentSettings
+from .transients import with_transients
 
 _TOOLS: dict[type, list[dict]] = {}  # toolkit class -> its OpenAI tool schemas
 _RESERVED = frozenset(("role", "content", "tool_calls", "tool_call_id", "name"))
@@ -64,25 +66,6 @@ def assistant_dict(message: Message, send_reasoning: bool) -> dict:
     if message.extra or message.reasoning:
         d.update(provider_fields(message, send_reasoning))
     return d
-
-
-def with_transients(messages: list[dict], last_user: int | None, transient: list[Transient]) -> list[dict]:
-    """The request for one call: ``messages`` untouched when there is no transient context."""
-    if not transient:
-        return messages
-    system = [t.text for t in transient if t.placement == "system" and t.text]
-    append = [t.text for t in transient if t.placement == "user_append" and t.text]
-    out = messages
-    if append:
-        if last_user is None:  # no user message yet: the context still reaches the model
-            system += append
-        else:
-            out = list(messages)
-            original = out[last_user]
-            out[last_user] = {**original, "content": (original.get("content") or "") + "\n\n" + "\n\n".join(append)}
-    if system:
-        out = out + [{"role": "system", "content": "\n\n".join(system)}]
-    return out
 
 
 def completion_message(done: Any, call: int, **fields: Any) -> Message:

@@ -29,7 +29,8 @@ from agentrig.types import Message, ToolCall, Transient
 
 from . import prompts
 from .base import AgentSettings, AgentStop
-from .llm import completion_message, provider_fields, with_transients
+from .llm import completion_message, provider_fields
+from .transients import with_transients
 
 _TOOLS_TEXT: dict[type, str] = {}
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)

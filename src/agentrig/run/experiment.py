@@ -119,6 +119,19 @@ def _plugin_paths(p: PluginSettings, source: Path) -> PluginSettings:
     return with_paths(p, source) if with_paths is not None else p
 
 
+def _python_agent_paths(agent: AgentSettings, source: Path) -> AgentSettings:
+    """A Python agent's ``path`` directories and its ``python`` (when it is a path, not a command
+    name found on PATH) relative to the experiment file; the same object when there are none."""
+    update: dict[str, Any] = {}
+    if agent.path:
+        update["path"] = [str(rel_path(source, p)) for p in agent.path]
+    if agent.python and ("/" in agent.python or agent.python.startswith("~")):
+        # not resolved: a venv's bin/python is a symlink, and the venv is found from its own path
+        p = Path(agent.python).expanduser()
+        update["python"] = str(p if p.is_absolute() else source.parent / p)
+    return agent.model_copy(update=update) if update else agent
+
+
 def roles_needed(exp: Experiment, arm: ArmSettings, tasks: list[tuple[str, Any]],
                  bench: Benchmark | None = None) -> list[str]:
     """The roles whose model calls this arm's trials make: the agent's, the plug-ins', and
@@ -186,6 +199,10 @@ def resolve(exp: Experiment, source: Path, run_dir: str | Path | None = None, *,
             if getattr(agent, field) is not None:
                 agent = agent.model_copy(update={field: str(rel_path(source, getattr(agent, field)))})
                 arm = arm.model_copy(update={"agent": agent})
+        located_agent = _python_agent_paths(agent, source)
+        if located_agent is not agent:
+            agent = located_agent
+            arm = arm.model_copy(update={"agent": agent})
         located = [_plugin_paths(p, source) for p in arm.plugins]
         if located != list(arm.plugins):
             arm = arm.model_copy(update={"plugins": located})

@@ -7,7 +7,8 @@ environment never, every text passed through ``agentrig.redact``.
 ``comparability`` is what makes two trials comparable: the benchmark's part
 (``Benchmark.comparability``; τ²: a hash of each selected task, of each domain's db files and
 policy texts, the user simulator's settings and a hash of its guidelines, the judge settings),
-the limits, and per arm the agent settings, the hash of its system prompt preamble, its
+the limits, and per arm the agent settings, the hash of its system prompt preamble (a Python
+agent: of its entry's module file), its
 plug-ins (with the hash of a plug-in's prompts where it has one) and the model settings of every role it calls (model, temperature, max_tokens, seed,
 extra_body, base_url, tool_choice, and wire when it is not chat — not keys, not concurrency or timeouts). Comparing two
 snapshots (``differences``, ``merged``) and writing them are the run directory's
@@ -63,7 +64,8 @@ def _plugin(settings: Any) -> dict[str, Any]:
 
 # agent settings added after runs were stored (issue 32: agents we did not write): left out of the
 # snapshot while at their defaults, so a run stored before them compares equal and resumes
-LATER_AGENT_FIELDS = ("version", "run", "config", "config_file", "args", "mount")
+LATER_AGENT_FIELDS = ("version", "run", "config", "config_file", "args", "mount",
+                      "entry", "settings", "python", "path", "client")  # and issue 35: a Python agent
 
 
 def comparability(r: Resolved) -> dict[str, Any]:
@@ -79,6 +81,10 @@ def comparability(r: Resolved) -> dict[str, Any]:
         text = agent_prompts.preamble(arm.agent.prompt, text_mode=arm.agent.tool_mode == "text",
                                       parallel_tool_calls=arm.agent.parallel_tool_calls)
         agent["prompt"] = "default" if arm.agent.prompt == "default" else "file"
+        if arm.agent.kind == "python":  # a user's Python agent: its entry module's code, as a prompt's text
+            from agentrig.agents.python_agent import entry_sha
+
+            agent["entry_sha"] = entry_sha(arm.agent)
         arms[arm.name] = {
             "agent": agent,
             "prompt_sha": sha(text),

@@ -202,7 +202,7 @@ async def test_the_agent_sees_its_tokens_never_the_key_and_is_stopped_and_cleane
         finally:
             home = agent.home
             pid = agent.convo.pid if agent.convo is not None else None
-            await agent.close()
+            await agent.aclose()
         assert termination == "agent_transfer"
         assert seen, "no tool call reached the episode"
         first = seen[0]
@@ -250,7 +250,7 @@ async def test_the_trial_s_time_limit_kills_the_agent_in_the_middle_of_its_turn(
             termination = await agent_phase(ctx, episode.play(), budget=5.0, timeout="timeout")
         finally:
             home, pid = agent.home, agent.convo.pid
-            await agent.close()
+            await agent.aclose()
         assert termination == "timeout"
         assert not any(e.kind == "turn" for e in ctx.trajectory.events)  # the turn never ended by itself
         assert not _group_alive(pid) and not Path(f"/proc/{pid}").exists() and not home.exists()

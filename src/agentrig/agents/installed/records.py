@@ -30,6 +30,13 @@ the bash agent's, a ``bash`` tool call with id ``text-<n>`` on its reply and the
 read (the agent crashed) never fails the trial: the conversation is built from the replies and
 the requests alone, and an ``agent``/``record_unreadable`` event says why. An agent that finished
 by itself gets an ``agent``/``submit`` event with its final text.
+
+``LiveConversation``: the conversation while the agent runs, for the arm's plug-ins (the record is
+read only after the agent ends). Before each model call (the proxy's ``before_call``) it adds to
+the trajectory the task's instruction (first), the replies the proxy returned since, and the tool
+results the agent sends back in this request (by tool-call id; mini's text mode: the user message
+after its reply, as ``apply_record`` aligns them). ``clear()`` takes it out again before
+``apply_record`` writes the conversation from the record.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ from agentrig.analysis.shell_tools import shell_command
 from agentrig.types import AssistantMessage, Message, Strict, ToolCall
 
 __all__ = ["RECORD_FILES", "RecordedCommand", "RecordedStep", "AgentRecord", "read_record", "parse_mini",
-           "parse_codex", "parse_claude", "mini_text_action", "apply_record"]
+           "parse_codex", "parse_claude", "mini_text_action", "apply_record", "LiveConversation"]
 
 RECORD_FILES = {"mini-swe-agent": "trajectory.json", "codex": "codex.jsonl", "claude-code": "claude.jsonl"}
 MINI_SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -488,6 +495,57 @@ def apply_record(ctx: Any, kind: str, record_dir: Path, replies: list[tuple[int,
                   finished=record.finished, exit_status=record.exit_status, errors=record.errors[:20])
         if record.finished:
             ctx.event("agent", "submit", submission=(record.final_text or "")[:SUBMISSION_EVENT_CHARS])
+
+
+class LiveConversation:
+    """The trial's conversation as the proxy has seen it so far (see the module docstring)."""
+
+    def __init__(self, ctx: Any, kind: str):
+        self.ctx, self.kind = ctx, kind
+        self.replies = 0  # replies already added
+        self.pending: dict[str, ToolCall] = {}  # tool-call id → a call whose result has not come back yet
+        self.n_text = 0  # mini's text-mode actions so far (their ids: text-<n>)
+        self.start: int | None = None  # where in the trajectory's messages the live ones begin
+
+    def catch_up(self, replies: list[tuple[int, AssistantMessage]], request: list[dict]) -> None:
+        """Add what is new: the replies after those added, the results ``request`` sends back."""
+        traj = self.ctx.trajectory
+        if self.start is None:
+            self.start = len(traj.messages)
+        instruction = getattr(self.ctx.task, "instruction", None)
+        if not traj.messages and isinstance(instruction, str):
+            _add(traj, Message(role="user", content=instruction), self.ctx.elapsed())
+        for call, reply in replies[self.replies:]:
+            message = Message(role="assistant", content=reply.content, tool_calls=list(reply.tool_calls),
+                              reasoning=reply.reasoning, extra=dict(reply.extra), call=call)
+            action = mini_text_action(reply.content) if self.kind == "mini-swe-agent" and not reply.tool_calls else None
+            if action is not None:
+                self.n_text += 1
+                args = {"command": action}
+                message.tool_calls = [ToolCall(id=f"text-{self.n_text}", name="bash", arguments=args,
+                                               arguments_raw=json.dumps(args, ensure_ascii=False))]
+            _add(traj, message, self.ctx.elapsed())
+            self.pending.update((tc.id, tc) for tc in message.tool_calls)
+        self.replies = max(self.replies, len(replies))
+        last_reply = max((i for i, m in enumerate(request) if m.get("role") == "assistant"), default=len(request))
+        for i, m in enumerate(request):
+            role = m.get("role")
+            if role == "tool" and str(m.get("tool_call_id") or "") in self.pending:
+                call_id = str(m["tool_call_id"])
+                del self.pending[call_id]
+                _add(traj, Message(role="tool", content=_text(m.get("content")) or "", tool_call_id=call_id,
+                                   requestor="assistant"), self.ctx.elapsed())
+            elif role == "user" and i > last_reply:  # mini's text mode: the observation of its last action
+                text_ids = [k for k in self.pending if k.startswith("text-")]
+                if text_ids:
+                    for k in text_ids:
+                        del self.pending[k]
+                    _add(traj, Message(role="user", content=_text(m.get("content")) or ""), self.ctx.elapsed())
+
+    def clear(self) -> None:
+        """Take the live messages out of the trajectory (the same list, cut where they began)."""
+        if self.start is not None:
+            del self.ctx.trajectory.messages[self.start:]
 
 
 def _format_error(ctx: Any, call: int, reply: AssistantMessage, note: str | None, text_mode: bool, t: float) -> None:

@@ -25,6 +25,10 @@ _TIMEOUT_S = 3600.0  # one HTTP exchange; a tool call is bounded by the trial, n
 _VERSION_META = "io.modelcontextprotocol/protocolVersion"
 
 
+def _is_request(message: object) -> bool:
+    return isinstance(message, dict) and "method" in message and "id" in message
+
+
 class Bridge:
     def __init__(self, url: str, token: str, out=None):
         parts = urllib.parse.urlsplit(url)
@@ -60,7 +64,7 @@ class Bridge:
 
     def fail(self, message: dict, reason: str) -> None:
         """Answer a request the server did not answer; anything else is only reported on stderr."""
-        if isinstance(message, dict) and "method" in message and "id" in message:
+        if _is_request(message):
             self.emit({"jsonrpc": "2.0", "id": message["id"],
                        "error": {"code": -32603, "message": f"agentrig MCP bridge: {reason}"}})
         else:
@@ -104,18 +108,23 @@ class Bridge:
                     self.fail(message, f"the trial's MCP server answered HTTP {response.status}: {body[:300]}")
                 return
             if kind == "text/event-stream":
-                self._read_events(response, message)
+                answered = self._read_events(response, message)
             elif kind == "application/json":
-                self._note_version(message, json.loads(response.read() or b"null"), emit=True)
+                answered = self._deliver(message, json.loads(response.read() or b"null"))
             else:
                 response.read()
+                answered = not _is_request(message)  # a notification or a response: 202, no body
+            if not answered:
+                self.fail(message, f"the trial's MCP server ended its answer (HTTP {response.status}) without "
+                                   "a response to this request")
         except (OSError, http.client.HTTPException) as exc:
             self.fail(message, f"the trial's MCP server cannot be reached ({type(exc).__name__}: {exc})")
         finally:
             conn.close()
 
-    def _read_events(self, response: http.client.HTTPResponse, message: object) -> None:
+    def _read_events(self, response: http.client.HTTPResponse, message: object) -> bool:
         data: list[str] = []
+        answered = False
         while True:
             line = response.readline()
             if not line:
@@ -126,7 +135,7 @@ class Bridge:
                     payload = "\n".join(data)
                     data = []
                     try:
-                        self._note_version(message, json.loads(payload), emit=True)
+                        answered = self._deliver(message, json.loads(payload)) or answered
                     except ValueError:
                         self.emit_raw(payload)
                 continue
@@ -135,15 +144,22 @@ class Bridge:
                 data.append(value[1:] if value.startswith(" ") else value)
         if data:
             self.emit_raw("\n".join(data))
+        return answered
 
-    def _note_version(self, message: object, answer: object, *, emit: bool) -> None:
-        if (isinstance(message, dict) and message.get("method") == "initialize" and isinstance(answer, dict)
-                and answer.get("id") == message.get("id")):
+    def _deliver(self, message: object, answer: object) -> bool:
+        """Emit the server's ``answer``; True when it answers ``message`` (or ``message`` needs no
+        answer). The protocol version of an ``initialize`` answer is kept for later requests."""
+        if answer is not None:
+            self.emit(answer)
+        if not _is_request(message):
+            return True
+        if not (isinstance(answer, dict) and answer.get("id") == message.get("id")):
+            return False
+        if message.get("method") == "initialize":
             version = (answer.get("result") or {}).get("protocolVersion")
             if isinstance(version, str):
                 self.protocol_version = version
-        if emit and answer is not None:
-            self.emit(answer)
+        return True
 
     def end_session(self) -> None:
         if not self.session_id:
@@ -169,8 +185,7 @@ class Bridge:
             except ValueError as exc:
                 self.emit({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {exc}"}})
                 continue
-            is_request = isinstance(message, dict) and "method" in message and "id" in message
-            if is_request and message.get("method") != "initialize":
+            if _is_request(message) and message.get("method") != "initialize":
                 thread = threading.Thread(target=self.relay, args=(message, raw), daemon=True)
                 thread.start()
                 self.threads = [t for t in self.threads if t.is_alive()] + [thread]

@@ -32,15 +32,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agentrig.errors import Signal
 from agentrig.procs import finish_despite_cancel
 
-__all__ = ["McpTool", "ServedCall", "ToolResult", "TrialToolServer", "BRIDGE_URL_ENV", "BRIDGE_TOKEN_ENV"]
+__all__ = ["BRIDGE_SCRIPT", "BRIDGE_TOKEN_ENV", "BRIDGE_URL_ENV", "CallFn", "McpTool", "ServedCall", "ToolResult",
+           "TrialToolServer"]
 
 log = logging.getLogger(__name__)
 
 BRIDGE_URL_ENV = "AGENTRIG_MCP_URL"
 BRIDGE_TOKEN_ENV = "AGENTRIG_MCP_TOKEN"
-_BRIDGE = Path(__file__).with_name("bridge.py")
+BRIDGE_SCRIPT = Path(__file__).with_name("bridge.py")  # standard library only: any python3 runs it
 _MCP_PATH = "/mcp"
 CLOSE_BOUND_S = 5.0  # close(): the whole teardown, a cancellation of the caller included
 _GRACE_S = 1.0  # open requests (an agent's idle SSE stream) get this long before they are cancelled
@@ -68,7 +70,7 @@ class ServedCall:
     result: ToolResult
 
 
-ToolCall = Callable[[str, "dict | None", str, str], "ToolResult | Awaitable[ToolResult]"]
+CallFn = Callable[[str, "dict | None", str, str], "ToolResult | Awaitable[ToolResult]"]
 
 # set by the middleware for a tools/call whose arguments are not an object, read by the handler
 _BAD_ARGUMENTS: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentrig_mcp_bad_arguments",
@@ -127,14 +129,16 @@ class TrialToolServer:
     """One trial's MCP server (see the module's docstring). ``start()`` then ``url``/``token`` (or
     ``stdio_command()``) for the agent; ``close()`` at the trial's end."""
 
-    def __init__(self, tools: list[McpTool], call: ToolCall, *, name: str = "agentrig", instructions: str = ""):
+    def __init__(self, tools: list[McpTool], call: CallFn, *, name: str = "agentrig", instructions: str = ""):
         self.tools = list(tools)
         self.call = call
         self.name = name
         self.instructions = instructions
         self.token = "agentrig-" + secrets.token_urlsafe(32)
         self.calls: list[ServedCall] = []
-        self.failure: BaseException | None = None  # the first exception raised by ``call``
+        # the first exception ``call`` raised: an agentrig fault, or a benchmark's stop (AppWorld's
+        # AgentStop); the call got a JSON-RPC error, and the agent's runner ends the trial with it
+        self.failure: BaseException | None = None
         self.url: str | None = None
         self._server: Any = None
         self._task: asyncio.Task | None = None
@@ -186,7 +190,10 @@ class TrialToolServer:
         except Exception as exc:
             if self.failure is None:
                 self.failure = exc
-            log.exception("MCP tool call %s failed in agentrig", name)
+            if isinstance(exc, Signal):  # a benchmark's stop (AppWorld's AgentStop), for the runner
+                log.debug("MCP tool call %s stopped the trial: %r", name, exc)
+            else:
+                log.exception("MCP tool call %s failed in agentrig", name)
             raise
         if not isinstance(result, ToolResult):
             raise TypeError(f"the tool server's call returned {type(result).__name__}, not a ToolResult")
@@ -217,11 +224,15 @@ class TrialToolServer:
         ready = asyncio.ensure_future(self._server.ready.wait())
         try:
             await asyncio.wait({self._task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while starting: nothing is left serving
+            await self.close()
+            raise
         finally:
             if not ready.done():
                 ready.cancel()
         if not self._server.ready.is_set():
-            exc = self._task.exception() if self._task.done() else None
+            task = self._task
+            exc = task.exception() if task.done() and not task.cancelled() else None
             await self.close()
             raise RuntimeError(f"the trial's MCP server did not start: {exc!r}")
         host, port = sock.getsockname()[:2]
@@ -237,13 +248,16 @@ class TrialToolServer:
         except SystemExit as exc:  # uvicorn's answer to a failed start; never out of the event loop
             raise RuntimeError(f"uvicorn exited ({exc.code})") from None
 
-    def stdio_command(self) -> tuple[list[str], dict[str, str]]:
+    def stdio_command(self, python: str | None = None) -> tuple[list[str], dict[str, str]]:
         """The command and environment of a stdio MCP server for this trial: a bridge process
-        (``bridge.py``, standard library only) between its stdin/stdout and this server. The token
-        goes in the environment, never on the command line."""
+        (``bridge.py``, standard library only) between its stdin/stdout and this server, run by
+        ``python`` (default: agentrig's own interpreter; any Python 3.8+ will do — e.g. the one of
+        the agent's sandbox, with ``BRIDGE_SCRIPT`` mounted there). The token goes in the
+        environment, never on the command line."""
         if self.url is None:
             raise RuntimeError("TrialToolServer.stdio_command: start() the server first")
-        return [sys.executable, "-I", str(_BRIDGE)], {BRIDGE_URL_ENV: self.url, BRIDGE_TOKEN_ENV: self.token}
+        return ([python or sys.executable, "-I", str(BRIDGE_SCRIPT)],
+                {BRIDGE_URL_ENV: self.url, BRIDGE_TOKEN_ENV: self.token})
 
     async def close(self) -> None:
         """Stop serving: the port is closed, open requests get ``_GRACE_S`` and are then cancelled;
@@ -262,11 +276,13 @@ class TrialToolServer:
         # the MCP sessions first: their open SSE streams (an agent's GET stream) end in order, and
         # uvicorn then has no request left to wait for
         manager = getattr(self._mcp, "_session_manager", None)
-        for transport in list(getattr(manager, "_server_instances", {}).values()):
+        transports = list(getattr(manager, "_server_instances", {}).values())
+        if transports:
+            ending = asyncio.gather(*(t.terminate() for t in transports), return_exceptions=True)
             try:
-                await asyncio.wait_for(transport.terminate(), 1.0)
-            except Exception as exc:  # a session that does not end in order is cut by uvicorn below
-                log.debug("MCP session did not terminate: %r", exc)
+                await asyncio.wait_for(ending, _GRACE_S)
+            except asyncio.TimeoutError:  # a session that does not end in order is cut by uvicorn below
+                log.debug("MCP sessions did not terminate within %s s", _GRACE_S)
         server.should_exit = True
         done, _ = await asyncio.wait({task}, timeout=CLOSE_BOUND_S - 0.5)
         if not done:

@@ -31,6 +31,22 @@ left out and recorded once as a ``proxy``/``tools_left_out`` event. A Responses 
 function per member, named ``<namespace>__<name>``; the model's call of one goes back to the agent
 with its ``namespace`` and ``name``, as Codex expects it.
 
+What it adds: ``proxy.hints`` (a list of ``Transient``, empty by default), the arm's plug-ins'
+context for the current agent step (the memory plug-in's reminder, consistency guidelines). The
+agent's host sets it before each agent step (``proxy.hints = transient``) and clears it; while it
+is set, every request the proxy sends gets it after translation, as agentrig's own agents add it
+(``agents/transients.py``: ``system`` hints as one system message at the end, ``user_append`` ones
+appended to the last user message). The agent's own messages and what it gets back are unchanged;
+the recorded ``AgentRequest`` holds the request as sent, hints included, and each answered call
+that carried hints gets a ``proxy``/``hints`` event (``call``, the hints' ``sources`` and
+``placements``) beside the plug-in's own events. An agent that runs as one process with no step
+of ours between its calls (a terminal installed agent) gets them per call instead:
+``TrialProxy(..., before_call=hook)`` awaits ``hook(n, messages)`` before each call it sends —
+``n`` the calls sent before it (for an agent that waits for each answer, the calls answered so
+far), ``messages`` the agent's request as translated, before hints — and adds what it returns
+after ``hints``. A hook that raises ends the trial as a channel fault does (``proxy.failure``, a
+``proxy``/``before_call_failed`` event), without a model call.
+
 How a trial ends here: a fault the channel could not ride out (``RetriesExhausted``, a
 ``FatalChannelError``: auth, unknown model, ``EndpointDown``, context overflow; a
 ``PromptTruncated``) is answered 503/502 in the wire's error shape (naming only the diagnosis code),

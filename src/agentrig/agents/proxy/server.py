@@ -1,5 +1,6 @@
 """``TrialProxy``: one trial's local endpoint for an agent we did not write (see the package's
-docstring for what it serves and what it does not forward)."""
+docstring for what it serves, what it does not forward and what it adds: ``hints``,
+``before_call``)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ import json
 import secrets
 import socket
 import time
-from typing import Any, Literal
+from typing import Any, Awaitable, Callable, Literal
 
 from aiohttp import web
 
 from agentrig.channel.usage import cost_of
 from agentrig.errors import AgentStop, ChannelError, RetriesExhausted
 from agentrig.trial.context import TrialContext
-from agentrig.types import AssistantMessage, Completion, Strict
+from agentrig.types import AssistantMessage, Completion, Strict, Transient
 
+from ..transients import last_user_index, with_transients
 from . import anthropic_out, openai_out
 from .inbound import READERS, BadBody, Inbound, estimate_tokens
 
@@ -26,6 +28,8 @@ SHUTDOWN_S = 1.0  # how long close() lets a request in flight finish
 # the status an agent gets when the channel could not get an answer: a gateway's
 UPSTREAM_DOWN, UPSTREAM_FATAL = 503, 502
 LIMIT = {"chat": 429, "responses": 429, "anthropic": 400}  # a server's answer at a spending limit
+# asked before each call: (calls sent before it, the request's messages as translated) -> that call's hints
+BeforeCall = Callable[[int, list[dict]], Awaitable[list[Transient]]]
 
 
 class ProxyReply(Strict):
@@ -50,10 +54,13 @@ class TrialProxy:
 
     After the trial's agent ends, ``failure`` holds the channel fault that ended it (the trial is
     invalid) or ``stop`` the limit it reached (``AgentStop``: valid); ``ended`` is set at either.
-    ``replies`` lists the answered calls in order."""
+    ``replies`` lists the answered calls in order. ``hints``: the plug-ins' transient context of
+    the current agent step, set by the agent's host; added to every request sent while set.
+    ``before_call``: asked before each call for that call's own hints (added after ``hints``)."""
 
     def __init__(self, ctx: TrialContext, *, role: str = "agent", step_limit: int | None = None,
-                 token_limit: int | None = None, cost_limit: float | None = None, deadline: float | None = None):
+                 token_limit: int | None = None, cost_limit: float | None = None, deadline: float | None = None,
+                 before_call: BeforeCall | None = None):
         self.ctx, self.role = ctx, role
         self.step_limit, self.token_limit, self.cost_limit, self.deadline = step_limit, token_limit, cost_limit, deadline
         self.token = "agentrig-" + secrets.token_urlsafe(32)
@@ -63,6 +70,8 @@ class TrialProxy:
         self.stop: AgentStop | None = None
         self.ended = asyncio.Event()
         self.replies: list[ProxyReply] = []
+        self.hints: list[Transient] = []  # the current agent step's plug-in context (the package docstring)
+        self.before_call = before_call
         self.left_out: set[str] = set()  # tool types the agent offered that were not forwarded
         self.steps = 0  # calls sent (answered or not)
         self.tokens = 0  # prompt + completion tokens of the answered calls
@@ -234,9 +243,20 @@ class TrialProxy:
             kwargs["tool_choice"] = inbound.tool_choice
         if inbound.parallel_tool_calls is not None:
             kwargs["parallel_tool_calls"] = inbound.parallel_tool_calls
+        messages = self._with_kept(inbound.messages)
+        hints = list(self.hints or ())
+        if self.before_call is not None:
+            try:
+                hints += await self.before_call(self.steps - 1, inbound.messages)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a plug-in's FatalChannelError (the run stops), or a bug
+                self._end(failure=exc)
+                self.ctx.event("proxy", "before_call_failed", error=type(exc).__name__)
+                return self._ending(wire)
+        sent = with_transients(messages, last_user_index(messages), hints)
         try:
-            done, call = await self.ctx.complete(self.role, self._with_kept(inbound.messages), inbound.tools,
-                                                 purpose="agent", **kwargs)
+            done, call = await self.ctx.complete(self.role, sent, inbound.tools, purpose="agent", **kwargs)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a ChannelError (or a broken channel): the trial is invalid
@@ -245,6 +265,10 @@ class TrialProxy:
                 self.ctx.event("proxy", "call_failed", error=type(exc).__name__)
             return self._ending(wire)
         self._account(done)
+        if sent is not messages:
+            shown = [t for t in hints if t.text]
+            self.ctx.event("proxy", "hints", call=call, sources=[t.source for t in shown],
+                           placements=[t.placement for t in shown])
         return await self._answer(request, wire, inbound, done, call)
 
     def _note_left_out(self, wire: Wire, kinds: list[str]) -> None:

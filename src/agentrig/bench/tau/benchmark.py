@@ -76,7 +76,7 @@ class Tau2Benchmark(Benchmark):
     kind = "tau2"
     settings_model = Tau2Settings
     tables = {"user": UserSettings, "judge": JudgeSettings}
-    agent_kinds = ("llm", "gold", "flaky-gold", "noop", "codex", "claude-code")
+    agent_kinds = ("llm", "gold", "flaky-gold", "noop", "python", "codex", "claude-code")
     component_names = COMPONENTS
     export_formats = {"tau2": "tau2-bench's results.json of one arm on one domain"}
 
@@ -150,6 +150,8 @@ class Tau2Benchmark(Benchmark):
     # -- arms -------------------------------------------------------------------------------
     def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
         need: set[str] = set()
+        if arm.agent.kind == "python":  # a Python agent's model calls go through its proxy to [roles.agent]
+            need.add("agent")
         if exp.user.kind == "llm":
             need.add("user")
         if exp.judge.nl_assertions != "never" and any(_needs_nl_judge(t) for _, t in tasks):
@@ -157,6 +159,9 @@ class Tau2Benchmark(Benchmark):
         return need
 
     def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
+        if role == "agent" and arm.agent.kind == "python":
+            return ("its agent kind is 'python' (your agent's model calls go through the trial's proxy to [roles.agent])",
+                    "set `model` in [roles.agent] (or [channel]), or use a reference agent (kind = \"gold\" / \"noop\")")
         if role == "user":
             return ("the user simulator is an LLM ([user] kind = \"llm\")",
                     "set `model` in [roles.user] (or [channel]), or use the scripted user ([user] kind = \"scripted\")")
@@ -169,6 +174,11 @@ class Tau2Benchmark(Benchmark):
 
     def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:
         super().check_arm(exp, where, arm, tasks)
+        from agentrig.agents.python_agent import check_settings, preflight
+
+        check_settings(arm.agent, where)
+        if arm.agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
+            preflight(arm.agent, where)
         a = arm.agent
         if a.kind in _CLI_KINDS:
             if a.run is not None or a.mount is not None:

@@ -28,7 +28,7 @@ agent's session, every later one resumes it):
   the conversation itself is the episode's.
 
 The agent's home (its config, session files and record) is a private temporary directory, removed
-when the trial ends (``close``).
+when the trial ends (``aclose``).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class CliTauAgent:
             text = text.replace(secret, shown)
         return text
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """The trial's end: the proxy and the tool server stop, the agent's home goes."""
         try:
             if self.proxy is not None:

@@ -53,8 +53,8 @@ class TauTrial:
     and the trial's tool ``Environment``, set by the episode (``episode.py``) when it starts, whose
     end state the judge reads (``judge.py``); and ``call_tool(name, arguments, call_id=…)``, the
     episode's ``agent_tool_call`` for an agent that runs its own tool loop (a Python agent, an MCP
-    agent), also set when the episode starts; and ``ended``, the episode's event set when such a call
-    ends the trial (a limit, a transfer)."""
+    agent), also set when the episode starts, with ``ended``, the event set when such a call ended
+    the trial (the step's reply is then not waited for)."""
 
     spec: DomainSpec
     domain_dir: Path | None = None

@@ -20,6 +20,10 @@ reaching the environment; like every ``Error:`` result it counts towards ``max_e
 
 Before each agent step the arm's plug-ins may add transient context to that one call.
 
+An agent that holds a process or a server of its own (a Python agent: ``agents/python_agent``;
+Codex or Claude Code: ``cli_agent.py``) has an ``aclose()``, awaited when the conversation ends
+however it ends (cancellation included, bounded by ``CLOSE_BOUND_S``), before the judge runs.
+
 An agent that runs its own tool loop (a Python agent calling its tools itself, an MCP agent such as
 Codex or Claude Code) makes its calls in the middle of its step through ``Episode.agent_tool_call``
 (also ``TauTrial.call_tool``): each call is recorded as an assistant message holding that one call,
@@ -27,7 +31,7 @@ applied and answered exactly as a call of the turn loop, and counted as the turn
 steps); a limit or a transfer reached there ends the trial (``Episode.ended``) and the step's reply
 is dropped (``Episode.ended_event``, also ``TauTrial.ended``, is set then: such an agent stops its
 own work at once). Its reply to the user is the step's message, as for any agent. Codex and Claude
-Code play so (``cli_agent.py``); an agent with a ``close()`` is closed when the conversation ends.
+Code play so (``cli_agent.py``).
 
 Context: a ``ContextOverflow`` from the agent, the user simulator or a plug-in in the middle of
 the conversation (that role had been answered before in this trial) ends the trial
@@ -283,8 +287,8 @@ async def play_trial(ctx: TrialContext, *, agent: AgentSettings, user: UserSetti
             episode = Episode(ctx, the_agent, build_user(user, ctx), [build_plugin(p, ctx) for p in plugins], limits)
             termination = await agent_phase(ctx, episode.play(), budget=limits.trial_timeout_s, timeout="timeout",
                                             overflow_event="channel")
-        finally:
-            close = getattr(the_agent, "close", None)  # an agent that holds processes and servers (cli_agent.py)
+        finally:  # an agent with processes or servers of its own (a Python agent, cli_agent.py) ends with the conversation
+            close = getattr(the_agent, "aclose", None)
             if close is not None:
                 await finish_despite_cancel(close(), CLOSE_BOUND_S)
         info = await judge_trial(ctx, termination, nl=nl_judge)

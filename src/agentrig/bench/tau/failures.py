@@ -17,7 +17,8 @@ benchmark's rules).
 Classes (id — label — rule):
 
 - ``ran_out`` — Ran out — the trial ended by ``max_steps``, ``too_many_errors`` or ``timeout``
-  (τ²-bench scores such an end 0 whatever the state).
+  (τ²-bench scores such an end 0 whatever the state), or a Python agent's arm limit at its proxy
+  (``limits_exceeded``: ``step_limit``, ``token_limit``, ``cost_limit``).
 - ``format_errors`` — Format errors — a text-mode agent's replies could not be read as one action
   ``max_format_errors`` times in a row (termination ``too_many_format_errors``; scored 0). Not a
   limit reached: the fix is the other ``tool_mode`` (native tool calls where the server honours
@@ -98,7 +99,7 @@ CLASSES: dict[str, str] = {
     "judged_behaviour": "Judged behaviour",
     "other": "Other",
 }
-RAN_OUT = ("max_steps", "too_many_errors", "timeout")
+RAN_OUT = ("max_steps", "too_many_errors", "timeout", "limits_exceeded")
 FORMAT_ERRORS = "too_many_format_errors"  # the termination of the format_errors class
 _AGENT_OR_BROKEN_END = ("agent_transfer", "agent_stop", "agent_error", "user_error")
 _USER_EARLY_TOKENS = ("###TRANSFER###", "###OUT-OF-SCOPE###")

@@ -59,6 +59,7 @@ TERMINATIONS = (
     "limits_exceeded",  # Codex / Claude Code past the arm's step_limit, token_limit or cost_limit (at the proxy)
     "user_error",       # the user simulator sent an empty message
     "context_overflow",  # the conversation outgrew the model's context window mid-trial (valid, reward 0)
+    "limits_exceeded",  # a Python agent reached its arm's step_limit / token_limit / cost_limit (at its proxy)
     "channel_error",    # a model call failed after retries: the trial is invalid
 )
 SCORED_TERMINATIONS = ("user_stop", "agent_transfer", "agent_stop")

@@ -145,7 +145,8 @@ class TerminalSession:
         return result
 
     async def transient(self, step: int) -> list[Any]:
-        """The arm's plug-ins' context for the agent's next model call (``before_agent_step``)."""
+        """The arm's plug-ins' context for the agent's next model call (``before_agent_step``);
+        asked by the bash agent, or by an installed agent's proxy before each of its calls."""
         out: list[Any] = []
         for plugin in self.plugins:
             out.extend(await plugin.before_agent_step(step))
@@ -223,7 +224,8 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
                      limits: Limits, attempt: int = 0, command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
                      plugins: list[Any] | None = None) -> TrialRecord:
     """Play one terminal trial and judge it (see the module docstring). ``plugins``: the arm's
-    plug-in settings (built per trial; the agent asks ``session.transient`` before each call)."""
+    plug-in settings (built per trial; the agent asks ``session.transient`` before each call — an
+    agent we did not write: its proxy, ``installed.py``)."""
     from agentrig.plugins import build_plugin
 
     from .agents import build_terminal_agent

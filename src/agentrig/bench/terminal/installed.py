@@ -24,9 +24,15 @@ One trial of such an agent (``InstalledAgent.run``, the agent phase of ``episode
    (``agent_timeout``; its whole process tree is killed), or when the proxy ends it: a limit
    (``step_limit`` calls, ``token_limit``, ``cost_limit``: ``limits_exceeded``) or a channel fault
    the channel could not ride out (the fault is raised: the trial is *invalid* and replayed).
-4. **Its trajectory.** The agent's record is read into the trial's conversation, aligned with the
-   proxy's calls (``agents/installed/records.py``): ``analyze``, the report, ``instability`` and the
-   exports read it as they read the bash agent's.
+4. **Its plug-ins.** With plug-ins on the arm, the proxy asks them before each model call
+   (``TrialProxy(before_call=…)``): ``session.transient(n)``, ``n`` the calls sent before it — the
+   bash agent's step numbering — and their context goes into that call only. What they read of
+   the trajectory meanwhile is the conversation as the proxy has seen it
+   (``records.LiveConversation``: the instruction, the replies, the results the agent sent back),
+   one call at a time.
+5. **Its trajectory.** The agent's record is read into the trial's conversation, aligned with the
+   proxy's calls (``agents/installed/records.py``; the live conversation is replaced by it):
+   ``analyze``, the report, ``instability`` and the exports read it as they read the bash agent's.
 """
 
 from __future__ import annotations
@@ -166,7 +172,7 @@ class InstalledAgent:
         return env
 
     async def run(self, session: Any) -> None:
-        from agentrig.agents.installed.records import apply_record
+        from agentrig.agents.installed.records import LiveConversation, apply_record
         from agentrig.agents.proxy import TrialProxy
 
         from .sandbox.netsocket import listen_inside
@@ -183,8 +189,11 @@ class InstalledAgent:
         base_dir = Path(getattr(box, "trial_dir", None) or tempfile.gettempdir())
         home = Path(tempfile.mkdtemp(prefix="agentrig-agent-home-", dir=base_dir if base_dir.is_dir() else None))
         home.chmod(0o777)  # the image's user may not be root (a container's USER): the agent writes its record here
+        live = LiveConversation(ctx, a.kind) if getattr(session, "plugins", None) else None
         proxy = TrialProxy(ctx, step_limit=a.step_limit, token_limit=a.token_limit, cost_limit=a.cost_limit,
                            deadline=session.deadline)
+        if live is not None:
+            proxy.before_call = self._plugins_hook(session, proxy, live)
         try:
             sock = await listen_inside(getattr(box, "init_pid", None))
             base_url = await proxy.start(sock)
@@ -200,6 +209,8 @@ class InstalledAgent:
                 result = await self._run_until_ended(box, proxy, line, env, ro, {str(home): HOME_MOUNT})
             finally:
                 await proxy.close()
+                if live is not None:
+                    live.clear()
                 try:
                     apply_record(ctx, a.kind, home, [(r.call, r.message) for r in proxy.replies])
                 except Exception as exc:  # noqa: BLE001 - the trial stands on the proxy's calls alone
@@ -223,6 +234,20 @@ class InstalledAgent:
         finally:
             await proxy.close()
             shutil.rmtree(home, ignore_errors=True)
+
+    @staticmethod
+    def _plugins_hook(session: Any, proxy: Any, live: Any) -> Any:
+        """The proxy's ``before_call``: the conversation so far into the trajectory, then the arm's
+        plug-ins asked for this call's context — one call at a time (a plug-in's state is one
+        trial's sequence of steps; an agent's calls in parallel are asked in the order they came)."""
+        lock = asyncio.Lock()
+
+        async def before_call(n: int, request: list[dict]) -> list[Any]:
+            async with lock:
+                live.catch_up([(r.call, r.message) for r in proxy.replies], request)
+                return list(await session.transient(n))
+
+        return before_call
 
     def _version(self) -> str | None:
         if self.settings.kind == "command":

@@ -1,0 +1,111 @@
+"""The protocol between agentrig and a Python agent, as the agent's own code sees it.
+
+This module is standard library only: agentrig's runner puts it on the agent's import path, in the
+agent's own interpreter (``import agentrig_agent``), so agentrig itself is never imported there.
+
+Your module names a factory in the arm's ``agent.entry`` ("my_pkg.agent:make")::
+
+    def make(settings: dict, client, model: str) -> agent     # may also be ``async def``
+
+- ``settings``: the arm's ``agent.settings`` table, as it is;
+- ``client``: a ready model client whose every call goes through the trial's measuring proxy:
+  ``openai.OpenAI`` (when ``openai`` is importable), else ``anthropic.Anthropic``, else None
+  (``agent.client`` chooses). ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` and ``ANTHROPIC_BASE_URL`` /
+  ``ANTHROPIC_API_KEY`` name the same proxy, so a client you build yourself (``openai.AsyncOpenAI()``)
+  reaches it too. The key is the trial's own token, never a real key;
+- ``model``: the model name to ask for.
+
+Per agent step agentrig calls ``agent.respond(turn)`` (plain or ``async def``) with a ``Turn`` and
+takes its return value as the step's reply: a ``Reply``, a ``str`` (text to the user) or a dict
+``{"content": str | None, "tool_calls": [{"name": str, "arguments": dict, "id": str (optional)}]}``.
+Tool calls in the reply are run by the episode, and their results come back in the next turn.
+An agent that runs its own tool loop calls ``turn.call_tool(name, arguments)`` (or
+``await turn.acall_tool(...)``) instead: the tool runs in the trial's environment at once and its
+result comes back. ``agent.close()`` (optional, plain or async) is called when the trial ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Protocol, Union
+
+__all__ = ["Agent", "Reply", "ReplyLike", "ToolCall", "ToolResult", "Turn"]
+
+
+@dataclass
+class ToolCall:
+    """A tool call for the episode to run: the tool's name and its arguments (a JSON object).
+    ``id``: the model's id of the call, if you want your next turn's messages to carry it."""
+
+    name: str
+    arguments: Dict[str, Any] = field(default_factory=dict)
+    id: Optional[str] = None
+
+
+@dataclass
+class Reply:
+    """One step's reply: text to the user, or tool calls (with both, the calls go to the environment;
+    the text stays in the record, the user does not see it)."""
+
+    content: Optional[str] = None
+    tool_calls: List[ToolCall] = field(default_factory=list)
+
+
+ReplyLike = Union[Reply, str, Dict[str, Any]]
+
+
+@dataclass
+class ToolResult:
+    """What a tool answered: its output text; ``error`` when it refused the call (the text then
+    starts with ``Error:``)."""
+
+    content: str
+    error: bool = False
+
+    def __str__(self) -> str:
+        return self.content
+
+
+@dataclass
+class Turn:
+    """One agent step.
+
+    ``messages``: the whole conversation so far from the agent's side, as OpenAI Chat Completions
+    messages (``assistant`` — your own replies and tool calls, the greeting first —, ``user``,
+    ``tool``), without a system message: the system prompt is yours to write. ``new``: the messages
+    that arrived since your last step (the tail of ``messages``: a user message, or the results of
+    your reply's tool calls). ``policy``: the domain's policy text your agent must follow. ``tools``:
+    the domain's agent tools as OpenAI function tools (``{"type": "function", "function": {name,
+    description, parameters}}``), ready for a Chat Completions request. ``step``: 0 for the first
+    step of the trial. ``model``: the model to ask for."""
+
+    messages: List[Dict[str, Any]]
+    new: List[Dict[str, Any]]
+    policy: str
+    tools: List[Dict[str, Any]]
+    step: int
+    model: str
+    _call: Callable[[str, Any], ToolResult] = field(repr=False, default=None)  # type: ignore[assignment]
+    _lock: Any = field(repr=False, default_factory=threading.Lock)
+
+    def call_tool(self, name: str, arguments: Any) -> ToolResult:
+        """Run one of ``tools`` now, in the trial's environment: recorded, applied and counted as a
+        call in a reply is (a call that ends the conversation — a transfer, the step limit — ends it
+        here too, and the step's reply is then dropped). ``arguments``: a dict or its JSON text."""
+        with self._lock:  # one call at a time over the pipe, also from several threads
+            return self._call(name, arguments)
+
+    async def acall_tool(self, name: str, arguments: Any) -> ToolResult:
+        """``call_tool`` for async code (it waits in a thread, so your event loop runs on)."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.call_tool, name, arguments)
+
+    def tool_names(self) -> List[str]:
+        return [t["function"]["name"] for t in self.tools]
+
+
+class Agent(Protocol):
+    """What ``make`` returns (``respond`` and ``close`` may be ``async def`` as well)."""
+
+    def respond(self, turn: Turn) -> ReplyLike: ...

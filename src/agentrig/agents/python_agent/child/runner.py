@@ -1,0 +1,278 @@
+"""agentrig's runner of a Python agent: run BY PATH with the agent's own interpreter, standard
+library only, never importing agentrig (its directory, first on ``sys.path``, holds only this file
+and ``agentrig_agent.py``, the protocol's types).
+
+    python runner.py --fd N [--path DIR]...                   one trial: the protocol on socket fd N
+    python runner.py --check ENTRY [--client KIND] [--path DIR]...   can ENTRY be imported here?
+                                                              (one JSON line on stdout)
+
+The trial's protocol is JSON lines on the socket agentrig passed (never stdout/stderr, which are
+the agent's own and are recorded by agentrig):
+
+    agentrig → runner   {"type": "init", entry, settings, model, client, base_url, token, policy, tools}
+    runner → agentrig   {"type": "ready", client, python}  or  {"type": "error", stage, error, traceback}
+    agentrig → runner   {"type": "turn", step, new}      (new: the chat messages that came in since the
+                                                          last step; the runner keeps the agent's own)
+    runner → agentrig   {"type": "call_tool", name, arguments, id}  →  {"type": "tool_result", content, error}
+    runner → agentrig   {"type": "reply", content, tool_calls}  or  {"type": "error", stage, ...}
+    agentrig → runner   {"type": "close"}                                   (agent.close(), exit 0)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import json
+import os
+import platform
+import socket
+import sys
+import traceback
+import uuid
+from typing import Any, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRACEBACK_CHARS = 20000
+PROTOCOL = 1
+
+
+def _setup_path(paths: List[str]) -> None:
+    """This directory (agentrig_agent) first, then the agent's own directories."""
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    at = sys.path.index(HERE) + 1
+    for p in reversed(paths):
+        if p not in sys.path:
+            sys.path.insert(at, p)
+
+
+def load_entry(entry: str) -> Any:
+    """The object ``module:attribute`` names (ValueError for a malformed entry)."""
+    module_name, sep, attr = entry.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"entry {entry!r} is not of the form 'module:function'")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def make_client(kind: str, base_url: str, token: str) -> Tuple[Any, Optional[str]]:
+    """The ready client make() gets, and which it is. Its retries are off: the channel behind the
+    proxy retries (a fault it cannot ride out ends the trial)."""
+    if kind in ("auto", "openai"):
+        try:
+            import openai
+        except ImportError:
+            if kind == "openai":
+                raise
+        else:
+            return openai.OpenAI(base_url=base_url + "/v1", api_key=token, max_retries=0), "openai"
+    if kind in ("auto", "anthropic"):
+        try:
+            import anthropic
+        except ImportError:
+            if kind == "anthropic":
+                raise
+        else:
+            return anthropic.Anthropic(base_url=base_url, api_key=token, max_retries=0), "anthropic"
+    return None, None
+
+
+def _version(module: str) -> Optional[str]:
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:  # noqa: BLE001 - not installed (or no metadata)
+        return None
+
+
+def check(entry: str, client: str) -> Dict[str, Any]:
+    """Whether ENTRY imports and names a callable, and the client kind is there."""
+    out: Dict[str, Any] = {"python": platform.python_version(), "executable": sys.executable,
+                           "openai": _version("openai"), "anthropic": _version("anthropic")}
+    try:
+        factory = load_entry(entry)
+    except BaseException as exc:  # noqa: BLE001 - whatever the user's module raises on import
+        return {**out, "ok": False, "stage": "import", "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc()[-TRACEBACK_CHARS:]}
+    if not callable(factory):
+        return {**out, "ok": False, "stage": "entry", "error": f"{entry} is a {type(factory).__name__}, not a function"}
+    if client in ("openai", "anthropic") and out[client] is None:
+        return {**out, "ok": False, "stage": "client", "error": f"the package {client!r} is not installed here"}
+    module = sys.modules.get(entry.partition(":")[0])
+    return {**out, "ok": True, "file": getattr(module, "__file__", None)}
+
+
+class Pipe:
+    """JSON lines over the socket agentrig passed."""
+
+    def __init__(self, fd: int):
+        self.sock = socket.socket(fileno=fd)
+        self.rfile = self.sock.makefile("rb")
+        self.wfile = self.sock.makefile("wb")
+
+    def send(self, message: Dict[str, Any]) -> None:
+        sys.stdout.flush()  # what the agent printed before this comes first in agentrig's record
+        sys.stderr.flush()
+        self.wfile.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+        self.wfile.flush()
+
+    def receive(self) -> Dict[str, Any]:
+        line = self.rfile.readline()
+        if not line:
+            raise SystemExit(0)  # agentrig closed its end: the trial is over
+        return json.loads(line)
+
+
+def _error(stage: str, exc: BaseException) -> Dict[str, Any]:
+    return {"type": "error", "stage": stage, "error": f"{type(exc).__name__}: {exc}"[:2000],
+            "traceback": traceback.format_exc()[-TRACEBACK_CHARS:]}
+
+
+def _reply_message(value: Any) -> Dict[str, Any]:
+    """The agent's return value as a reply message (TypeError/ValueError: not a reply)."""
+    from agentrig_agent import Reply, ToolCall
+
+    if isinstance(value, str):
+        return {"type": "reply", "content": value, "tool_calls": []}
+    if isinstance(value, Reply):
+        content, calls = value.content, value.tool_calls
+    elif isinstance(value, dict):
+        unknown = sorted(set(value) - {"content", "tool_calls"})
+        if unknown:
+            raise ValueError(f"the reply dict has unknown key(s) {unknown}: only 'content' and 'tool_calls'")
+        content, calls = value.get("content"), value.get("tool_calls") or []
+    else:
+        raise TypeError(f"respond() returned a {type(value).__name__}; return a str, an agentrig_agent.Reply "
+                        "or a dict {'content': ..., 'tool_calls': [...]}")
+    if content is not None and not isinstance(content, str):
+        raise TypeError(f"the reply's content is a {type(content).__name__}, not a str")
+    out = []
+    for i, call in enumerate(calls):
+        if isinstance(call, ToolCall):
+            name, arguments, cid = call.name, call.arguments, call.id
+        elif isinstance(call, dict):
+            name, arguments, cid = call.get("name"), call.get("arguments", {}), call.get("id")
+        else:
+            raise TypeError(f"tool_calls[{i}] is a {type(call).__name__}: give a ToolCall or a dict with name and arguments")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"tool_calls[{i}] has no name")
+        out.append({"name": name, "arguments": arguments, "id": cid if isinstance(cid, str) else None})
+    return {"type": "reply", "content": content, "tool_calls": out}
+
+
+def _call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def _assistant(content: Optional[str], calls: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """An assistant message in Chat Completions' shape (arguments as JSON text)."""
+    # "" beside tool calls, as agentrig's own agent sends it (some servers refuse a null content)
+    message: Dict[str, Any] = {"role": "assistant", "content": content if content is not None or not calls else ""}
+    if calls:
+        message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
+            "name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
+            else json.dumps(c["arguments"], ensure_ascii=False)}} for c in calls]
+    return message
+
+
+def serve(pipe: Pipe) -> int:
+    from agentrig_agent import ToolResult, Turn
+
+    init = pipe.receive()
+    loop = asyncio.new_event_loop()  # one loop for the whole trial: async clients stay bound to it
+    asyncio.set_event_loop(loop)
+
+    def run(value: Any) -> Any:
+        return loop.run_until_complete(value) if inspect.isawaitable(value) else value
+
+    try:
+        factory = load_entry(init["entry"])
+    except BaseException as exc:  # noqa: BLE001
+        pipe.send(_error("import", exc))
+        return 1
+    try:
+        client, client_kind = make_client(init.get("client") or "auto", init["base_url"], init["token"])
+        agent = run(factory(init.get("settings") or {}, client, init["model"]))
+        if agent is None or not callable(getattr(agent, "respond", None)):
+            raise TypeError(f"{init['entry']} returned {type(agent).__name__}, which has no respond(turn) method")
+    except BaseException as exc:  # noqa: BLE001
+        pipe.send(_error("make", exc))
+        return 1
+    pipe.send({"type": "ready", "client": client_kind, "python": platform.python_version(), "protocol": PROTOCOL})
+
+    messages: List[Dict[str, Any]] = []  # the agent's side of the conversation, kept here
+
+    def call_tool(name: str, arguments: Any) -> ToolResult:
+        if not isinstance(name, str) or not name:
+            raise TypeError("call_tool: the tool's name must be a non-empty str")
+        if isinstance(arguments, (bytes, bytearray)):
+            arguments = arguments.decode("utf-8", "replace")
+        if arguments is None:
+            arguments = {}
+        json.dumps(arguments)  # TypeError here, in the agent's code, for arguments that are not JSON
+        cid = _call_id()
+        pipe.send({"type": "call_tool", "name": name, "arguments": arguments, "id": cid})
+        answer = pipe.receive()
+        result = ToolResult(content=str(answer.get("content") or ""), error=bool(answer.get("error")))
+        messages.append(_assistant(None, [{"name": name, "arguments": arguments, "id": cid}]))
+        messages.append({"role": "tool", "tool_call_id": cid, "content": result.content})
+        return result
+
+    while True:
+        message = pipe.receive()
+        kind = message.get("type")
+        if kind == "close":
+            closer = getattr(agent, "close", None)
+            try:
+                if callable(closer):
+                    run(closer())
+            finally:
+                loop.close()
+            return 0
+        if kind != "turn":
+            continue
+        new = message.get("new") or []
+        messages.extend(new)
+        turn = Turn(messages=list(messages), new=list(new), policy=init.get("policy") or "",
+                    tools=init.get("tools") or [], step=int(message.get("step") or 0), model=init["model"],
+                    _call=call_tool)
+        try:
+            reply = _reply_message(run(agent.respond(turn)))
+            json.dumps(reply)  # arguments that are not JSON: the agent's error, said here
+        except BaseException as exc:  # noqa: BLE001 - the agent's failure, reported with its traceback
+            pipe.send(_error("respond", exc))
+            continue
+        for call in reply["tool_calls"]:
+            call["id"] = call["id"] or _call_id()
+        messages.append(_assistant(reply["content"], reply["tool_calls"]))
+        pipe.send(reply)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="runner.py")
+    ap.add_argument("--fd", type=int)
+    ap.add_argument("--check", metavar="ENTRY")
+    ap.add_argument("--client", default="auto")
+    ap.add_argument("--path", action="append", default=[])
+    args = ap.parse_args(argv)
+    _setup_path(args.path)
+    if args.check is not None:
+        out, sys.stdout = sys.stdout, sys.stderr  # what the module prints on import stays off the answer
+        try:
+            result = check(args.check, args.client)
+        finally:
+            sys.stdout = out
+        print(json.dumps(result), flush=True)
+        return 0
+    if args.fd is None:
+        ap.error("give --fd N (agentrig's socket) or --check ENTRY")
+    return serve(Pipe(args.fd))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,382 @@
+"""``PythonAgent``: agentrig's side of a Python agent's trial (see the package's docstring)."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import json
+import os
+import signal
+import socket
+from typing import Any
+
+from agentrig.agents.base import AgentSettings, AgentStop
+from agentrig.config import ROLES
+from agentrig.errors import ConfigError
+from agentrig.procs import abandon_process, finish_despite_cancel
+from agentrig.redact import redact
+from agentrig.types import Message, ToolCall, Transient
+
+from .check import RUNNER, interpreter
+
+OUTPUT_CHARS = 50_000  # of each of the agent's streams (stdout, stderr) kept per trial
+TRACEBACK_CHARS = 8_000  # of an agent's traceback kept in its error event
+LINE_LIMIT = 32 * 1024 * 1024  # the longest protocol line taken from the runner
+CLOSE_GRACE_S = 3.0  # how long an idle agent gets to run its close() and exit
+KILL_WAIT_S = 2.0
+# variables never passed to the agent's process (besides every variable holding a known secret):
+# agentrig's own Python settings and the sealed keys of a Ray worker
+DROPPED_VARS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONSAFEPATH")
+DROPPED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AGENTRIG_SEALED_")
+
+
+def secret_variables(ctx: Any) -> set[str]:
+    """The variables the trial's channel reads keys and secret headers from, for every role."""
+    names: set[str] = set()
+    config = getattr(ctx.channel, "config", None)
+    if config is None:
+        return names
+    for role in ROLES:
+        rr = config.resolve(role)
+        names.add(rr.api_key_env)
+        names |= set(rr.headers_from_env.values())
+    return names
+
+
+def agent_environment(ctx: Any, base_url: str, token: str, model: str,
+                      environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The agent process's environment: agentrig's own, without any key or secret header it knows
+    of (by the variable's name, and by its value: every secret read so far), without agentrig's
+    ``PYTHON*`` settings; with the trial's proxy and token under the names the SDKs read."""
+    environ = dict(os.environ if environ is None else environ)
+    secret = secret_variables(ctx)
+    env = {k: v for k, v in environ.items()
+           if k not in secret and k not in DROPPED_VARS and not k.startswith(DROPPED_PREFIXES) and redact(v) == v}
+    no_proxy = ",".join(x for x in (env.get("NO_PROXY") or env.get("no_proxy"), "127.0.0.1", "localhost") if x)
+    env.update({"OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": token,
+                "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": token,
+                "AGENTRIG_MODEL": model, "NO_PROXY": no_proxy, "no_proxy": no_proxy,
+                "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8"})
+    return env
+
+
+def chat_message(m: Message) -> dict | None:
+    """A message of the episode as the agent sees it (Chat Completions' shape); None: not its to see."""
+    if m.role == "user":
+        if m.tool_calls and not m.content:  # the user's own tool calls
+            return None
+        return {"role": "user", "content": m.content or ""}
+    if m.role == "tool":
+        if m.requestor == "user":
+            return None
+        return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content or ""}
+    if m.role == "assistant":
+        out: dict[str, Any] = {"role": "assistant", "content": m.content if m.content is not None or not m.tool_calls else ""}
+        if m.tool_calls:
+            out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.name, "arguments": c.arguments_raw or json.dumps(c.arguments or {}, ensure_ascii=False)}}
+                for c in m.tool_calls]
+        return out
+    return None
+
+
+def parse_arguments(raw: Any) -> tuple[dict | None, str, str | None]:
+    """(arguments, their JSON text, the error when they are not a JSON object)."""
+    if isinstance(raw, dict):
+        return raw, json.dumps(raw, ensure_ascii=False), None
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            return None, raw, f"not valid JSON ({exc.msg})"
+        if isinstance(value, dict):
+            return value, raw, None
+        return None, raw, f"a JSON {type(value).__name__}, not an object"
+    return None, json.dumps(raw), f"a {type(raw).__name__}, not an object"
+
+
+class _Capture:
+    """One of the agent's output streams: read as it comes, kept up to ``OUTPUT_CHARS`` per trial,
+    handed out as text in pieces (``take``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.pending: list[str] = []
+        self.kept = 0
+        self.dropped = 0
+
+    def add(self, data: bytes, final: bool = False) -> None:
+        text = self.decoder.decode(data, final)
+        room = OUTPUT_CHARS - self.kept
+        if len(text) > room:
+            self.dropped += len(text) - max(room, 0)
+            text = text[:max(room, 0)]
+        if text:
+            self.kept += len(text)
+            self.pending.append(text)
+
+    def take(self) -> str:
+        text, self.pending = "".join(self.pending), []
+        return text
+
+
+class PythonAgent:
+    """``kind="python"``: the arm's Python agent, one process per trial (see the package's docstring)."""
+
+    def __init__(self, settings: AgentSettings, ctx: Any):
+        if ctx.channel is None:
+            raise ConfigError("agent kind 'python' needs a model, but the trial has no channel "
+                              "(fix: configure [channel] / [roles.agent] with a base URL and a model)")
+        if not hasattr(ctx.bench, "spec"):  # τ²'s TauTrial: the domain's tools and policy
+            raise ConfigError("agent kind 'python' plays τ² tasks only (fix: use it with [benchmark] kind = \"tau2\")")
+        self.settings = settings
+        self.ctx = ctx
+        self.proxy: Any = None
+        self.proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._read: asyncio.Future | None = None
+        self._pumps: list[asyncio.Task] = []
+        self._out = {"stdout": _Capture("stdout"), "stderr": _Capture("stderr")}
+        self._pending: list[dict] = []  # what the agent has not been sent yet (start's history)
+        self._steps = 0
+        self._busy = False  # in a step: the agent is working (no grace at close)
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, history: list[Message]) -> None:
+        from agentrig.agents.llm import openai_tools
+        from agentrig.agents.proxy import TrialProxy
+
+        a, ctx = self.settings, self.ctx
+        model = ctx.channel.role("agent").model or ""
+        self.proxy = TrialProxy(ctx, role="agent", step_limit=a.step_limit, token_limit=a.token_limit,
+                                cost_limit=a.cost_limit)
+        base_url = await self.proxy.start()
+        python = interpreter(a)
+        argv = [python, str(RUNNER)]
+        for p in a.path:
+            argv += ["--path", p]
+        parent, child = socket.socketpair()
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *argv, "--fd", str(child.fileno()), pass_fds=(child.fileno(),), start_new_session=True,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                env=agent_environment(ctx, base_url, self.proxy.token, model))
+        except OSError as exc:
+            parent.close()
+            raise ConfigError(f"agent.python: cannot start {python}: {exc.strerror or exc} "
+                              "(fix: give the path of a Python interpreter, e.g. your venv's bin/python)") from None
+        finally:
+            child.close()
+        self._reader, self._writer = await asyncio.open_connection(sock=parent, limit=LINE_LIMIT)
+        self._pumps = [asyncio.ensure_future(self._pump(self.proc.stdout, self._out["stdout"])),
+                       asyncio.ensure_future(self._pump(self.proc.stderr, self._out["stderr"]))]
+        ctx.event("agent", "start", agent="python", entry=a.entry, python=python, pid=self.proc.pid)
+        await self._send({"type": "init", "entry": (a.entry or "").strip(), "settings": a.settings, "model": model,
+                          "client": a.client, "base_url": base_url, "token": self.proxy.token,
+                          "policy": ctx.bench.policy, "tools": openai_tools(ctx.bench.spec.agent_toolkit)})
+        self._busy = True
+        ready = await self._receive()
+        self._busy = False
+        if ready.get("type") == "error":
+            self._failed(ready)
+        if ready.get("type") != "ready":
+            self._failed({"stage": "make", "error": f"the runner answered {ready.get('type')!r} instead of 'ready'"})
+        ctx.event("agent", "ready", client=ready.get("client"), python=ready.get("python"))
+        self._pending = [d for d in (chat_message(m) for m in history) if d is not None]
+
+    async def respond(self, incoming: list[Message], transient: list[Transient]) -> Message:
+        self.proxy.hints = list(transient)  # the step's transient context, for the proxy to add to its requests
+        new = self._pending + [d for d in (chat_message(m) for m in incoming) if d is not None]
+        self._pending = []
+        first = len(self.proxy.replies)
+        self._busy = True
+        await self._send({"type": "turn", "step": self._steps, "new": new})
+        self._steps += 1
+        try:
+            while True:
+                msg = await self._receive()
+                kind = msg.get("type")
+                if kind == "call_tool":
+                    result = self._call_tool(msg, first)
+                    ended = getattr(self.ctx.bench, "ended", None)
+                    if ended is not None and ended.is_set():
+                        # its call ended the trial: the agent, left waiting for the result (so it makes
+                        # no model call after the end), is not asked to close but ended at once
+                        return Message(role="assistant", content=None)
+                    await self._send({"type": "tool_result", "content": result.content or "", "error": result.error})
+                elif kind == "reply":
+                    self._busy = False
+                    return self._message(msg, first)
+                elif kind == "error":
+                    self._busy = False  # the runner is back waiting for a turn
+                    self._failed(msg)
+                else:
+                    self._failed({"stage": "respond", "error": f"the runner sent an unknown message {kind!r}"})
+        finally:
+            self._flush_output()
+
+    async def aclose(self) -> None:
+        """End the agent's process (its ``close()`` first when it is idle) and the proxy; bounded,
+        also when the trial is being cancelled."""
+        if self._closed:
+            return
+        self._closed = True
+        await finish_despite_cancel(self._close(), CLOSE_GRACE_S + 2 * KILL_WAIT_S + 2)
+
+    async def _close(self) -> None:
+        proc = self.proc
+        try:
+            if proc is not None and proc.returncode is None:
+                if not self._busy and self.proxy is not None and not self.proxy.ended.is_set():
+                    with contextlib.suppress(Exception):
+                        await self._send({"type": "close"})
+                        await asyncio.wait_for(proc.wait(), CLOSE_GRACE_S)
+                if proc.returncode is None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)  # its whole group: what the agent started too
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(proc.wait(), KILL_WAIT_S)
+            if self._pumps:
+                await asyncio.wait(self._pumps, timeout=KILL_WAIT_S)
+                for pump in self._pumps:
+                    pump.cancel()
+            for cap in self._out.values():
+                cap.add(b"", final=True)
+            self._flush_output()
+            for cap in self._out.values():
+                if cap.dropped:
+                    self.ctx.event("agent", "output_dropped", stream=cap.name, chars=cap.dropped,
+                                   reason=f"more than {OUTPUT_CHARS} characters in the trial")
+        finally:
+            if self._read is not None and not self._read.done():
+                self._read.cancel()
+            if self._writer is not None:
+                self._writer.close()
+            if proc is not None:
+                abandon_process(proc)
+            if self.proxy is not None:
+                await self.proxy.close()
+
+    # ------------------------------------------------------------------ the pipe
+    async def _send(self, message: dict) -> None:
+        assert self._writer is not None
+        # default=str: a TOML date in the agent's settings reaches it as its text
+        self._writer.write(json.dumps(message, ensure_ascii=False, default=str).encode() + b"\n")
+        try:
+            await self._writer.drain()
+        except (ConnectionError, OSError):
+            pass  # the process is gone: _receive says how it ended
+
+    async def _receive(self) -> dict:
+        """The runner's next message; raises how the trial ends when the proxy ended it first (a
+        channel fault: the trial is invalid; a limit: AgentStop) or the agent's process ended."""
+        assert self._reader is not None and self.proxy is not None
+        if self._read is None:
+            self._read = asyncio.ensure_future(self._reader.readline())
+            # a read left pending when the trial ends fails as the process is killed: nothing to report
+            self._read.add_done_callback(lambda f: f.cancelled() or f.exception())
+        ended = asyncio.ensure_future(self.proxy.ended.wait())
+        try:
+            await asyncio.wait({self._read, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+        self._proxy_end()
+        read, self._read = self._read, None
+        try:
+            line = read.result()
+        except (ValueError, asyncio.LimitOverrunError):
+            self._failed({"stage": "respond", "error": f"a protocol message longer than {LINE_LIMIT} bytes"})
+        except (ConnectionError, OSError):
+            line = b""
+        if not line:
+            await self._exited()
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict):
+            self._failed({"stage": "respond", "error": "the runner sent a line that is not a JSON object"})
+        return msg  # type: ignore[return-value]
+
+    def _proxy_end(self) -> None:
+        if self.proxy.failure is not None:
+            raise self.proxy.failure  # a channel fault: the trial is invalid (replayed), not the agent's failure
+        if self.proxy.stop is not None:
+            raise self.proxy.stop  # a limit of the arm (step_limit, token_limit, cost_limit)
+
+    async def _exited(self) -> None:
+        """The runner closed the pipe: its process ended without a reply."""
+        self._busy = False
+        code = None
+        if self.proc is not None:
+            with contextlib.suppress(Exception):
+                code = await asyncio.wait_for(self.proc.wait(), KILL_WAIT_S)
+        if self._pumps:
+            await asyncio.wait(self._pumps, timeout=KILL_WAIT_S)
+        self._proxy_end()
+        tail = "".join(self._out["stderr"].pending)  # also recorded whole, as the agent's output
+        self._failed({"stage": "respond", "error": f"the agent's process ended (exit code {code}) without replying",
+                      "traceback": tail[-TRACEBACK_CHARS:]})
+
+    async def _pump(self, stream: asyncio.StreamReader | None, cap: _Capture) -> None:
+        if stream is None:
+            return
+        while True:
+            data = await stream.read(65536)
+            if not data:
+                return
+            cap.add(data)
+
+    # ------------------------------------------------------------------ what the agent said
+    def _scrub(self, text: str) -> str:
+        if self.proxy is not None:
+            text = text.replace(self.proxy.token, "[trial token]")
+        return redact(text)
+
+    def _flush_output(self) -> None:
+        for cap in self._out.values():
+            text = cap.take()
+            if text:
+                self.ctx.event("agent", "output", stream=cap.name, text=self._scrub(text))
+
+    def _failed(self, msg: dict) -> None:
+        """The agent's own failure (its code raised, its process died): the trial ends ``agent_error``
+        (valid, reward 0), the traceback in an ``agent``/``error`` event — unless the proxy ended the
+        trial first (a channel fault the agent then tripped on is not its failure)."""
+        self._proxy_end()
+        stage, error = str(msg.get("stage") or "respond"), self._scrub(str(msg.get("error") or "unknown error"))
+        self._flush_output()
+        self.ctx.event("agent", "error", stage=stage, error=error,
+                       traceback=self._scrub(str(msg.get("traceback") or ""))[-TRACEBACK_CHARS:])
+        what = {"import": "importing its entry", "make": "its make()", "respond": "respond()"}.get(stage, stage)
+        raise AgentStop("agent_error", f"the Python agent failed in {what}: {error}")
+
+    def _call_tool(self, msg: dict, first: int) -> Message:
+        arguments, _raw, problem = parse_arguments(msg.get("arguments"))
+        name, cid = str(msg.get("name") or ""), str(msg.get("id") or "") or None
+        self._flush_output()
+        # arguments that are not a JSON object are answered with an Error: result, as in the turn loop
+        result = self.ctx.bench.call_tool(name, arguments, call_id=cid, arguments_error=problem or "")
+        replies = self.proxy.replies
+        if len(replies) > first:  # the call's message names the model call it came from, as a reply's does
+            for m in reversed(self.ctx.trajectory.messages[-2:]):
+                if m.role == "assistant" and m.tool_calls and m.tool_calls[0].id == cid:
+                    m.call = replies[-1].call
+        return result
+
+    def _message(self, msg: dict, first: int) -> Message:
+        calls = []
+        for i, c in enumerate(msg.get("tool_calls") or []):
+            arguments, raw, problem = parse_arguments(c.get("arguments"))
+            calls.append(ToolCall(id=str(c.get("id") or f"call_{self._steps}_{i}"), name=str(c.get("name") or ""),
+                                  arguments=arguments, arguments_raw=raw, arguments_error=problem))
+        content = msg.get("content")
+        replies = self.proxy.replies
+        call = replies[-1].call if len(replies) > first else None  # the step's last model call
+        if not isinstance(content, str) or (content == "" and calls):  # no text beside the calls
+            content = None
+        return Message(role="assistant", content=content, tool_calls=calls, call=call)
