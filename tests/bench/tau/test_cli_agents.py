@@ -34,6 +34,8 @@ from agentrig.bench.tau.data import load_tasks
 from agentrig.bench.tau.episode import Episode, play_trial
 from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
 from agentrig.bench.tau.user import UserSettings, build_user
+from agentrig.plugins.base import PluginSettings
+from agentrig.plugins.memory.prompts import REMINDER_HEAD
 from agentrig.store.store import Store
 from agentrig.trial.envelope import agent_phase
 
@@ -299,3 +301,31 @@ agent = {{ kind = "codex", {extra} }}
     with pytest.raises(ConfigError, match="fix:") as info:
         load(toml, prepare=False)
     assert needle in str(info.value) and "arm" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", CLI_KINDS)
+async def test_the_memory_plug_in_s_reminders_reach_the_model_not_the_agent(installed, kind):
+    """A plug-in's context of a step is the proxy's hints for that turn: the model calls of a hinted
+    turn carry it upstream, no other does; it never enters the conversation, which is the gold's."""
+    gold = GoldEndpoint(None, api_key=KEY, record=True)
+    await gold.start()
+    channel = make_channel(gold.base_url, ("agent", "user", "memory"), key=KEY, model="gold", timeout_s=60)
+    try:
+        ctx = make_ctx("rent_city_bike", channel=channel)
+        record = await play_trial(ctx, agent=AgentSettings(kind=kind), user=UserSettings(kind="llm"),
+                                  plugins=[PluginSettings(kind="memory", mode="always_inject")], limits=Limits())
+        assert record.verdict.valid and record.verdict.reward == 1.0, record.verdict
+        events = record.trajectory.events
+        injected = [e.data["injected"] for e in events if e.kind == "memory.trigger" and e.data.get("injected")]
+        assert injected, "the memory plug-in reminded nothing"
+        hinted = {e.data["call"] for e in events if (e.plugin, e.kind) == ("proxy", "hints")}
+        bodies = [r.json for r in gold.requests if r.method == "POST" and r.json.get("tools")
+                  and any((t.get("function") or {}).get("name", "").startswith("mcp__tau__") for t in r.json["tools"])]
+        carrying = [i for i, b in enumerate(bodies) if REMINDER_HEAD in json.dumps(b)]
+        agent_calls = [i for i, c in enumerate(record.trajectory.model_calls) if c.role == "agent"]
+        assert len(bodies) == len(agent_calls) and hinted
+        assert carrying == [agent_calls.index(c) for c in sorted(hinted)]  # the hinted calls, and only them
+        assert all(REMINDER_HEAD not in (m.content or "") for m in record.trajectory.messages)
+    finally:
+        await channel.aclose()
+        await gold.stop()
