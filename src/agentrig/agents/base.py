@@ -34,7 +34,7 @@ class AgentSettings(Strict):
     # when the experiment loads) — τ²: llm, gold, flaky-gold, noop, python (your own Python agent:
     # agents/python_agent/), codex, claude-code (bench/tau/cli_agent.py); terminal: bash (the LLM bash
     # agent), oracle (plays the task's solution), flaky-oracle (skips one solution step with
-    # probability drop_p), noop; AppWorld: llm, oracle, noop
+    # probability drop_p), noop; AppWorld: llm, oracle, noop, python
     kind: str = Field("llm", min_length=1)
     # llm: how tools are offered. native = OpenAI function calling; text = described in the
     # prompt, one JSON action per reply
@@ -72,7 +72,7 @@ class AgentSettings(Strict):
     config_file: str | None = None  # mini: its YAML config (default mini.yaml); codex: config.toml lines; claude-code: settings.json
     args: list[str] = []  # extra flags for the agent's command line
     mount: str | None = None  # kind command: your agent's directory, bound read-only at /run/agentrig/tool ({tool} in run)
-    # kind python (τ²; agents/python_agent/, docs/agents.md "Bring a Python agent"): your agent, run
+    # kind python (τ², AppWorld; agents/python_agent/, docs/agents.md "Bring a Python agent"): your agent, run
     # in its own interpreter, one process per trial, its model calls through the trial's proxy
     entry: str | None = None  # "package.module:function", the factory make(settings, client, model)
     settings: dict[str, Any] = {}  # the agent's own settings, handed to make() as they are

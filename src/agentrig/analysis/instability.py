@@ -6,7 +6,9 @@ exact request it had, at the first decision steps of stored trials and stores th
 
 **Decision steps.** The i-th decision step of a trial (``step`` = i, 0-based) is its i-th
 assistant message produced by a model call (``Message.call`` set), after the task's own message
-history; ``turn`` is that message's index in the trial's messages.
+history; ``turn`` is that message's index in the trial's messages. Assistant messages of the same
+model call are one step, their tool calls in order (a Python agent that runs its own tool loop
+records each call of a reply apart, as it runs it: ``call_tool``); ``turn`` is the first one's.
 
 **Actions** (JSON-able dicts)::
 
@@ -103,11 +105,18 @@ def action_of(tool_calls: list[Any], text: str | None) -> dict[str, Any]:
 def steps_of(record: Any) -> list[tuple[int, int, Any]]:
     """(step, turn, message) of a trial's decision steps (see the module docstring)."""
     traj = record.trajectory
-    out = []
+    out: list[tuple[int, int, Any]] = []
     for turn in range(traj.history_len, len(traj.messages)):
         m = traj.messages[turn]
-        if m.role == "assistant" and m.call is not None:
-            out.append((len(out), turn, m))
+        if m.role != "assistant" or m.call is None:
+            continue
+        if out and out[-1][2].call == m.call:  # one reply recorded as several messages: one decision
+            step, first, prev = out[-1]
+            merged = prev.model_copy(update={"tool_calls": [*prev.tool_calls, *m.tool_calls],
+                                             "content": prev.content or m.content})
+            out[-1] = (step, first, merged)
+            continue
+        out.append((len(out), turn, m))
     return out
 
 

@@ -48,7 +48,7 @@ from agentrig.store.rundir import open_run_dir
 
 # the agents whose decisions come from a model: ours, and the agents we did not write (their calls
 # recorded by the measuring proxy, resampled the same way)
-MODEL_AGENTS = ("llm", "bash", "mini-swe-agent", "codex", "claude-code", "command")
+MODEL_AGENTS = ("llm", "bash", "mini-swe-agent", "codex", "claude-code", "command", "python")
 EMPTY_RETRIES = 2
 
 

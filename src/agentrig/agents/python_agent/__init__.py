@@ -1,6 +1,13 @@
-"""A user's own Python agent on τ² tasks (``agent = { kind = "python", entry = "my_pkg.agent:make" }``).
+"""A user's own Python agent (``agent = { kind = "python", entry = "my_pkg.agent:make" }``).
 
-One trial (``host.PythonAgent``, built by ``build_agent``):
+``host.AgentProcess`` is the machinery of one trial whatever the benchmark (below); a benchmark's
+side says what a turn carries and what a reply means: ``host.PythonAgent`` for τ² (built by
+``build_agent``: the conversation in, text and tool calls out), ``bench/appworld/python_agent.py``
+for AppWorld (the task and the last execution's output in, code out). One runner serves them all:
+the turn class it hands the agent (``child/agentrig_agent.py``: ``Turn``, ``AppWorldTurn``) and the
+turn's fields come from the host.
+
+One trial:
 
 1. **Its proxy.** A ``TrialProxy`` (``agents/proxy``) on 127.0.0.1, role ``agent``, with the arm's
    ``step_limit`` / ``token_limit`` / ``cost_limit``: every model call of the agent goes through the
@@ -15,8 +22,8 @@ One trial (``host.PythonAgent``, built by ``build_agent``):
    ``make(settings, client, model)`` with a ready client.
 3. **Its steps.** The protocol runs over a private socket (JSON lines, ``runner.py`` lists them),
    never the agent's stdout/stderr, which are captured (bounded) into ``agent``/``output`` events.
-   Per step the agent gets the new messages, answers text and/or tool calls, and may call tools
-   itself meanwhile (``turn.call_tool``), which the host sends to the episode's
+   τ²: per step the agent gets the new messages, answers text and/or tool calls, and may call
+   tools itself meanwhile (``turn.call_tool``), which the host sends to the episode's
    ``ctx.bench.call_tool``. Before each step the proxy gets the step's transient context
    (``proxy.hints``).
 4. **How it ends.** A channel fault the proxy could not ride out is raised (the trial is invalid and
@@ -33,6 +40,6 @@ file) is in the run's comparability snapshot: a changed module is another agent.
 """
 
 from .check import PYTHON_FIELDS, check_settings, entry_sha, preflight
-from .host import PythonAgent
+from .host import AgentProcess, PythonAgent
 
-__all__ = ["PYTHON_FIELDS", "PythonAgent", "check_settings", "entry_sha", "preflight"]
+__all__ = ["PYTHON_FIELDS", "AgentProcess", "PythonAgent", "check_settings", "entry_sha", "preflight"]

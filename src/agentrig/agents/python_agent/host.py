@@ -1,4 +1,5 @@
-"""``PythonAgent``: agentrig's side of a Python agent's trial (see the package's docstring)."""
+"""agentrig's side of a Python agent's trial (see the package's docstring): ``AgentProcess``, the
+machinery any benchmark's turn runs on, and ``PythonAgent``, τ²'s turn on it."""
 
 from __future__ import annotations
 
@@ -122,15 +123,19 @@ class _Capture:
         return text
 
 
-class PythonAgent:
-    """``kind="python"``: the arm's Python agent, one process per trial (see the package's docstring)."""
+class AgentProcess:
+    """The machinery of one trial's Python agent, whatever the benchmark: its proxy, its process,
+    the socket, its output, how it fails and ends (see the package's docstring). A benchmark's side
+    (``PythonAgent`` for τ², ``bench/appworld/python_agent.py``) says what the agent gets at the start
+    (``open``) and per step (``step``), and what its reply means."""
+
+    TURN = "Turn"  # the agentrig_agent class the runner hands the agent per step
+    REPLY = "content"  # what a plain str the agent returns is: its text ("content") or its code ("code")
 
     def __init__(self, settings: AgentSettings, ctx: Any):
         if ctx.channel is None:
             raise ConfigError("agent kind 'python' needs a model, but the trial has no channel "
                               "(fix: configure [channel] / [roles.agent] with a base URL and a model)")
-        if not hasattr(ctx.bench, "spec"):  # τ²'s TauTrial: the domain's tools and policy
-            raise ConfigError("agent kind 'python' plays τ² tasks only (fix: use it with [benchmark] kind = \"tau2\")")
         self.settings = settings
         self.ctx = ctx
         self.proxy: Any = None
@@ -140,14 +145,15 @@ class PythonAgent:
         self._read: asyncio.Future | None = None
         self._pumps: list[asyncio.Task] = []
         self._out = {"stdout": _Capture("stdout"), "stderr": _Capture("stderr")}
-        self._pending: list[dict] = []  # what the agent has not been sent yet (start's history)
         self._steps = 0
+        self._first = 0  # the proxy's replies before this step
         self._busy = False  # in a step: the agent is working (no grace at close)
         self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
-    async def start(self, history: list[Message]) -> None:
-        from agentrig.agents.llm import openai_tools
+    async def open(self, context: dict[str, Any]) -> None:
+        """Start the proxy and the agent's process, and make the agent; ``context``: the fields of
+        every turn that stay the same through the trial (τ²: the policy and the tools)."""
         from agentrig.agents.proxy import TrialProxy
 
         a, ctx = self.settings, self.ctx
@@ -177,7 +183,7 @@ class PythonAgent:
         ctx.event("agent", "start", agent="python", entry=a.entry, python=python, pid=self.proc.pid)
         await self._send({"type": "init", "entry": (a.entry or "").strip(), "settings": a.settings, "model": model,
                           "client": a.client, "base_url": base_url, "token": self.proxy.token,
-                          "policy": ctx.bench.policy, "tools": openai_tools(ctx.bench.spec.agent_toolkit)})
+                          "turn": self.TURN, "reply": self.REPLY, "context": context})
         self._busy = True
         ready = await self._receive()
         self._busy = False
@@ -186,31 +192,31 @@ class PythonAgent:
         if ready.get("type") != "ready":
             self._failed({"stage": "make", "error": f"the runner answered {ready.get('type')!r} instead of 'ready'"})
         ctx.event("agent", "ready", client=ready.get("client"), python=ready.get("python"))
-        self._pending = [d for d in (chat_message(m) for m in history) if d is not None]
 
-    async def respond(self, incoming: list[Message], transient: list[Transient]) -> Message:
+    async def step(self, fields: dict[str, Any], transient: list[Transient]) -> dict | None:
+        """One agent step: the turn's own ``fields`` (beside the step's number) go to the agent; its
+        tool calls meanwhile go to ``tool_call``; returns its reply (``{"type": "reply", ...}``), or
+        None when one of its tool calls ended the trial."""
         self.proxy.hints = list(transient)  # the step's transient context, for the proxy to add to its requests
-        new = self._pending + [d for d in (chat_message(m) for m in incoming) if d is not None]
-        self._pending = []
-        first = len(self.proxy.replies)
+        self._first = len(self.proxy.replies)
         self._busy = True
-        await self._send({"type": "turn", "step": self._steps, "new": new})
+        await self._send({"type": "turn", "step": self._steps, **fields})
         self._steps += 1
         try:
             while True:
                 msg = await self._receive()
                 kind = msg.get("type")
                 if kind == "call_tool":
-                    result = self._call_tool(msg, first)
-                    ended = getattr(self.ctx.bench, "ended", None)
-                    if ended is not None and ended.is_set():
+                    self._flush_output()
+                    answer = self.tool_call(msg)
+                    if answer is None:
                         # its call ended the trial: the agent, left waiting for the result (so it makes
                         # no model call after the end), is not asked to close but ended at once
-                        return Message(role="assistant", content=None)
-                    await self._send({"type": "tool_result", "content": result.content or "", "error": result.error})
+                        return None
+                    await self._send({"type": "tool_result", **answer})
                 elif kind == "reply":
                     self._busy = False
-                    return self._message(msg, first)
+                    return msg
                 elif kind == "error":
                     self._busy = False  # the runner is back waiting for a turn
                     self._failed(msg)
@@ -218,6 +224,17 @@ class PythonAgent:
                     self._failed({"stage": "respond", "error": f"the runner sent an unknown message {kind!r}"})
         finally:
             self._flush_output()
+
+    def tool_call(self, msg: dict) -> dict | None:
+        """A tool the agent called in its step (``turn.call_tool``): ``{"content", "error"}``, or
+        None when the call ended the trial. Here: none exists (the agent's error)."""
+        self._failed({"stage": "respond", "error": "this benchmark offers the agent no tools to call"})
+        return None
+
+    def last_call(self) -> int | None:
+        """The trajectory index of the step's last model call (None: the step made none)."""
+        replies = self.proxy.replies
+        return replies[-1].call if len(replies) > self._first else None
 
     async def aclose(self) -> None:
         """End the agent's process (its ``close()`` first when it is idle) and the proxy; bounded,
@@ -355,28 +372,58 @@ class PythonAgent:
         what = {"import": "importing its entry", "make": "its make()", "respond": "respond()"}.get(stage, stage)
         raise AgentStop("agent_error", f"the Python agent failed in {what}: {error}")
 
-    def _call_tool(self, msg: dict, first: int) -> Message:
+
+
+class PythonAgent(AgentProcess):
+    """``kind="python"`` on τ² tasks: the conversation's messages in, text and/or tool calls out
+    (the agents' ``start``/``respond``; see the package's docstring)."""
+
+    def __init__(self, settings: AgentSettings, ctx: Any):
+        super().__init__(settings, ctx)
+        if not hasattr(ctx.bench, "spec"):  # τ²'s TauTrial: the domain's tools and policy
+            raise ConfigError("agent kind 'python' with the τ² protocol needs a τ² trial (fix: use it with "
+                              "[benchmark] kind = \"tau2\", or the benchmark's own Python agent)")
+        self._pending: list[dict] = []  # what the agent has not been sent yet (start's history)
+
+    async def start(self, history: list[Message]) -> None:
+        from agentrig.agents.llm import openai_tools
+
+        await self.open({"policy": self.ctx.bench.policy, "tools": openai_tools(self.ctx.bench.spec.agent_toolkit)})
+        self._pending = [d for d in (chat_message(m) for m in history) if d is not None]
+
+    async def respond(self, incoming: list[Message], transient: list[Transient]) -> Message:
+        new = self._pending + [d for d in (chat_message(m) for m in incoming) if d is not None]
+        self._pending = []
+        msg = await self.step({"new": new}, transient)
+        if msg is None:
+            return Message(role="assistant", content=None)
+        if msg.get("code") is not None:
+            self._failed({"stage": "respond", "error": "the reply has `code`, which is for AppWorld tasks; on τ² "
+                                                       "tasks reply with content and/or tool_calls"})
+        return self._message(msg)
+
+    def tool_call(self, msg: dict) -> dict | None:
         arguments, _raw, problem = parse_arguments(msg.get("arguments"))
         name, cid = str(msg.get("name") or ""), str(msg.get("id") or "") or None
-        self._flush_output()
         # arguments that are not a JSON object are answered with an Error: result, as in the turn loop
         result = self.ctx.bench.call_tool(name, arguments, call_id=cid, arguments_error=problem or "")
-        replies = self.proxy.replies
-        if len(replies) > first:  # the call's message names the model call it came from, as a reply's does
+        call = self.last_call()
+        if call is not None:  # the call's message names the model call it came from, as a reply's does
             for m in reversed(self.ctx.trajectory.messages[-2:]):
                 if m.role == "assistant" and m.tool_calls and m.tool_calls[0].id == cid:
-                    m.call = replies[-1].call
-        return result
+                    m.call = call
+        ended = getattr(self.ctx.bench, "ended", None)
+        if ended is not None and ended.is_set():
+            return None
+        return {"content": result.content or "", "error": result.error}
 
-    def _message(self, msg: dict, first: int) -> Message:
+    def _message(self, msg: dict) -> Message:
         calls = []
         for i, c in enumerate(msg.get("tool_calls") or []):
             arguments, raw, problem = parse_arguments(c.get("arguments"))
             calls.append(ToolCall(id=str(c.get("id") or f"call_{self._steps}_{i}"), name=str(c.get("name") or ""),
                                   arguments=arguments, arguments_raw=raw, arguments_error=problem))
         content = msg.get("content")
-        replies = self.proxy.replies
-        call = replies[-1].call if len(replies) > first else None  # the step's last model call
         if not isinstance(content, str) or (content == "" and calls):  # no text beside the calls
             content = None
-        return Message(role="assistant", content=content, tool_calls=calls, call=call)
+        return Message(role="assistant", content=content, tool_calls=calls, call=self.last_call())

@@ -5,7 +5,8 @@
 
 Tasks: one group, ``appworld``; the selected dataset's tasks (``data.py``). Trials: ``episode.play_trial``
 in a pooled worker of AppWorld's own environment (``pool.py``, ``env.py``), judged by AppWorld's
-``world.evaluate()``. Agents: ``llm`` (our code agent), ``oracle``, ``noop``.
+``world.evaluate()``. Agents: ``llm`` (our code agent), ``oracle``, ``noop``, ``python`` (a user's own
+Python agent: ``python_agent.py``; its settings checked and its entry imported before the run).
 
 The failure taxonomy reads the failed tests' requirements (AppWorld's own test names): a failed
 answer test (AppWorld's ``assert answers match.``) is ``wrong_answer``; a failed "nothing else
@@ -39,6 +40,7 @@ from .settings import AppWorldSettings
 GROUP = "appworld"
 
 FAILURE_CLASSES: dict[str, str] = {
+    "agent_error": "Agent error (a Python agent raised or its process died)",
     "format_errors": "Format errors",
     "limits_exceeded": "Limits exceeded (steps, cost, tokens)",
     "context_overflow": "Context overflow",
@@ -97,7 +99,7 @@ def classify_failed_tests(names: list[str]) -> list[str]:
 class AppWorldBenchmark(Benchmark):
     kind = "appworld"
     settings_model = AppWorldSettings
-    agent_kinds = ("llm", "oracle", "noop")
+    agent_kinds = ("llm", "oracle", "noop", "python")
     llm_agent = ("llm", "the AppWorld code agent")
     reference_agents = ("oracle", "noop")
     failure_classes = FAILURE_CLASSES
@@ -126,6 +128,26 @@ class AppWorldBenchmark(Benchmark):
         if not status.ok:
             where = "[benchmark] python" if exp.benchmark.python else "the AppWorld environment"
             raise ConfigError(f"{source}: {where}: {status.problem}.\n  fix: {status.fix}")
+
+    # -- arms -------------------------------------------------------------------------------
+    def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
+        if arm.agent.kind == "python":  # a Python agent's model calls go through its proxy to [roles.agent]
+            return {"agent"}
+        return super().roles_needed(exp, arm, tasks)
+
+    def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
+        if role == "agent" and arm.agent.kind == "python":
+            return ("its agent kind is 'python' (your agent's model calls go through the trial's proxy to [roles.agent])",
+                    "set `model` in [roles.agent] (or [channel]), or use a reference agent (kind = \"oracle\" / \"noop\")")
+        return super().role_reason(exp, role, arm, tasks)
+
+    def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:
+        super().check_arm(exp, where, arm, tasks)
+        from agentrig.agents.python_agent import check_settings, preflight
+
+        check_settings(arm.agent, where)
+        if arm.agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
+            preflight(arm.agent, where)
 
     @staticmethod
     def _check_oracles(exp: Any, source: Path, selection: Selection) -> None:

@@ -5,8 +5,10 @@ AppWorld's own ``world.evaluate()`` as the verdict.
 
 1. **World.** A worker is leased from the pool (``pool.py``) and opens the task's world (a fresh
    world per trial: opening it resets it). ``world``/``open`` event: the seconds it took, the worker.
-2. **Agent phase.** The arm's agent (``agent.CodeAgent`` for ``kind = "llm"``, or a reference agent:
-   ``oracle`` plays the task's solution, ``noop`` does nothing) runs code through the session until
+2. **Agent phase.** The arm's agent (``agent.CodeAgent`` for ``kind = "llm"``, a user's Python agent
+   for ``kind = "python"`` — ``python_agent.py``, its process ended by its ``aclose()`` when the
+   phase ends however it ends —, or a reference agent: ``oracle`` plays the task's solution,
+   ``noop`` does nothing) runs code through the session until
    the world reports the task complete (``apis.supervisor.complete_task``), a limit ends it, or the
    run's ``trial_timeout_s`` is up (``agent_timeout``). Each execution is one step of the run's
    ``max_steps`` and a ``world``/``execute`` event (the code, failed or not, seconds).
@@ -16,7 +18,8 @@ AppWorld's own ``world.evaluate()`` as the verdict.
    the failed tests; a ``world``/``evaluate`` event with the tests, labels and traces.
 
 Terminations: ``completed``, ``never_completed`` (the agent stopped without completing),
-``limits_exceeded``, ``format_errors``, ``context_overflow``, ``agent_timeout``.
+``limits_exceeded``, ``format_errors``, ``context_overflow``, ``agent_timeout``, ``agent_error`` (a
+Python agent's own failure).
 
 Infrastructure faults make the trial **invalid** and the executor replays it: the worker died,
 hung (a request outlived its timeout: it is killed) or garbled its answer (``WorkerError``), or
@@ -197,8 +200,13 @@ async def play_trial(ctx: Any, task: AppWorldTask, *, agent: AgentSettings, run:
                 await agent_impl.run(session)
                 return "completed" if session.completed else "never_completed"
 
-            termination = await agent_phase(ctx, run_agent(), budget=budget,
-                                            timeout_detail=f"the trial timeout ({budget or 0:g} s) was reached")
+            try:
+                termination = await agent_phase(ctx, run_agent(), budget=budget,
+                                                timeout_detail=f"the trial timeout ({budget or 0:g} s) was reached")
+            finally:
+                close = getattr(agent_impl, "aclose", None)  # an agent holding a process (kind python)
+                if close is not None:
+                    await close()
             result = await worker.call("evaluate", timeout_s=EVAL_TIMEOUT_S)
             ctx.event("world", "evaluate", success=result.get("success"), num_tests=result.get("num_tests"),
                       completed=result.get("completed"), seconds=result.get("eval_s"),

@@ -125,6 +125,12 @@ def task_prompt(task: object) -> str:
                               datetime=getattr(task, "datetime", "") or "?")
 
 
+def guide(limits: str) -> str:
+    """The environment, how to finish and the limits, as the system prompt has them (for a user's
+    Python agent, whose system prompt is its own)."""
+    return _RULES_COMMON.format(limits=limits) + "\n"
+
+
 def observation(output: str, omitted_chars: int = 0) -> str:
     text = output if output.strip() else "(no output)"
     if omitted_chars:

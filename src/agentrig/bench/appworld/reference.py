@@ -9,7 +9,8 @@
   sets) is refused before the run (``AppWorldBenchmark.check``); a task without a solution met
   anyway: an ``oracle``/``no_solution`` event and nothing runs;
 - ``kind = "noop"``: runs nothing (AppWorld's no-op baseline: only tests labelled ``no_op_pass``
-  can pass).
+  can pass);
+- ``kind = "python"``: a user's own Python agent (``python_agent.AppWorldPythonAgent``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from agentrig.types import Message, ToolCall
 from . import prompts as texts
 from .data import solution_code
 
-APPWORLD_KINDS = ("llm", "oracle", "noop")
+APPWORLD_KINDS = ("llm", "oracle", "noop", "python")
 
 
 class OracleAgent:
@@ -63,4 +64,8 @@ def build_appworld_agent(settings: AgentSettings, session: Any, run: Any) -> Any
         return OracleAgent(session, run.data_root)
     if kind == "noop":
         return NoopAgent()
+    if kind == "python":
+        from .python_agent import AppWorldPythonAgent
+
+        return AppWorldPythonAgent(settings, session)
     raise ConfigError(f"agent setting `kind`: {kind!r} cannot play AppWorld tasks (fix: use one of {', '.join(APPWORLD_KINDS)})")

@@ -38,6 +38,8 @@ from .judge import tau2_reward_info as _judge_reward_info
 
 _TERMINATION = {"agent_transfer": "agent_stop", "too_many_format_errors": "agent_error",
                 "context_overflow": "agent_error", "limits_exceeded": "agent_error"}
+# agents that play a script and call no model (their export names no agent model)
+SCRIPTED_AGENTS = ("gold", "flaky-gold", "noop")
 _SIM_NAMESPACE = uuid.UUID("5f0b8f8e-3d55-4d0e-9a57-0d6c1f0e2a41")
 
 # tau2-bench's defaults for the parts of ``info`` agentrig has no counterpart for
@@ -249,6 +251,9 @@ def run_info(config: dict, arm: str, domain: str, policy: str) -> dict:
     arm_cfg = next(a for a in exp["arms"] if a["name"] == arm)
     roles = config["resolved"][arm]["roles"]
     agent_kind = arm_cfg["agent"]["kind"]
+    # every agent but the scripted ones calls the agent role's model (a Python agent through its
+    # trial's proxy, which sends the role's model and settings whatever the agent asked for)
+    calls_model = agent_kind not in SCRIPTED_AGENTS
     user_kind = exp["user"]["kind"]
 
     def args(role: str) -> dict:
@@ -262,8 +267,8 @@ def run_info(config: dict, arm: str, domain: str, policy: str) -> dict:
     return tau2_info(
         domain=domain, policy=policy, max_steps=exp["run"]["max_steps"], max_errors=exp["run"]["max_errors"],
         num_trials=exp["run"]["trials"], seed=exp["run"]["seed"],
-        agent_model=roles["agent"]["model"] if agent_kind == "llm" else None,
-        agent_args=args("agent") if agent_kind == "llm" else None,
+        agent_model=roles["agent"]["model"] if calls_model else None,
+        agent_args=args("agent") if calls_model else None,
         agent_implementation="llm_agent" if agent_kind == "llm" else f"agentrig_{agent_kind}_agent",
         user_model=roles["user"]["model"] if user_kind == "llm" else None,
         user_args=args("user") if user_kind == "llm" else None,

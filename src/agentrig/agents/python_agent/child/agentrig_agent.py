@@ -15,13 +15,22 @@ Your module names a factory in the arm's ``agent.entry`` ("my_pkg.agent:make")::
   reaches it too. The key is the trial's own token, never a real key;
 - ``model``: the model name to ask for.
 
-Per agent step agentrig calls ``agent.respond(turn)`` (plain or ``async def``) with a ``Turn`` and
-takes its return value as the step's reply: a ``Reply``, a ``str`` (text to the user) or a dict
-``{"content": str | None, "tool_calls": [{"name": str, "arguments": dict, "id": str (optional)}]}``.
-Tool calls in the reply are run by the episode, and their results come back in the next turn.
-An agent that runs its own tool loop calls ``turn.call_tool(name, arguments)`` (or
-``await turn.acall_tool(...)``) instead: the tool runs in the trial's environment at once and its
-result comes back. ``agent.close()`` (optional, plain or async) is called when the trial ends.
+Per agent step agentrig calls ``agent.respond(turn)`` (plain or ``async def``) and takes its return
+value as the step's reply. What a turn carries and what a reply means is the benchmark's:
+
+- τ² tasks — a ``Turn`` (the conversation, the policy, the tools); the reply: a ``Reply``, a ``str``
+  (text to the user) or a dict ``{"content": str | None, "tool_calls": [{"name": str, "arguments":
+  dict, "id": str (optional)}]}``. Tool calls in the reply are run by the episode, and their
+  results come back in the next turn. An agent that runs its own tool loop calls
+  ``turn.call_tool(name, arguments)`` (or ``await turn.acall_tool(...)``) instead: the tool runs in
+  the trial's environment at once and its result comes back.
+- AppWorld tasks — an ``AppWorldTurn`` (the task, the guide, the conversation, the last
+  execution's output); the reply: the Python code to run next in the task's world, as a ``str``, a
+  ``Reply(code=..., content=...)`` (content: your thought, kept in the record) or a dict
+  ``{"code": str, "content": str | None}``. ``None`` (or no code) means: I stop. The code runs in
+  AppWorld's session (``apis.<app>.<api>(...)``); ``apis.supervisor.complete_task()`` ends the task.
+
+``agent.close()`` (optional, plain or async) is called when the trial ends.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Protocol, Union
 
-__all__ = ["Agent", "Reply", "ReplyLike", "ToolCall", "ToolResult", "Turn"]
+__all__ = ["Agent", "AppWorldTask", "AppWorldTurn", "Reply", "ReplyLike", "ToolCall", "ToolResult", "Turn"]
 
 
 @dataclass
@@ -46,11 +55,13 @@ class ToolCall:
 
 @dataclass
 class Reply:
-    """One step's reply: text to the user, or tool calls (with both, the calls go to the environment;
-    the text stays in the record, the user does not see it)."""
+    """One step's reply. τ²: text to the user, or tool calls (with both, the calls go to the
+    environment; the text stays in the record, the user does not see it). AppWorld: ``code`` to
+    run (``content``, your thought, stays in the record and in your conversation)."""
 
     content: Optional[str] = None
     tool_calls: List[ToolCall] = field(default_factory=list)
+    code: Optional[str] = None
 
 
 ReplyLike = Union[Reply, str, Dict[str, Any]]
@@ -105,7 +116,52 @@ class Turn:
         return [t["function"]["name"] for t in self.tools]
 
 
+@dataclass
+class AppWorldTask:
+    """An AppWorld task as the agent gets it: its id, the supervisor's instruction, the supervisor
+    (``first_name``, ``last_name``, ``email``, ``phone_number``) and the task's date and time (the
+    world's clock is set to it)."""
+
+    id: str
+    instruction: str
+    supervisor: Dict[str, str] = field(default_factory=dict)
+    datetime: str = ""
+
+
+@dataclass
+class AppWorldTurn:
+    """One step on an AppWorld task: reply with the next block of Python code.
+
+    ``task``: the task. ``prompt``: the task as agentrig's own code agent gets it (the supervisor's
+    name, email, phone, the instruction, the date), also the first message of ``messages``.
+    ``guide``: how the world works (the ``apis`` object, the API docs at
+    ``apis.api_docs.show_app_descriptions()`` / ``show_api_descriptions(app_name=...)`` /
+    ``show_api_doc(app_name=..., api_name=...)``, the supervisor's accounts, how to finish, the
+    limits), the text agentrig's code agent has in its system prompt, for yours. ``output``: what
+    the last execution printed (or AppWorld's "Execution failed" and its traceback), cut to the
+    run's output limit; None in the first step. ``failed``: the last execution failed.
+    ``messages``: the conversation so far as Chat Completions messages, without a system message:
+    the task prompt (``user``), then per step your reply (``assistant``; your code in a ```python
+    fence) and its output (``user``). ``new``: what came since your last step. ``step``: 0 first.
+    ``model``: the model to ask for."""
+
+    task: AppWorldTask
+    prompt: str
+    guide: str
+    messages: List[Dict[str, Any]]
+    new: List[Dict[str, Any]]
+    step: int
+    model: str
+    output: Optional[str] = None
+    failed: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.task, dict):  # as it came over the pipe
+            known = {"id", "instruction", "supervisor", "datetime"}
+            self.task = AppWorldTask(**{k: v for k, v in self.task.items() if k in known})
+
+
 class Agent(Protocol):
     """What ``make`` returns (``respond`` and ``close`` may be ``async def`` as well)."""
 
-    def respond(self, turn: Turn) -> ReplyLike: ...
+    def respond(self, turn: Any) -> ReplyLike: ...

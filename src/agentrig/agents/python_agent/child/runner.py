@@ -9,12 +9,17 @@ and ``agentrig_agent.py``, the protocol's types).
 The trial's protocol is JSON lines on the socket agentrig passed (never stdout/stderr, which are
 the agent's own and are recorded by agentrig):
 
-    agentrig → runner   {"type": "init", entry, settings, model, client, base_url, token, policy, tools}
+    agentrig → runner   {"type": "init", entry, settings, model, client, base_url, token,
+                         turn, reply, context}   (turn: the agentrig_agent class of each step's turn,
+                                                  "Turn" (τ²) or "AppWorldTurn"; reply: what a plain str
+                                                  reply is, "content" or "code"; context: the turn's
+                                                  fields that stay the same through the trial)
     runner → agentrig   {"type": "ready", client, python}  or  {"type": "error", stage, error, traceback}
-    agentrig → runner   {"type": "turn", step, new}      (new: the chat messages that came in since the
-                                                          last step; the runner keeps the agent's own)
+    agentrig → runner   {"type": "turn", step, new, ...}  (new: the chat messages that came in since the
+                                                  last step, the runner keeps the agent's own; the
+                                                  benchmark's other fields of the step, e.g. output)
     runner → agentrig   {"type": "call_tool", name, arguments, id}  →  {"type": "tool_result", content, error}
-    runner → agentrig   {"type": "reply", content, tool_calls}  or  {"type": "error", stage, ...}
+    runner → agentrig   {"type": "reply", content, tool_calls, code}  or  {"type": "error", stage, ...}
     agentrig → runner   {"type": "close"}                                   (agent.close(), exit 0)
 """
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import importlib
 import inspect
 import json
@@ -35,7 +41,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACEBACK_CHARS = 20000
-PROTOCOL = 1
+PROTOCOL = 2
 
 
 def _setup_path(paths: List[str]) -> None:
@@ -133,24 +139,30 @@ def _error(stage: str, exc: BaseException) -> Dict[str, Any]:
             "traceback": traceback.format_exc()[-TRACEBACK_CHARS:]}
 
 
-def _reply_message(value: Any) -> Dict[str, Any]:
-    """The agent's return value as a reply message (TypeError/ValueError: not a reply)."""
+def _reply_message(value: Any, plain: str = "content") -> Dict[str, Any]:
+    """The agent's return value as a reply message (TypeError/ValueError: not a reply). ``plain``:
+    what a str is, its text ("content") or its code ("code"; then None means: no code, I stop)."""
     from agentrig_agent import Reply, ToolCall
 
     if isinstance(value, str):
-        return {"type": "reply", "content": value, "tool_calls": []}
-    if isinstance(value, Reply):
-        content, calls = value.content, value.tool_calls
+        return {"type": "reply", "content": None, "tool_calls": [], "code": None, plain: value}
+    code = None
+    if value is None and plain == "code":
+        content, calls = None, []
+    elif isinstance(value, Reply):
+        content, calls, code = value.content, value.tool_calls, value.code
     elif isinstance(value, dict):
-        unknown = sorted(set(value) - {"content", "tool_calls"})
+        unknown = sorted(set(value) - {"content", "tool_calls", "code"})
         if unknown:
-            raise ValueError(f"the reply dict has unknown key(s) {unknown}: only 'content' and 'tool_calls'")
-        content, calls = value.get("content"), value.get("tool_calls") or []
+            raise ValueError(f"the reply dict has unknown key(s) {unknown}: only 'content', 'tool_calls' and 'code'")
+        content, calls, code = value.get("content"), value.get("tool_calls") or [], value.get("code")
     else:
-        raise TypeError(f"respond() returned a {type(value).__name__}; return a str, an agentrig_agent.Reply "
-                        "or a dict {'content': ..., 'tool_calls': [...]}")
-    if content is not None and not isinstance(content, str):
-        raise TypeError(f"the reply's content is a {type(content).__name__}, not a str")
+        what = "the code as a str" if plain == "code" else "a str"
+        raise TypeError(f"respond() returned a {type(value).__name__}; return {what}, an agentrig_agent.Reply "
+                        "or a dict {'content': ..., 'tool_calls': [...], 'code': ...}")
+    for name, text in (("content", content), ("code", code)):
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"the reply's {name} is a {type(text).__name__}, not a str")
     out = []
     for i, call in enumerate(calls):
         if isinstance(call, ToolCall):
@@ -162,7 +174,22 @@ def _reply_message(value: Any) -> Dict[str, Any]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"tool_calls[{i}] has no name")
         out.append({"name": name, "arguments": arguments, "id": cid if isinstance(cid, str) else None})
-    return {"type": "reply", "content": content, "tool_calls": out}
+    return {"type": "reply", "content": content, "tool_calls": out, "code": code}
+
+
+def _with_code(content: Optional[str], code: Optional[str]) -> Optional[str]:
+    """A reply's text as it stays in the conversation: with its code in a ```python fence unless the
+    text holds it already."""
+    if code is None or (content and code.strip() in content):
+        return content
+    fenced = "```python\n" + code.strip("\n") + "\n```"
+    return f"{content.rstrip()}\n\n{fenced}" if content and content.strip() else fenced
+
+
+def _turn(cls: Any, values: Dict[str, Any]) -> Any:
+    """The step's turn: the benchmark's class, from the fields it knows (others are left out)."""
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    return cls(**{k: v for k, v in values.items() if k in names})
 
 
 def _call_id() -> str:
@@ -181,7 +208,8 @@ def _assistant(content: Optional[str], calls: List[Dict[str, Any]]) -> Dict[str,
 
 
 def serve(pipe: Pipe) -> int:
-    from agentrig_agent import ToolResult, Turn
+    import agentrig_agent
+    from agentrig_agent import ToolResult
 
     init = pipe.receive()
     loop = asyncio.new_event_loop()  # one loop for the whole trial: async clients stay bound to it
@@ -202,6 +230,12 @@ def serve(pipe: Pipe) -> int:
             raise TypeError(f"{init['entry']} returned {type(agent).__name__}, which has no respond(turn) method")
     except BaseException as exc:  # noqa: BLE001
         pipe.send(_error("make", exc))
+        return 1
+    context = init.get("context") or {}
+    plain = "code" if init.get("reply") == "code" else "content"
+    turn_class = getattr(agentrig_agent, str(init.get("turn") or "Turn"), None)
+    if not (isinstance(turn_class, type) and dataclasses.is_dataclass(turn_class)):
+        pipe.send({"type": "error", "stage": "make", "error": f"agentrig_agent has no turn class {init.get('turn')!r}"})
         return 1
     pipe.send({"type": "ready", "client": client_kind, "python": platform.python_version(), "protocol": PROTOCOL})
 
@@ -238,18 +272,18 @@ def serve(pipe: Pipe) -> int:
             continue
         new = message.get("new") or []
         messages.extend(new)
-        turn = Turn(messages=list(messages), new=list(new), policy=init.get("policy") or "",
-                    tools=init.get("tools") or [], step=int(message.get("step") or 0), model=init["model"],
-                    _call=call_tool)
+        fields = {k: v for k, v in message.items() if k not in ("type", "new", "step")}
+        turn = _turn(turn_class, {**context, **fields, "messages": list(messages), "new": list(new),
+                                  "step": int(message.get("step") or 0), "model": init["model"], "_call": call_tool})
         try:
-            reply = _reply_message(run(agent.respond(turn)))
+            reply = _reply_message(run(agent.respond(turn)), plain)
             json.dumps(reply)  # arguments that are not JSON: the agent's error, said here
         except BaseException as exc:  # noqa: BLE001 - the agent's failure, reported with its traceback
             pipe.send(_error("respond", exc))
             continue
         for call in reply["tool_calls"]:
             call["id"] = call["id"] or _call_id()
-        messages.append(_assistant(reply["content"], reply["tool_calls"]))
+        messages.append(_assistant(_with_code(reply["content"], reply["code"]), reply["tool_calls"]))
         pipe.send(reply)
 
 

@@ -6,6 +6,8 @@ at it and each trial runs its task's scripted play, one block of code per reply:
     async with AppWorldEndpoint(root) as ep:    # root: what bench/appworld/synthetic.build made
         ...  # [roles.agent] base_url = ep.base_url, model = "appworld-solution"
 
+    python -m agentrig.bench.appworld.scripted.appworld_endpoint --root DIR --port 8732 --no-auth
+
 Answers come from the request alone (no state between requests: a retried request gets the same
 answer). The task is named by the ``X-Agentrig-Task`` header; its play is read from
 ``root/synthetic.json``:
@@ -119,3 +121,29 @@ class AppWorldEndpoint(FakeEndpoint):
                  models: tuple[str, ...] = APPWORLD_MODELS, **kwargs: Any):
         self.scripts = AppWorldResponder(root, variant=variant, noise=noise)
         super().__init__(models=models, responder=self.scripts, **kwargs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from agentrig.testing.fake_endpoint import add_server_arguments, serve_main
+
+    ap = argparse.ArgumentParser(prog="python -m agentrig.bench.appworld.scripted.appworld_endpoint",
+                                 description="Serve the plays of the synthetic AppWorld tasks (`agentrig appworld "
+                                             "synthetic DIR` makes them), as an AppWorld agent's model, until "
+                                             "SIGTERM/SIGINT.")
+    ap.add_argument("--root", metavar="DIR", required=True, help="the synthetic data's root (holds synthetic.json)")
+    ap.add_argument("--variant", choices=VARIANTS, default="solution",
+                    help="what a model name other than appworld-<variant> plays")
+    add_server_arguments(ap, ",".join(APPWORLD_MODELS))
+
+    def make(args: Any, settings: dict[str, Any]) -> AppWorldEndpoint:
+        if not (Path(args.root) / "synthetic.json").is_file():
+            raise ValueError(f"--root {args.root}: no synthetic.json there; make it with `agentrig appworld synthetic DIR`")
+        return AppWorldEndpoint(args.root, variant=args.variant, **settings)
+
+    return serve_main(ap, argv, make)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
