@@ -358,6 +358,52 @@ async def test_a_codex_like_request_round_trips(fake):
     assert events[-1]["type"] == "response.completed" and events[-1]["response"]["usage"]["total_tokens"] == 110
 
 
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_namespace_s_functions_reach_the_model_and_its_calls_go_back_namespaced(fake, stream):
+    """Codex offers an MCP server's tools as one tool of type namespace: each function reaches the
+    model as ``<namespace>__<name>``, and the model's call of it goes back with its namespace."""
+    lookup = {"type": "object", "properties": {"user_id": {"type": "string"}}, "required": ["user_id"]}
+    body = {
+        "model": "m", "stream": stream, "store": False, "tool_choice": "auto", "parallel_tool_calls": True,
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Who is u1?"}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "get_user_details",
+             "namespace": "mcp__tau", "arguments": "{\"user_id\":\"u0\"}"},
+            {"type": "function_call_output", "call_id": "call_a", "output": "Wall time: 0.01 seconds\nOutput:\nno such user"},
+        ],
+        "tools": [
+            {"type": "function", "name": "view_image", "parameters": {"type": "object", "properties": {}}},
+            {"type": "namespace", "name": "mcp__tau", "description": "the airline's tools", "tools": [
+                {"type": "function", "name": "get_user_details", "description": "A user's details.", "strict": False,
+                 "parameters": lookup},
+                {"type": "function", "name": "transfer_to_human_agents", "parameters": {"type": "object"}}]},
+        ],
+    }
+    fake.push_reply(reply(None, [("mcp__tau__get_user_details", {"user_id": "u1"})]))
+    async with serving(fake) as proxy:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(proxy.base_url + "/v1/responses", json=body,
+                                 headers={"Authorization": f"Bearer {proxy.token}"}) as resp:
+                raw = await resp.read()
+        sent = upstream(fake)[0].json
+        assert [t["function"]["name"] for t in sent["tools"]] == [
+            "view_image", "mcp__tau__get_user_details", "mcp__tau__transfer_to_human_agents"]
+        assert sent["tools"][1]["function"]["parameters"] == lookup
+        assert sent["tools"][1]["function"]["description"] == "A user's details."
+        assert sent["messages"][1]["tool_calls"][0]["function"]["name"] == "mcp__tau__get_user_details"
+        assert proxy.left_out == set()
+        assert proxy.replies[0].message.tool_calls[0].name == "mcp__tau__get_user_details"
+    if stream:
+        events = [json.loads(line[6:]) for line in raw.split(b"\n") if line.startswith(b"data: ")]
+        items = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+        added = [e["item"] for e in events if e["type"] == "response.output_item.added"]
+        assert (added[0]["name"], added[0]["namespace"]) == ("get_user_details", "mcp__tau")
+    else:
+        items = json.loads(raw)["output"]
+    assert [(i["type"], i["namespace"], i["name"], json.loads(i["arguments"])) for i in items] == [
+        ("function_call", "mcp__tau", "get_user_details", {"user_id": "u1"})]
+
 async def test_a_claude_code_like_request_round_trips(fake):
     body = {
         "model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": True,

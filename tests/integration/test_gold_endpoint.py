@@ -58,13 +58,17 @@ def _as_call(tc) -> dict:
     return {"id": tc.id, "type": "function", "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
 
 
-async def drive(c, root, domain, task, *, retries=0, max_turns=80):
-    """Play a task through the endpoint: returns (calls made, agent texts, user texts, end)."""
+async def drive(c, root, domain, task, *, retries=0, max_turns=80, prefix="", names=None):
+    """Play a task through the endpoint: returns (calls made, agent texts, user texts, end). With
+    ``prefix``, the agent's tools are offered as an MCP client offers them (``mcp__tau__NAME``), and
+    the names its calls come under are added to ``names``."""
     spec = get_domain(domain)
     ddir = domain_dir(root, domain)
     env = Environment.fresh(spec, ddir)
     env.set_state(task)
     agent_tools = spec.agent_toolkit.openai_tools()
+    for t in agent_tools if prefix else ():
+        t["function"]["name"] = prefix + t["function"]["name"]
     user_tools = spec.user_toolkit.openai_tools() if spec.user_toolkit is not None else None
     a_msgs = [{"role": "system", "content": "policy"}, {"role": "assistant", "content": GREETING}]
     u_msgs = [{"role": "system", "content": "you are a user"}, {"role": "user", "content": GREETING}]
@@ -94,10 +98,13 @@ async def drive(c, root, domain, task, *, retries=0, max_turns=80):
                 a_msgs.append({"role": "assistant", "content": None, "tool_calls": [_as_call(t) for t in m.tool_calls]})
                 t = m.tool_calls[0]
                 args = json.loads(t.function.arguments)
-                calls.append(("assistant", t.function.name, args))
-                out = env.call("assistant", t.function.name, args)
+                if names is not None:
+                    names.add(t.function.name)
+                name = t.function.name.removeprefix(prefix)
+                calls.append(("assistant", name, args))
+                out = env.call("assistant", name, args)
                 a_msgs.append({"role": "tool", "tool_call_id": t.id, "content": out.text})
-                if t.function.name == "transfer_to_human_agents":
+                if name == "transfer_to_human_agents":
                     return calls, a_texts, u_texts, "agent_transfer"
                 continue
             a_texts.append(m.content)
@@ -125,6 +132,27 @@ async def test_airline_task_plays_gold_calls_and_communicates(gold, tau2_root):
         assert info.lower() in a_texts[-1].lower().replace(",", "")
     judged = judge_state(get_domain("airline"), domain_dir(tau2_root, "airline"), task, calls)
     assert judged.db_match
+
+
+@pytest.mark.parametrize("prefix", ["mcp__tau__", "tau."])
+async def test_an_mcp_agent_gets_the_gold_calls_under_the_names_it_offers(gold, tau2_root, prefix):
+    """Claude Code offers an MCP server's tools as ``mcp__<server>__<tool>``; Codex's namespaced
+    tools reach the endpoint named so too: the gold calls come back under those names."""
+    task = pick(tau2_root, "airline", lambda t: t.evaluation_criteria.communicate_info and len(t.gold_actions) >= 2)
+    names: set[str] = set()
+    calls, _, _, end = await drive(client(gold), tau2_root, "airline", task, prefix=prefix, names=names)
+    assert calls == gold_of(task) and end == "user_stop"
+    assert names == {prefix + a.name for a in task.gold_actions}
+
+
+async def test_two_offered_tools_ending_with_the_gold_tool_s_name_are_a_400(gold, tau2_root):
+    task = pick(tau2_root, "airline", lambda t: t.gold_actions and t.gold_actions[0].requestor == "assistant")
+    name = task.gold_actions[0].name
+    tools = [{"type": "function", "function": {"name": f"{p}{name}", "parameters": {"type": "object"}}}
+             for p in ("mcp__a__", "mcp__b__")]
+    with pytest.raises(openai.BadRequestError) as info:
+        await ask(client(gold), "airline", task.id, "agent", [{"role": "user", "content": "hi"}], tools)
+    assert f"several tools named like the gold step's {name!r}" in str(info.value)
 
 
 async def test_telecom_user_actions_are_made_by_the_user_in_order(gold, tau2_root):

@@ -32,7 +32,7 @@ class AgentSettings(Strict):
 
     # which agent plays: each benchmark names the kinds it accepts (``Benchmark.agent_kinds``, checked
     # when the experiment loads) — τ²: llm, gold, flaky-gold, noop, python (your own Python agent:
-    # agents/python_agent/); terminal: bash (the LLM bash
+    # agents/python_agent/), codex, claude-code (bench/tau/cli_agent.py); terminal: bash (the LLM bash
     # agent), oracle (plays the task's solution), flaky-oracle (skips one solution step with
     # probability drop_p), noop; AppWorld: llm, oracle, noop, python
     kind: str = Field("llm", min_length=1)
@@ -63,8 +63,9 @@ class AgentSettings(Strict):
     context_tokens: int | None = Field(None, ge=256)
     elided_keep_chars: int = Field(600, ge=0)
     # agents we did not write (terminal: kind mini-swe-agent, codex, claude-code — installed once
-    # into a cached tool root — and command, a user's own program; docs/agents.md). Each talks to
-    # the trial's measuring proxy; step_limit, cost_limit and token_limit are enforced there.
+    # into a cached tool root — and command, a user's own program; τ²: codex, claude-code;
+    # docs/agents.md). Each talks to the trial's measuring proxy; step_limit, cost_limit and
+    # token_limit are enforced there.
     version: str | None = None  # the agent package's version (None: agentrig's pinned default)
     run: str | None = None  # kind command: the shell command, {instruction} replaced by the task's (quoted)
     config: dict[str, Any] = {}  # the agent's own settings: mini/codex `-c key=value` each; claude-code: settings.json keys

@@ -4,7 +4,10 @@ the task's image is not changed. ``toolroot.py``: the cache, ``ensure_tool_root`
 / ``remove_tool_root``; ``python.py``: mini-swe-agent's relocatable CPython; ``npm.py``: Codex's and
 Claude Code's native binaries; ``elf.py``: shared-library closures and glibc versions;
 ``records.py``: each agent's own record (mini's trajectory, Codex's ``--json`` events, Claude Code's
-``stream-json``) read into the trial's conversation, aligned with the measuring proxy's calls.
+``stream-json``) read into the trial's conversation, aligned with the measuring proxy's calls;
+``cli_config.py``: Codex's ``config.toml``; ``conversation.py``: Codex or Claude Code held in one
+conversation, turn by turn, on this host (τ²'s agent); ``install_arms``: an experiment's agents
+installed before a run.
 """
 
 from __future__ import annotations

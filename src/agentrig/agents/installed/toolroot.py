@@ -173,6 +173,23 @@ def ensure_tool_root(kind: str, version: str | None = None, progress: Progress |
         return root
 
 
+def install_arms(arms: list, kinds: tuple[str, ...], progress: Progress | None = None) -> None:
+    """Install (or find cached) the tool root of every arm whose agent is one of ``kinds``, once per
+    kind and version, before a run; a failed install is a ConfigError naming the arm's agent."""
+    from agentrig.errors import AgentrigError
+
+    seen: set[tuple[str, str | None]] = set()
+    for arm in arms:
+        a = arm.agent
+        if a.kind not in kinds or (a.kind, a.version) in seen:
+            continue
+        seen.add((a.kind, a.version))
+        try:
+            ensure_tool_root(a.kind, a.version, progress=progress)
+        except AgentrigError as exc:
+            raise ConfigError(f"arm {arm.name!r}: agent {a.kind!r} could not be installed: {exc}") from None
+
+
 def list_tool_roots(cache: Path | None = None) -> list[ToolRoot]:
     """Every complete tool root in the cache, by kind then version."""
     base = agents_dir(cache)

@@ -26,7 +26,10 @@ What is NOT forwarded: the agent's own sampling settings (``temperature``, ``max
 ``top_p``, ``reasoning``…) — the role's settings rule, as for the built-in agents — and its
 ``model``: the reply names the role's model. Built-in tools of the agent's API that a model
 endpoint cannot run (Responses' ``web_search``, ``local_shell``…; Anthropic's server tools) are
-left out and recorded once as a ``proxy``/``tools_left_out`` event.
+left out and recorded once as a ``proxy``/``tools_left_out`` event. A Responses tool of type
+``namespace`` (how Codex offers an MCP server's tools, e.g. ``mcp__tau``) reaches the model as one
+function per member, named ``<namespace>__<name>``; the model's call of one goes back to the agent
+with its ``namespace`` and ``name``, as Codex expects it.
 
 What it adds: ``proxy.hints`` (a list of ``Transient``, empty by default), the arm's plug-ins'
 context for the current agent step (the memory plug-in's reminder, consistency guidelines). The

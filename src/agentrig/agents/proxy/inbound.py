@@ -9,7 +9,10 @@
   ``{"input": text}``), ``function_call_output``/``custom_tool_call_output`` → tool messages,
   ``reasoning`` items dropped (the proxy puts the reply's own reasoning back: ``server.py``);
   tools of type ``function`` as they are, type ``custom`` (Codex's freeform ``apply_patch``) → a
-  function with one string parameter ``input`` (its grammar, if any, in the description); the
+  function with one string parameter ``input`` (its grammar, if any, in the description), type
+  ``namespace`` (a group of functions, as Codex offers an MCP server's tools: ``mcp__tau``) → each of
+  its functions named ``<namespace>__<name>`` (``NAMESPACE_SEP``; a ``function_call`` item with a
+  ``namespace`` is read under that name, and ``Inbound.namespaced`` maps it back); the
   built-in tool types no chat endpoint has (``web_search``, ``local_shell``…) are left out and
   named in ``Inbound.left_out``. The API used statelessly only: a ``previous_response_id`` is a
   400 (nothing is stored here).
@@ -36,6 +39,7 @@ from agentrig.errors import Signal
 IMAGE = "[image]"  # what an image part becomes (the channel's wires carry text only)
 TOOL_ERROR = "[tool error] "  # the start of an Anthropic tool_result whose is_error is set
 _EMPTY_SCHEMA = {"type": "object", "properties": {}}
+NAMESPACE_SEP = "__"  # a namespaced Responses function as one function name: <namespace>__<name>
 
 
 class BadBody(Signal, ValueError):
@@ -52,6 +56,8 @@ class Inbound:
     stream: bool = False
     include_usage: bool = False  # chat: stream_options.include_usage
     custom_tools: frozenset[str] = frozenset()  # responses: the tools of type custom (answered as custom_tool_call)
+    # responses: the functions of a namespace tool, by the one name the model sees → (namespace, name)
+    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)  # tool types not forwarded
 
 
@@ -98,6 +104,11 @@ def _custom_tool(t: dict) -> dict:
     return function_tool(t.get("name"), description.strip(), schema)
 
 
+def namespaced_name(namespace: str, name: str) -> str:
+    """The one function name a namespaced Responses function is offered under."""
+    return f"{namespace}{NAMESPACE_SEP}{name}" if namespace else name
+
+
 def _assistant(messages: list[dict]) -> dict:
     """The assistant message a function call joins: the last one, if it is the newest message."""
     if messages and messages[-1].get("role") == "assistant":
@@ -129,8 +140,9 @@ def _responses_item(item: Any, messages: list[dict]) -> None:
             args = args if isinstance(args, str) else json.dumps(args or {})
         else:
             args = json.dumps({"input": item.get("input") if isinstance(item.get("input"), str) else ""}, ensure_ascii=False)
+        name = namespaced_name(str(item.get("namespace") or ""), str(item.get("name") or ""))
         call = {"id": str(item.get("call_id") or item.get("id") or ""), "type": "function",
-                "function": {"name": str(item.get("name") or ""), "arguments": args}}
+                "function": {"name": name, "arguments": args}}
         _assistant(messages).setdefault("tool_calls", []).append(call)
     elif kind in ("function_call_output", "custom_tool_call_output"):
         messages.append({"role": "tool", "tool_call_id": str(item.get("call_id") or ""),
@@ -156,6 +168,7 @@ def from_responses(body: Any) -> Inbound:
     if not messages:
         raise BadBody("'input' holds no message")
     tools, custom, left_out = [], set(), []
+    namespaced: dict[str, tuple[str, str]] = {}
     for t in body.get("tools") or ():
         kind = t.get("type") if isinstance(t, dict) else None
         if kind == "function":
@@ -163,19 +176,30 @@ def from_responses(body: Any) -> Inbound:
         elif kind == "custom":
             tools.append(_custom_tool(t))
             custom.add(str(t.get("name") or ""))
+        elif kind == "namespace" and t.get("name"):
+            space = str(t["name"])
+            for f in t.get("tools") or ():
+                if isinstance(f, dict) and f.get("type", "function") == "function" and f.get("name"):
+                    flat = namespaced_name(space, str(f["name"]))
+                    namespaced[flat] = (space, str(f["name"]))
+                    tools.append(function_tool(flat, f.get("description"), f.get("parameters")))
+                elif isinstance(f, dict):
+                    left_out.append(f"{space}.{f.get('type') or '?'}")
         else:
             left_out.append(str(kind or "?"))
     choice = body.get("tool_choice")
     if isinstance(choice, dict):
         if choice.get("type") in ("function", "custom") and choice.get("name"):
-            choice = {"type": "function", "function": {"name": choice["name"]}}
+            name = namespaced_name(str(choice.get("namespace") or ""), str(choice["name"]))
+            choice = {"type": "function", "function": {"name": name}}
         else:
             choice = choice.get("mode") if choice.get("mode") in ("auto", "required") else None
     elif choice not in ("auto", "required", "none"):
         choice = None
     parallel = body.get("parallel_tool_calls")
     return Inbound("responses", messages, tools or None, choice, parallel if isinstance(parallel, bool) else None,
-                   stream=body.get("stream") is True, custom_tools=frozenset(custom), left_out=left_out)
+                   stream=body.get("stream") is True, custom_tools=frozenset(custom), left_out=left_out,
+                   namespaced=namespaced)
 
 
 # ------------------------------------------------------------------------------- anthropic

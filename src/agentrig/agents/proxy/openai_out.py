@@ -94,9 +94,11 @@ def responses_usage(done: Completion) -> dict:
             "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens or 0}, "total_tokens": u.total_tokens}
 
 
-def responses_items(done: Completion, rid: str, custom: frozenset[str]) -> list[dict]:
+def responses_items(done: Completion, rid: str, custom: frozenset[str],
+                    namespaced: dict[str, tuple[str, str]] | None = None) -> list[dict]:
     """The reply's output items: reasoning (its text as a summary), the message, the calls (a call
-    to a custom tool as a ``custom_tool_call`` whose input is the ``input`` argument)."""
+    to a custom tool as a ``custom_tool_call`` whose input is the ``input`` argument; a call of a
+    namespaced function, offered as ``<namespace>__<name>``, with its ``namespace`` and ``name``)."""
     m, n = done.message, rid.removeprefix("resp_")
     items: list[dict] = []
     if m.reasoning:
@@ -110,8 +112,12 @@ def responses_items(done: Completion, rid: str, custom: frozenset[str]) -> list[
             items.append({"id": f"ctc_{n}_{i}", "type": "custom_tool_call", "status": "completed", "call_id": c.id,
                           "name": c.name, "input": text if isinstance(text, str) else arguments(c)})
         else:
-            items.append({"id": f"fc_{n}_{i}", "type": "function_call", "status": "completed", "call_id": c.id,
-                          "name": c.name, "arguments": arguments(c)})
+            item = {"id": f"fc_{n}_{i}", "type": "function_call", "status": "completed", "call_id": c.id,
+                    "name": c.name, "arguments": arguments(c)}
+            space = (namespaced or {}).get(c.name)
+            if space is not None:
+                item["namespace"], item["name"] = space
+            items.append(item)
     return items
 
 
@@ -132,8 +138,10 @@ def _status(done: Completion) -> str:
     return "incomplete" if done.finish_reason in ("length", "content_filter") else "completed"
 
 
-def responses_json(done: Completion, model: str, rid: str, custom: frozenset[str]) -> bytes:
-    return dumps(_response(rid, model, int(time.time()), _status(done), responses_items(done, rid, custom), done)).encode()
+def responses_json(done: Completion, model: str, rid: str, custom: frozenset[str],
+                   namespaced: dict[str, tuple[str, str]] | None = None) -> bytes:
+    items = responses_items(done, rid, custom, namespaced)
+    return dumps(_response(rid, model, int(time.time()), _status(done), items, done)).encode()
 
 
 def _started(item: dict) -> dict:
@@ -147,8 +155,9 @@ def _started(item: dict) -> dict:
     return dict(item, status="in_progress", input="")
 
 
-def responses_events(done: Completion, model: str, rid: str, custom: frozenset[str]) -> list[bytes]:
-    created, items = int(time.time()), responses_items(done, rid, custom)
+def responses_events(done: Completion, model: str, rid: str, custom: frozenset[str],
+                     namespaced: dict[str, tuple[str, str]] | None = None) -> list[bytes]:
+    created, items = int(time.time()), responses_items(done, rid, custom, namespaced)
     out: list[bytes] = []
 
     def event(kind: str, **data: Any) -> None:

@@ -327,8 +327,9 @@ class TrialProxy:
                     else openai_out.chat_json(done, model, rid))
         elif wire == "responses":
             rid = "resp_" + rid
-            body = (openai_out.responses_events(done, model, rid, inbound.custom_tools) if inbound.stream
-                    else openai_out.responses_json(done, model, rid, inbound.custom_tools))
+            names = (inbound.custom_tools, inbound.namespaced)
+            body = (openai_out.responses_events(done, model, rid, *names) if inbound.stream
+                    else openai_out.responses_json(done, model, rid, *names))
         else:
             rid = "msg_" + rid
             body = anthropic_out.message_events(done, model, rid) if inbound.stream else anthropic_out.message_json(done, model, rid)

@@ -66,6 +66,8 @@ def _domain_bits(r: Any, domain: str, policy: Any) -> tuple[Any, Path, str]:
     return cache[("spec", domain)], cache[("dir", domain)], cache[pkey]
 
 
+_CLI_KINDS = ("codex", "claude-code")  # agents we did not write, run by cli_agent.py
+
 # what a user's first message usually takes (the user simulator writes it; about 100 tokens)
 OPENING = "x" * 400
 
@@ -74,7 +76,7 @@ class Tau2Benchmark(Benchmark):
     kind = "tau2"
     settings_model = Tau2Settings
     tables = {"user": UserSettings, "judge": JudgeSettings}
-    agent_kinds = ("llm", "gold", "flaky-gold", "noop", "python")
+    agent_kinds = ("llm", "gold", "flaky-gold", "noop", "python", "codex", "claude-code")
     component_names = COMPONENTS
     export_formats = {"tau2": "tau2-bench's results.json of one arm on one domain"}
 
@@ -130,6 +132,15 @@ class Tau2Benchmark(Benchmark):
             out.extend((domain, t) for t in tasks)
         return Selection(out, root, splits)
 
+    def prepare(self, exp: Any, source: Path, selection: Selection) -> None:
+        """Install (or find cached) Codex and Claude Code for the arms that play them (a progress line)."""
+        if any(arm.agent.kind in _CLI_KINDS for arm in exp.arms):
+            import sys
+
+            from agentrig.agents.installed.toolroot import install_arms
+
+            install_arms(exp.arms, _CLI_KINDS, progress=lambda line: print(line, file=sys.stderr, flush=True))
+
     def check(self, exp: Any, source: Path, selection: Selection) -> None:
         if exp.user.kind == "llm":  # "tau2" guidelines without the files: a ConfigError naming the fix
             from .user_prompts import resolve_guidelines
@@ -168,6 +179,15 @@ class Tau2Benchmark(Benchmark):
         check_settings(arm.agent, where)
         if arm.agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
             preflight(arm.agent, where)
+        a = arm.agent
+        if a.kind in _CLI_KINDS:
+            if a.run is not None or a.mount is not None:
+                field = "run" if a.run is not None else "mount"
+                raise ConfigError(f"{where}: agent.{field} is for terminal's kind \"command\", not {a.kind!r}.\n"
+                                  f"  fix: remove `{field}`")
+            if a.config_file is not None and not Path(a.config_file).is_file():
+                raise ConfigError(f"{where}: agent.config_file {a.config_file} not found.\n"
+                                  "  fix: give the file's path relative to the experiment file")
         policy = arm.agent.policy
         for domain in sorted({d for d, _ in tasks}):
             if policy not in tau_data.policy_variants(domain):

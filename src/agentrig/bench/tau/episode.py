@@ -20,16 +20,18 @@ reaching the environment; like every ``Error:`` result it counts towards ``max_e
 
 Before each agent step the arm's plug-ins may add transient context to that one call.
 
-An agent that holds a process or a server of its own (a Python agent: ``agents/python_agent``) has
-an ``aclose()``, awaited when the conversation ends however it ends (cancellation included), before
-the judge runs.
+An agent that holds a process or a server of its own (a Python agent: ``agents/python_agent``;
+Codex or Claude Code: ``cli_agent.py``) has an ``aclose()``, awaited when the conversation ends
+however it ends (cancellation included, bounded by ``CLOSE_BOUND_S``), before the judge runs.
 
 An agent that runs its own tool loop (a Python agent calling its tools itself, an MCP agent such as
 Codex or Claude Code) makes its calls in the middle of its step through ``Episode.agent_tool_call``
 (also ``TauTrial.call_tool``): each call is recorded as an assistant message holding that one call,
 applied and answered exactly as a call of the turn loop, and counted as the turn loop counts it (two
 steps); a limit or a transfer reached there ends the trial (``Episode.ended``) and the step's reply
-is dropped. Its reply to the user is the step's message, as for any agent.
+is dropped (``Episode.ended_event``, also ``TauTrial.ended``, is set then: such an agent stops its
+own work at once). Its reply to the user is the step's message, as for any agent. Codex and Claude
+Code play so (``cli_agent.py``).
 
 Context: a ``ContextOverflow`` from the agent, the user simulator or a plug-in in the middle of
 the conversation (that role had been answered before in this trial) ends the trial
@@ -55,6 +57,7 @@ from agentrig.benchmark import Limits
 from agentrig.errors import Signal
 from agentrig.plugins import build_plugin
 from agentrig.plugins.base import PluginSettings
+from agentrig.procs import finish_despite_cancel
 from agentrig.trial.context import TrialContext
 from agentrig.trial.envelope import Fault, agent_phase, play_in_envelope
 from agentrig.types import Message, ToolCall, TrialRecord, Verdict
@@ -66,6 +69,7 @@ from .user import UserSettings, build_user, is_stop
 __all__ = ["Episode", "Limits", "TRANSFER_TOOL", "play_trial"]
 
 TRANSFER_TOOL = "transfer_to_human_agents"
+CLOSE_BOUND_S = 10.0  # how long an agent's close() may take at the trial's end, a cancellation included
 
 
 class _Stop(Signal):
@@ -262,6 +266,15 @@ class Episode:
                 return termination
 
 
+def _build_agent(settings: AgentSettings, ctx: TrialContext) -> Any:
+    """The arm's agent: Codex or Claude Code (``cli_agent.py``), else one of ``agentrig.agents``."""
+    from .cli_agent import CLI_KINDS, CliTauAgent
+
+    if settings.kind in CLI_KINDS:
+        return CliTauAgent(settings, ctx)
+    return build_agent(settings, ctx)
+
+
 async def play_trial(ctx: TrialContext, *, agent: AgentSettings, user: UserSettings,
                      plugins: list[PluginSettings], limits: Limits, nl_judge: str = "auto",
                      attempt: int = 0) -> TrialRecord:
@@ -269,15 +282,15 @@ async def play_trial(ctx: TrialContext, *, agent: AgentSettings, user: UserSetti
     errors propagate; other infrastructure failures (the judge's included) give an invalid verdict."""
 
     async def body() -> Verdict:
-        the_agent = build_agent(agent, ctx)
+        the_agent = _build_agent(agent, ctx)
         try:
             episode = Episode(ctx, the_agent, build_user(user, ctx), [build_plugin(p, ctx) for p in plugins], limits)
             termination = await agent_phase(ctx, episode.play(), budget=limits.trial_timeout_s, timeout="timeout",
                                             overflow_event="channel")
-        finally:  # an agent with a process or a server of its own (a Python agent) ends with the conversation
+        finally:  # an agent with processes or servers of its own (a Python agent, cli_agent.py) ends with the conversation
             close = getattr(the_agent, "aclose", None)
             if close is not None:
-                await close()
+                await finish_despite_cancel(close(), CLOSE_BOUND_S)
         info = await judge_trial(ctx, termination, nl=nl_judge)
         return Verdict(reward=info.reward, termination=termination, reward_info=info)
 

@@ -9,9 +9,10 @@ Mapping notes (where agentrig and tau2-bench differ):
 
 - one simulation per VALID trial of the arm and domain; invalid attempts are not tau2 runs;
 - ``termination_reason``: ``agent_transfer`` becomes ``agent_stop`` (tau2 has no transfer reason;
-  both end the conversation on the agent's side and are scored), ``too_many_format_errors``
-  and ``context_overflow`` become ``agent_error`` (text mode is ours; tau2 ends a participant
-  whose model call fails with that reason);
+  both end the conversation on the agent's side and are scored), ``too_many_format_errors``,
+  ``context_overflow`` and ``limits_exceeded`` (Codex / Claude Code past a proxy limit) become
+  ``agent_error`` (text mode and those limits are ours; tau2 ends a participant whose model call
+  fails with that reason);
 - costs are 0.0 (agentrig counts tokens, not money); ``raw_data`` is null; reasoning content is
   not part of tau2's message and stays in the JSONL export;
 - a tool call whose arguments were not a JSON object gets ``arguments: {}``;
@@ -36,7 +37,7 @@ from agentrig.types import Message, ModelCall, RewardInfo, TrialRecord
 from .judge import tau2_reward_info as _judge_reward_info
 
 _TERMINATION = {"agent_transfer": "agent_stop", "too_many_format_errors": "agent_error",
-                "context_overflow": "agent_error"}
+                "context_overflow": "agent_error", "limits_exceeded": "agent_error"}
 # agents that play a script and call no model (their export names no agent model)
 SCRIPTED_AGENTS = ("gold", "flaky-gold", "noop")
 _SIM_NAMESPACE = uuid.UUID("5f0b8f8e-3d55-4d0e-9a57-0d6c1f0e2a41")

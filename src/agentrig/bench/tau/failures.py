@@ -18,7 +18,7 @@ Classes (id — label — rule):
 
 - ``ran_out`` — Ran out — the trial ended by ``max_steps``, ``too_many_errors`` or ``timeout``
   (τ²-bench scores such an end 0 whatever the state), or a Python agent's arm limit at its proxy
-  (``limits_exceeded``: ``step_limit``, ``token_limit``, ``cost_limit``).
+  or Codex / Claude Code's (``limits_exceeded``: ``step_limit``, ``token_limit``, ``cost_limit``).
 - ``format_errors`` — Format errors — a text-mode agent's replies could not be read as one action
   ``max_format_errors`` times in a row (termination ``too_many_format_errors``; scored 0). Not a
   limit reached: the fix is the other ``tool_mode`` (native tool calls where the server honours

@@ -58,7 +58,7 @@ TERMINATIONS = (
     "agent_error",      # the agent sent an empty message / could not produce one
     "user_error",       # the user simulator sent an empty message
     "context_overflow",  # the conversation outgrew the model's context window mid-trial (valid, reward 0)
-    "limits_exceeded",  # a Python agent reached its arm's step_limit / token_limit / cost_limit (at its proxy)
+    "limits_exceeded",  # a Python agent, Codex or Claude Code reached its arm's step_limit / token_limit / cost_limit (at its proxy)
     "channel_error",    # a model call failed after retries: the trial is invalid
 )
 SCORED_TERMINATIONS = ("user_stop", "agent_transfer", "agent_stop")

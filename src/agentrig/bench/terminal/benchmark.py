@@ -438,19 +438,8 @@ def _install_agents(exp: Any) -> None:
     progress line; a failed install is a ConfigError naming the arm's agent."""
     import sys
 
-    from agentrig.errors import AgentrigError
+    from agentrig.agents.installed.toolroot import install_arms
 
     from .installed import INSTALLED_KINDS
 
-    seen: set[tuple[str, str | None]] = set()
-    for arm in exp.arms:
-        a = arm.agent
-        if a.kind not in INSTALLED_KINDS or (a.kind, a.version) in seen:
-            continue
-        seen.add((a.kind, a.version))
-        from agentrig.agents.installed.toolroot import ensure_tool_root
-
-        try:
-            ensure_tool_root(a.kind, a.version, progress=lambda line: print(line, file=sys.stderr, flush=True))
-        except AgentrigError as exc:
-            raise ConfigError(f"arm {arm.name!r}: agent {a.kind!r} could not be installed: {exc}") from None
+    install_arms(exp.arms, INSTALLED_KINDS, progress=lambda line: print(line, file=sys.stderr, flush=True))

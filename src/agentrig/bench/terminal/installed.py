@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.agents.base import AgentSettings, AgentStop
+from agentrig.agents.installed.cli_config import codex_config, toml_value
 from agentrig.agents.installed.records import RECORD_FILES  # each agent's record, one table for the writer and the reader
 from agentrig.errors import ConfigError
 
@@ -87,30 +88,6 @@ def check_settings(agent: AgentSettings, where: str) -> None:
                           "  fix: give the file's path relative to the experiment file")
 
 
-def _toml_value(value: Any) -> str:
-    """A TOML value for Codex's ``-c key=value`` and config.toml (strings quoted, lists and tables inline)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    return json.dumps(str(value))
-
-
-def codex_config(model: str, base_url: str, extra_text: str = "") -> str:
-    """CODEX_HOME/config.toml: the trial's proxy as Codex's one model provider (Responses wire)."""
-    lines = [f"model = {json.dumps(model)}", 'model_provider = "agentrig"', "",
-             "[model_providers.agentrig]", 'name = "agentrig"', f"base_url = {json.dumps(base_url)}",
-             'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', ""]
-    head = extra_text.strip()
-    return (head + "\n\n" if head else "") + "\n".join(lines)
-
-
 class Expand(str):
     """A word of the command line in which the shell expands ``$VARIABLE`` (double-quoted)."""
 
@@ -139,7 +116,7 @@ def command_line(agent: AgentSettings, entry: str | None, record: str | None) ->
     elif agent.kind == "codex":
         argv = [str(entry), *CODEX_FLAGS]
         for key, value in agent.config.items():
-            argv += ["-c", f"{key}={_toml_value(value)}"]
+            argv += ["-c", f"{key}={toml_value(value)}"]
         argv += [*extra, Expand("$AGENTRIG_INSTRUCTION")]
         out = f"> {home}/{record} 2> {home}/agent.log"
     elif agent.kind == "claude-code":

@@ -20,7 +20,10 @@ that states every ``communicate_info`` string verbatim (put just before a
 
 - role ``agent``: counts its own tool calls and text messages in the request (the task's own
   ``message_history`` and the greeting not included) to know how many steps are done, and plays
-  the next one.
+  the next one. A call goes out under the name the request offers the tool by: its own, or one
+  that ends with it after a ``__`` or ``.`` (an MCP agent's: Claude Code's
+  ``mcp__tau__get_user_details``, Codex's namespaced ``mcp__tau__get_user_details`` as the proxy
+  offers it) — ``offered_name``.
 - role ``user``: its first reply states the request; afterwards the agent's n-th text (after the
   greeting) names what it answers — a request to act (it makes those user tool calls one per
   reply, counting its own calls, then says ``Done.``), the text before a transfer (it agrees and
@@ -70,7 +73,8 @@ from agentrig.testing._scripted import (MEMORY_NOTE, GoldRequestError, ScriptedR
                                        memory_reply)
 from agentrig.testing.fake_endpoint import FakeEndpoint
 
-__all__ = ["GOLD_MODELS", "MEMORY_NOTE", "NOISE_TEXT", "Noise", "GoldEndpoint", "GoldResponder", "GoldScript", "Step", "main"]
+__all__ = ["GOLD_MODELS", "MEMORY_NOTE", "NOISE_TEXT", "Noise", "GoldEndpoint", "GoldResponder", "GoldScript", "Step", "main",
+           "offered_name"]
 
 GOLD_MODELS = ("gold", "gold-agent", "gold-user", "gold-judge", "gold-memory")
 TRANSFER = "transfer_to_human_agents"
@@ -101,6 +105,24 @@ def judge_reply(messages: list[dict]) -> dict:
     results = [{"expectedOutcome": o, "reasoning": "The gold conversation meets this outcome.",
                 "metExpectation": True} for o in outcomes]
     return {"content": json.dumps({"results": results})}
+
+
+_SEPARATORS = ("__", ".")
+
+
+def offered_name(name: str, body: dict | None) -> str:
+    """The name the request's tools offer ``name`` by: ``name`` itself, else the one offered tool
+    whose name ends with ``__name`` or ``.name`` (an MCP client's prefix: ``mcp__tau__name``); ``name``
+    when the request offers neither. Several such tools are a request the script cannot answer."""
+    names = [((t or {}).get("function") or {}).get("name") or (t or {}).get("name") or ""
+             for t in (body or {}).get("tools") or () if isinstance(t, dict)]
+    if name in names:
+        return name
+    found = [n for n in names if any(n.endswith(sep + name) for sep in _SEPARATORS)]
+    if len(found) > 1:
+        raise GoldRequestError(f"the request offers several tools named like the gold step's {name!r}: "
+                               f"{', '.join(found[:5])}")
+    return found[0] if found else name
 
 
 def _is_text(m: dict) -> bool:
@@ -207,12 +229,13 @@ class GoldScript:
                 if calls:
                     calls -= 1
                     continue
+                name = offered_name(step.name, body)
                 if wrong and noise is not None and not obeys(messages, step.name):
                     bad = noise.corrupt(step.arguments, self.domain, self.task_id, index, (body or {}).get("seed"))
-                    return {"content": None, "tool_calls": [{"id": f"gold_a{n_calls + 1}", "name": step.name,
+                    return {"content": None, "tool_calls": [{"id": f"gold_a{n_calls + 1}", "name": name,
                                                              "arguments": bad}]}
                 return {"content": None, "tool_calls": [
-                    {"id": f"gold_a{n_calls + 1}", "name": step.name, "arguments": step.arguments}]}
+                    {"id": f"gold_a{n_calls + 1}", "name": name, "arguments": step.arguments}]}
             if texts:
                 texts -= 1
                 continue
