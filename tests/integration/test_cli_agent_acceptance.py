@@ -17,6 +17,9 @@ with it (`claude-memory`). On it:
 - `instability` (default arms: Codex and Claude Code are model agents) re-sends the recorded
   requests through the channel — the endpoint gets the very messages the trials sent, hints
   included — and finds the gold's noisy write step (noise only at temperature > 0);
+- the guidelines loop: derive from the run (Codex's unstable steps) with a scripted analyst, then a
+  second run of Codex sampled at 0.7 with and without the guidelines (the gold obeys a guideline's
+  marker: only the guided arm's noisy steps are right);
 - the exports: jsonl and tau2, their content checked against the store.
 """
 
@@ -28,7 +31,9 @@ from pathlib import Path
 
 import pytest
 
+from agentrig.plugins.guidelines.filemodel import load
 from agentrig.plugins.memory.prompts import REMINDER_HEAD
+from agentrig.store.store import Store
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.types import Transient
 
@@ -221,6 +226,48 @@ def test_instability_resamples_the_cli_agents_recorded_requests(shared, instabil
                 assert not unstable, (arm, task)
     doc = json.loads(ok("analyze", shared.run_dir, "--json").stdout)
     assert {(r["arm"], r["temperature"]) for r in doc["instability"]} == {(arm, 0.7) for arm in ARMS}
+
+
+# ------------------------------------------------------------------------------ guidelines
+
+
+def test_the_guidelines_loop_on_codex(shared, instability):
+    markers = " ".join(f"<<do:{name}>>" for _step, name in NOISY.values())
+    source = f"bikeshop/{TASKS['bikeshop'][0]}"
+    reply = {"guidelines": [{
+        "text": f"Before closing a request that changes an account, make the change with the tool meant for "
+                f"it and the customer's real values: {markers}",
+        "rationale": "the write step is where samples part", "category": "constraint",
+        "trigger": "the write action of a request",
+        "sources": [{"task": source, "trial": 0, "step": NOISY[TASKS["bikeshop"][0]][0], "kind": "unstable_step"}]}]}
+    shared.analyst.endpoint.push_reply({"content": json.dumps(reply)})
+    out = shared.tmp / "guidelines.json"
+    done = ok("guidelines", "derive", shared.run_dir, "--arm", "codex", "--out", out)
+    assert "wrote 1 guideline(s)" in done.stdout and "unstable step(s)" in done.stdout
+    gf = load(out)
+    assert gf.provenance.arm == "codex" and gf.provenance.inputs.unstable_steps >= 1  # Codex's unstable steps
+    call = [r for r in shared.analyst.endpoint.requests if r.path.endswith("/chat/completions")][-1]
+    assert "unstable decision · task bikeshop/" in call.json["messages"][1]["content"]
+
+    # the held-out evaluation: Codex sampled at 0.7 without and with the guidelines
+    arms = ('[[arms]]\nname = "plain"\nagent = { kind = "codex" }\n\n'
+            '[[arms]]\nname = "guided"\nagent = { kind = "codex" }\n'
+            f'plugins = [{{ kind = "guidelines", file = "{out.name}", select = "all" }}]\n')
+    toml = experiment(shared.tmp / "cliguided.toml", shared.gold.base_url, shared.analyst.base_url, shared.root,
+                      {"bikeshop": TASKS["bikeshop"]}, arms, trials=3, agent_temperature=0.7)
+    ev = Path(agentrig_run(toml, timeout=1200)["run_dir"])
+    c = json.loads(ok("compare", f"{ev}:plain", f"{ev}:guided", "--json").stdout)
+    assert c["comparable"] and {d["path"]: d["kind"] for d in c["config"]["differences"]} == {"arm.plugins": "intended"}
+    p1 = c["metrics"]["pass^1"]
+    assert p1["b"] == 1.0 and p1["a"] < 1.0, p1  # the noisy write steps obey the guideline's marker
+    with Store.open(ev / "trials.sqlite", create=False) as store:
+        guided = list(store.records(arm="guided", valid=True))
+    assert len(guided) == 6
+    for rec in guided:
+        hinted = [e for e in rec.trajectory.events if (e.plugin, e.kind) == ("proxy", "hints")]
+        assert hinted and all(e.data["sources"] == ["guidelines"] for e in hinted)
+        for messages in _rebuilt(rec.trajectory):  # every request of the turn, after Codex's own messages
+            assert messages[-1]["role"] == "system" and markers in messages[-1]["content"]
 
 
 # ------------------------------------------------------------------------------ exports
