@@ -292,7 +292,8 @@ def test_the_exports_hold_the_cli_agents_trials(shared):
             ok("export", shared.run_dir, "--format", "tau2", "--arm", arm, "--domain", domain, "--out", path)
             doc = json.loads(path.read_text(encoding="utf-8"))
             agent = doc["info"]["agent_info"]
-            assert agent["llm"] == "gold", agent
+            kind = {"codex": "codex", "claude-memory": "claude-code"}[arm]
+            assert (agent["implementation"], agent["llm"]) == (f"agentrig_{kind}_agent", "gold"), agent
             assert {t["id"] for t in doc["tasks"]} == set(ids)
             sims = doc["simulations"]
             assert len(sims) == len(ids) * TRIALS and all(s["reward_info"]["reward"] == 1.0 for s in sims)
