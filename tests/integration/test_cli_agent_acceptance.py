@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from agentrig.analysis.instability import steps_of
 from agentrig.plugins.guidelines.filemodel import load
 from agentrig.plugins.memory.prompts import REMINDER_HEAD
 from agentrig.store.store import Store
@@ -204,6 +205,10 @@ def test_instability_resamples_the_cli_agents_recorded_requests(shared, instabil
     for arm in ARMS:
         for rec in shared.records(arm):
             k = rec.key
+            # each of the agent's messages names the model call it came from: one decision step
+            # per model call of the agent, in order
+            agent_calls = [i for i, c in enumerate(rec.trajectory.model_calls) if c.role == "agent"]
+            assert [m.call for _s, _t, m in steps_of(rec)] == agent_calls, (arm, k)
             sent = _agent_bodies(rows, arm, k.domain, k.task_id, k.trial)
             sampled = _agent_bodies(rows, arm, k.domain, k.task_id, k.trial, sampled=True)
             assert sampled, (arm, k)
