@@ -180,6 +180,21 @@ def parse_reply(settings: ArmSettings, message: Any, finish_reason: str | None) 
         command = mini_text_action(text)
         return ({"kind": "tool", "name": "bash", "arguments": {"command": command}} if command is not None
                 else {"kind": "text", "text": text})
+    if agent.kind in ("codex", "claude-code"):  # its tools are an MCP server's: mcp__<server>__<tool>
+        from agentrig.agents.installed.conversation import MCP_SERVER
+
+        prefix = f"mcp__{MCP_SERVER}__"
+
+        def unprefixed(c: dict) -> dict:  # the name the trial recorded
+            name = c.get("name") or ""
+            return {**c, "name": name[len(prefix):]} if name.startswith(prefix) else c
+
+        action = action_of(message.tool_calls, message.content)
+        if action["kind"] == "tool":
+            action = unprefixed(action)
+            if "calls" in action:
+                action["calls"] = [unprefixed(c) for c in action["calls"]]
+        return action
     if agent.tool_mode == "native":
         return action_of(message.tool_calls, message.content)
     if agent.kind == "bash":

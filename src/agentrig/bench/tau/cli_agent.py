@@ -25,7 +25,9 @@ agent's session, every later one resumes it):
   ``agent``/``turn`` event per turn (exit code, whether it was stopped, its session, the MCP tool
   calls its own record shows, the errors it reported — an API error or a retry of its own — and
   Codex's warnings, ``notes``);
-  the conversation itself is the episode's.
+  the conversation itself is the episode's, each of the agent's messages (a tool call, its reply)
+  naming the model call it came from (``Message.call``: the turn's last answered one), so
+  ``agentrig instability`` finds its decision steps and resamples their recorded requests.
 
 The agent's home (its config, session files and record) is a private temporary directory, removed
 when the trial ends (``aclose``).
@@ -66,6 +68,7 @@ class CliTauAgent:
         self.convo: Any = None
         self.home: Path | None = None
         self._earlier: list[Message] = []
+        self._first = 0  # the proxy's replies before this turn
 
     async def start(self, history: list[Message]) -> None:
         from agentrig.agents.installed.conversation import CliConversation
@@ -103,12 +106,23 @@ class CliTauAgent:
         ended = getattr(self.ctx.bench, "ended", None)
 
         def call_then_stop(*args: Any, **kwargs: Any) -> Any:
+            messages = self.ctx.trajectory.messages
+            before = len(messages)
             result = call(*args, **kwargs)
+            made = self._last_call()
+            for m in messages[before:]:  # the call's message names the model call it came from
+                if m.role == "assistant" and m.tool_calls and m.call is None:
+                    m.call = made
             if ended is not None and ended.is_set() and self.convo is not None:
                 self.convo.kill()
             return result
 
         return call_then_stop
+
+    def _last_call(self) -> int | None:
+        """The trajectory index of the turn's last model call (None: the turn made none yet)."""
+        replies = self.proxy.replies
+        return replies[-1].call if len(replies) > self._first else None
 
     def _prompt(self, incoming: list[Message]) -> str:
         now = "\n\n".join(m.content or "" if m.role == "user" and not m.tool_calls else _said(m) for m in incoming)
@@ -122,6 +136,7 @@ class CliTauAgent:
         ctx, convo = self.ctx, self.convo
         ended = getattr(ctx.bench, "ended", None) or asyncio.Event()
         self.proxy.hints = list(transient)  # a proxy that adds hints puts them in this turn's requests
+        self._first = len(self.proxy.replies)
         try:
             turn = await convo.turn(self._prompt(incoming), stop=(ended, self.proxy.ended))
         finally:
@@ -139,7 +154,7 @@ class CliTauAgent:
         if not (turn.reply or "").strip():
             raise AgentStop("agent_error", f"the {self.settings.kind} turn ended without a message to the user "
                                            f"(exit code {turn.exit_code}): {self._log_tail()}")
-        return Message(role="assistant", content=turn.reply)
+        return Message(role="assistant", content=turn.reply, call=self._last_call())
 
     def _log_tail(self) -> str:
         try:
