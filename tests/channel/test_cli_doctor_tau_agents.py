@@ -7,6 +7,7 @@ script, real agents, real HTTP to the FakeEndpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -101,3 +102,42 @@ def test_a_big_vllm_window_passes_for_every_agent(tmp_path, tau2_root, tool_root
     for arm in ARMS:
         assert checks[f"agent {arm}"]["status"] == "pass", checks[f"agent {arm}"]
         assert checks[f"window {arm}"]["status"] == "pass", checks[f"window {arm}"]
+
+
+def test_a_python_agent_that_sends_nothing_is_a_warning_and_never_sees_the_key(tmp_path, tau2_root, monkeypatch):
+    """Its process runs with agentrig's environment minus the keys the real channel reads (the
+    throwaway trial's own stub key is not the one to hide): it writes what it got, then fails."""
+    (tmp_path / "silent_agent.py").write_text(
+        "import json, os\n\n\ndef make(settings, client, model):\n"
+        "    with open(settings['probe'], 'w') as f:\n        json.dump(dict(os.environ), f)\n"
+        "    raise RuntimeError('this agent never calls its model')\n")
+    probe = tmp_path / "env.json"
+    for name in list(ARMS):
+        monkeypatch.delitem(ARMS, name)
+    monkeypatch.setitem(ARMS, "silent", '{ kind = "python", entry = "silent_agent:make", path = ["%s"], '
+                                        'settings = { probe = "%s" } }' % (tmp_path, probe))
+    p, checks, _ = doctor(tmp_path, tau2_root, 65536)
+    assert p.returncode == 0, p.stdout
+    c = checks["agent silent"]
+    assert (c["status"], c["code"]) == ("warn", "AGENT_NOT_CHECKED"), c
+    assert "arm silent, domain airline, task 0: Python agent silent_agent:make sent no model request" in c["message"] and "agentrig run --smoke" in c["fix"]
+    seen = json.loads(probe.read_text())
+    assert KEY not in json.dumps(seen) and KEY_ENV not in seen
+    assert seen["OPENAI_BASE_URL"].startswith("http://127.0.0.1:")
+
+
+def test_codex_not_installed_is_named_with_the_install_command_and_not_installed(tmp_path, tau2_root, monkeypatch):
+    """The capture never installs (loading the experiment for a run does): it says what to run."""
+    from agentrig.bench.tau.first_request import first_request
+    from agentrig.run.experiment import load
+
+    monkeypatch.delitem(ARMS, "py")
+    monkeypatch.delitem(ARMS, "claude")
+    r = load(experiment(tmp_path, "http://127.0.0.1:9/v1", tau2_root))  # (installs into the usual cache)
+    empty = tmp_path / "agents"
+    monkeypatch.setenv("AGENTRIG_AGENTS_DIR", str(empty))
+    arm = next(a for a in r.arms if a.name == "codex")
+    req = asyncio.run(first_request(r, r.benchmark, arm))
+    assert req.problem_code == "AGENT_NOT_INSTALLED" and req.messages == [] and not empty.exists()
+    assert req.problem.startswith("arm codex, domain airline, task 0: Codex CLI") and "is not installed" in req.problem
+    assert req.fix.startswith("agentrig agents install codex")

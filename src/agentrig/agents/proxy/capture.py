@@ -50,8 +50,10 @@ async def stub_endpoint():
 
 
 def throwaway_context(base_url: str, model: str, *, domain: str = "doctor", task_id: str = "doctor", task: Any = None,
-                      roles: tuple[str, ...] = ("agent",)) -> Any:
-    """A trial context whose channel (every role of ``roles``) goes to ``base_url`` with the stub's key."""
+                      roles: tuple[str, ...] = ("agent",), secret_env: tuple[str, ...] = ()) -> Any:
+    """A trial context whose channel (every role of ``roles``) goes to ``base_url`` with the stub's key;
+    ``secret_env``: the variables the real channel reads keys from, kept out of an agent's environment
+    as a trial keeps its own (``python_agent.host.secret_variables``)."""
     from agentrig.channel.client import Channel
     from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
     from agentrig.trial.context import TrialContext
@@ -61,8 +63,10 @@ def throwaway_context(base_url: str, model: str, *, domain: str = "doctor", task
                                                 timeout_s=30, max_attempts=1, wire="chat"),
                         roles={role: RoleConfig() for role in roles})
     channel = Channel(cfg, env={STUB_KEY_ENV: "stub"})
-    return TrialContext(key=TrialKey(arm="doctor", domain=domain, task_id=task_id, trial=0), task=task, seed=0,
-                        channel=channel, send_seed=False)
+    ctx = TrialContext(key=TrialKey(arm="doctor", domain=domain, task_id=task_id, trial=0), task=task, seed=0,
+                       channel=channel, send_seed=False)
+    ctx.secret_env = tuple(secret_env)
+    return ctx
 
 
 def recorded_requests(ctx: Any) -> list[tuple[list[dict], list[dict] | None, dict]]:

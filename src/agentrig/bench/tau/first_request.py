@@ -26,7 +26,7 @@ CAPTURED_KINDS = ("python", "codex", "claude-code")
 _NAMES = {"codex": "Codex CLI", "claude-code": "Claude Code"}
 
 
-def _label(arm: Any) -> tuple[str, FirstRequest | None]:
+def _label(arm: Any, where: str) -> tuple[str, FirstRequest | None]:
     """The agent's name (and version), and a FirstRequest with the problem when it cannot run here."""
     a = arm.agent
     if a.kind == "python":
@@ -36,11 +36,10 @@ def _label(arm: Any) -> tuple[str, FirstRequest | None]:
     version = check_kind_version(a.kind, a.version)
     label = f"{_NAMES[a.kind]} {version}"
     if read_root(root_path(a.kind, version)) is None:
-        where = f"arm {arm.name}"
         return label, FirstRequest(
             arm=arm.name, where=where, messages=[], tools=[], tools_where=where, agent=label,
             problem_code="AGENT_NOT_INSTALLED",
-            problem=f"{label} is not installed yet, so its real first request was not checked (a trial would install it first)",
+            problem=f"{where}: {label} is not installed yet, so its real first request was not checked (a trial would install it first)",
             fix=f"agentrig agents install {a.kind}" + (f" --version {version}" if a.version else "")
                 + ", then run the doctor again")
     return label, None
@@ -51,7 +50,11 @@ async def _capture(r: Any, bench: Any, arm: Any, domain: str, task: Any, model: 
     from .user import build_user
 
     async with stub_endpoint() as stub:
-        ctx = throwaway_context(stub, model, domain=domain, task_id=task.id, task=task, roles=("agent", "user", "judge"))
+        from agentrig.agents.python_agent.host import secret_variables
+
+        real = secret_variables(SimpleNamespace(channel=SimpleNamespace(config=arm.channel)))
+        ctx = throwaway_context(stub, model, domain=domain, task_id=task.id, task=task,
+                                roles=("agent", "user", "judge"), secret_env=tuple(sorted(real)))
         try:
             bench.trial_context(r, SimpleNamespace(key=ctx.key, arm=arm), ctx)
             agent = _build_agent(arm.agent, ctx)
@@ -69,11 +72,11 @@ async def _capture(r: Any, bench: Any, arm: Any, domain: str, task: Any, model: 
 
 async def first_request(r: Any, bench: Any, arm: Any, timeout_s: float = CAPTURE_S) -> FirstRequest:
     """The arm's agent's first request on the experiment's first task (see the module's docstring)."""
-    label, problem = _label(arm)
-    if problem is not None:
-        return problem
     domain, task = r.tasks[0]
     where = f"arm {arm.name}, domain {domain}, task {task.id}"
+    label, problem = _label(arm, where)
+    if problem is not None:
+        return problem
     model = arm.channel.resolve("agent", env={}).model or ""
     started = time.monotonic()
     said = ""
@@ -84,7 +87,7 @@ async def first_request(r: Any, bench: Any, arm: Any, timeout_s: float = CAPTURE
     if best is None:
         return FirstRequest(arm=arm.name, where=where, messages=[], tools=[], tools_where=where, agent=label,
                             problem_code="AGENT_NOT_CHECKED",
-                            problem=f"{label} sent no model request within {time.monotonic() - started:.0f} s when run "
+                            problem=f"{where}: {label} sent no model request within {time.monotonic() - started:.0f} s when run "
                                     "on this host" + (f" ({said[:200]})" if said else ""),
                             fix="run one trial with `agentrig run --smoke` to see the agent's own log")
     messages, tools, params = best
