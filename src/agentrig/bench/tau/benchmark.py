@@ -336,6 +336,7 @@ class Tau2Benchmark(Benchmark):
         arm whose agent we did not write (a Python agent, Codex, Claude Code): the request it really
         sends first, run for one step on the first task against a stub (``first_request.py``)."""
         from concurrent.futures import ThreadPoolExecutor
+        from dataclasses import replace
         from types import SimpleNamespace
 
         from .first_request import CAPTURED_KINDS, first_request
@@ -344,10 +345,18 @@ class Tau2Benchmark(Benchmark):
         from agentrig.agents.base import GREETING
 
         out: list[FirstRequest] = []
+        made: dict[tuple[str, str], FirstRequest] = {}
         for arm in r.arms:
-            if arm.agent.kind in CAPTURED_KINDS and r.tasks:
-                with ThreadPoolExecutor(1) as pool:  # its own loop, whether or not one runs here
-                    out.append(pool.submit(asyncio.run, first_request(r, self, arm)).result())
+            if arm.agent.kind in CAPTURED_KINDS and r.tasks:  # arms alike (agent settings, model): run once
+                key = (arm.agent.model_dump_json(), arm.channel.resolve("agent", env={}).model or "")
+                if key not in made:
+                    with ThreadPoolExecutor(1) as pool:  # its own loop, whether or not one runs here
+                        made[key] = pool.submit(asyncio.run, first_request(r, self, arm)).result()
+                req = made[key]
+                out.append(req if req.arm == arm.name else replace(
+                    req, arm=arm.name, where=req.where.replace(f"arm {req.arm},", f"arm {arm.name},", 1),
+                    tools_where=req.tools_where.replace(f"arm {req.arm},", f"arm {arm.name},", 1),
+                    problem=req.problem and req.problem.replace(f"arm {req.arm},", f"arm {arm.name},", 1)))
                 continue
             if arm.agent.kind != "llm":
                 continue
