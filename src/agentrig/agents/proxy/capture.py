@@ -19,6 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
+from agentrig.benchmark import FirstRequest
+
 STUB_KEY_ENV = "AGENTRIG_DOCTOR_STUB_KEY"
 
 
@@ -86,15 +88,17 @@ def captured(ctx: Any) -> tuple[list[dict], list[dict] | None, dict] | None:
     return with_tools[0] if with_tools else max(found, key=lambda r: len(json.dumps(r[0])), default=None)
 
 
-async def run_until_request(ctx: Any, run: Any, timeout_s: float, ended: Any = None) -> None:
-    """Run the coroutine ``run`` (the agent's step) until a request with tools is recorded, ``ended``
-    (an ``asyncio.Event``, e.g. the proxy's) is set, ``run`` returns, or ``timeout_s`` pass; then
-    cancel it. Whatever ``run`` raises is dropped (the captured request is what matters)."""
+async def run_until_request(ctx: Any, run: Any, timeout_s: float, ended: Any = None, max_requests: int = 3) -> None:
+    """Run the coroutine ``run`` (the agent's step) until a request with tools is recorded, or
+    ``max_requests`` requests (an agent without tools), ``ended`` (an ``asyncio.Event``, e.g. the
+    proxy's) is set, ``run`` returns, or ``timeout_s`` pass; then cancel it. Whatever ``run`` raises
+    is dropped (the captured request is what matters)."""
     task = asyncio.ensure_future(run)
     deadline = time.monotonic() + timeout_s
     try:
         while not task.done() and time.monotonic() < deadline:
-            if (ended is not None and ended.is_set()) or any(tools for _, tools, _ in recorded_requests(ctx)):
+            found = recorded_requests(ctx)
+            if (ended is not None and ended.is_set()) or len(found) >= max_requests or any(t for _, t, _ in found):
                 break
             await asyncio.wait({task}, timeout=0.1)
     finally:
@@ -102,3 +106,18 @@ async def run_until_request(ctx: Any, run: Any, timeout_s: float, ended: Any = N
             task.cancel()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await task
+
+
+def first_request_of(best: Any, *, arm: str, where: str, label: str, took_s: float, said: str = "") -> FirstRequest:
+    """The ``FirstRequest`` of a capture (``captured``'s answer), or one whose ``problem`` says that
+    the agent sent no request (with what it said: ``said``)."""
+    if best is None:
+        return FirstRequest(arm=arm, where=where, messages=[], tools=[], tools_where=where, agent=label,
+                            problem_code="AGENT_NOT_CHECKED",
+                            problem=f"{where}: {label} sent no model request within {took_s:.0f} s when run on this "
+                                    "host" + (f" ({said[:200]})" if said else ""),
+                            fix="run one trial with `agentrig run --smoke` to see the agent's own log")
+    messages, tools, params = best
+    return FirstRequest(arm=arm, where=where, messages=messages, tools=list(tools or []), tools_where=where,
+                        agent=label, tool_choice=params.get("tool_choice"),
+                        parallel_tool_calls=params.get("parallel_tool_calls"))

@@ -17,7 +17,8 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from agentrig.agents.proxy.capture import captured, run_until_request, stub_endpoint, throwaway_context
+from agentrig.agents.proxy.capture import (captured, first_request_of, run_until_request, stub_endpoint,
+                                          throwaway_context)
 from agentrig.benchmark import FirstRequest, Limits
 from agentrig.procs import finish_despite_cancel
 
@@ -84,13 +85,4 @@ async def first_request(r: Any, bench: Any, arm: Any, timeout_s: float = CAPTURE
         best = await _capture(r, bench, arm, domain, task, model, timeout_s)
     except Exception as exc:  # the agent could not be started here
         best, said = None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    if best is None:
-        return FirstRequest(arm=arm.name, where=where, messages=[], tools=[], tools_where=where, agent=label,
-                            problem_code="AGENT_NOT_CHECKED",
-                            problem=f"{where}: {label} sent no model request within {time.monotonic() - started:.0f} s when run "
-                                    "on this host" + (f" ({said[:200]})" if said else ""),
-                            fix="run one trial with `agentrig run --smoke` to see the agent's own log")
-    messages, tools, params = best
-    return FirstRequest(arm=arm.name, where=where, messages=messages, tools=list(tools or []), tools_where=where,
-                        agent=label, tool_choice=params.get("tool_choice"),
-                        parallel_tool_calls=params.get("parallel_tool_calls"))
+    return first_request_of(best, arm=arm.name, where=where, label=label, took_s=time.monotonic() - started, said=said)
