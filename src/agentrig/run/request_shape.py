@@ -5,7 +5,8 @@ agent is the LLM agent and each domain, the agent built as a trial builds it —
 with the domain's policy, its tools in native mode — with the greeting and an opening user
 message; terminal: for each arm whose agent is mini-swe-agent, Codex or Claude Code, the request
 that installed agent really sends first, as its proxy forwards it, made by running it once on this
-host: ``bench/terminal/first_request.py``); each is estimated (about 4 characters a token) and the
+host: ``bench/terminal/first_request.py``; τ²'s Python agent, Codex or Claude Code arms alike, one step
+of the first task: ``bench/tau/first_request.py``; AppWorld's Python agent: ``bench/appworld/first_request.py``); each is estimated (about 4 characters a token) and the
 largest one of our own agents is the shape the doctor uses: the same tool list and ``tool_choice``
 for the tools check, and its size (plus the agent role's ``max_tokens``) against the server's
 window. An installed agent's request is kept apart (``RequestShape.agent``): the doctor sends it

@@ -33,8 +33,9 @@ DROPPED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AGENTRIG_SEALED_")
 
 
 def secret_variables(ctx: Any) -> set[str]:
-    """The variables the trial's channel reads keys and secret headers from, for every role."""
-    names: set[str] = set()
+    """The variables the trial's channel reads keys and secret headers from, for every role (and a
+    throwaway trial's ``secret_env``: the real channel's, ``agents/proxy/capture.py``)."""
+    names: set[str] = set(getattr(ctx, "secret_env", ()))
     config = getattr(ctx.channel, "config", None)
     if config is None:
         return names

@@ -27,6 +27,7 @@ is named by ``exceptions=`` in its registry entry, ``agentrig/benchmark.py``, an
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sys
 from pathlib import Path
@@ -201,7 +202,8 @@ class AppWorldBenchmark(Benchmark):
     def first_requests(self, r: Any) -> list[Any]:
         """Each LLM arm's first request as a trial makes it: the code agent's system prompt (its tool
         mode's rules and the limits), the task prompt of the selected task with the longest
-        instruction, and the ``execute`` tool in native mode."""
+        instruction, and the ``execute`` tool in native mode. A Python agent's arm: the request it
+        really sends first on the first task, against a stub (``first_request.py``)."""
         from agentrig.benchmark import FirstRequest
 
         from . import prompts as texts
@@ -212,6 +214,14 @@ class AppWorldBenchmark(Benchmark):
         b = r.exp.benchmark
         out = []
         for arm in r.arms:
+            if arm.agent.kind == "python":  # the request it really sends first (first_request.py)
+                from concurrent.futures import ThreadPoolExecutor
+
+                from .first_request import first_request
+
+                with ThreadPoolExecutor(1) as pool:  # its own loop, whether or not one runs here
+                    out.append(pool.submit(asyncio.run, first_request(r, self, arm)).result())
+                continue
             if arm.agent.kind != "llm":
                 continue
             a = arm.agent

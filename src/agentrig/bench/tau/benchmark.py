@@ -28,6 +28,7 @@ is named by ``exceptions=`` in its registry entry, ``agentrig/benchmark.py``, an
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -150,7 +151,7 @@ class Tau2Benchmark(Benchmark):
     # -- arms -------------------------------------------------------------------------------
     def roles_needed(self, exp: Any, arm: Any, tasks: list[tuple[str, Any]]) -> set[str]:
         need: set[str] = set()
-        if arm.agent.kind == "python":  # a Python agent's model calls go through its proxy to [roles.agent]
+        if arm.agent.kind in ("python", *_CLI_KINDS):  # their model calls go through the trial's proxy to [roles.agent]
             need.add("agent")
         if exp.user.kind == "llm":
             need.add("user")
@@ -159,6 +160,9 @@ class Tau2Benchmark(Benchmark):
         return need
 
     def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
+        if role == "agent" and arm.agent.kind in _CLI_KINDS:
+            return (f"its agent kind is {arm.agent.kind!r} (its model calls go through the trial's proxy to [roles.agent])",
+                    "set `model` in [roles.agent] (or [channel]), or use a reference agent (kind = \"gold\" / \"noop\")")
         if role == "agent" and arm.agent.kind == "python":
             return ("its agent kind is 'python' (your agent's model calls go through the trial's proxy to [roles.agent])",
                     "set `model` in [roles.agent] (or [channel]), or use a reference agent (kind = \"gold\" / \"noop\")")
@@ -328,14 +332,32 @@ class Tau2Benchmark(Benchmark):
 
     def first_requests(self, r: Any) -> list[FirstRequest]:
         """Each LLM arm's agent built as a trial builds it, per domain: its system prompt (preamble and
-        the domain's policy), its tools (native mode), the greeting and an opening user message."""
+        the domain's policy), its tools (native mode), the greeting and an opening user message. An
+        arm whose agent we did not write (a Python agent, Codex, Claude Code): the request it really
+        sends first, run for one step on the first task against a stub (``first_request.py``)."""
+        from concurrent.futures import ThreadPoolExecutor
+        from dataclasses import replace
         from types import SimpleNamespace
+
+        from .first_request import CAPTURED_KINDS, first_request
 
         from agentrig.agents import build_agent
         from agentrig.agents.base import GREETING
 
         out: list[FirstRequest] = []
+        made: dict[tuple[str, str], FirstRequest] = {}
         for arm in r.arms:
+            if arm.agent.kind in CAPTURED_KINDS and r.tasks:  # arms alike (agent settings, model): run once
+                key = (arm.agent.model_dump_json(), arm.channel.resolve("agent", env={}).model or "")
+                if key not in made:
+                    with ThreadPoolExecutor(1) as pool:  # its own loop, whether or not one runs here
+                        made[key] = pool.submit(asyncio.run, first_request(r, self, arm)).result()
+                req = made[key]
+                out.append(req if req.arm == arm.name else replace(
+                    req, arm=arm.name, where=req.where.replace(f"arm {req.arm},", f"arm {arm.name},", 1),
+                    tools_where=req.tools_where.replace(f"arm {req.arm},", f"arm {arm.name},", 1),
+                    problem=req.problem and req.problem.replace(f"arm {req.arm},", f"arm {arm.name},", 1)))
+                continue
             if arm.agent.kind != "llm":
                 continue
             for domain in dict.fromkeys(d for d, _ in r.tasks):

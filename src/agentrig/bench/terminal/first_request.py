@@ -8,7 +8,7 @@ tool root, on the host, for one model call (``await first_request(arm, agent, mo
 
 - in a fresh temporary directory (its home, its config files as a trial writes them, and a scratch
   working directory), removed afterwards;
-- against a throwaway ``TrialProxy`` whose channel goes to a local stub endpoint (127.0.0.1, a
+- against a throwaway ``TrialProxy`` whose channel goes to a local stub endpoint (``agents/proxy/capture.py``: 127.0.0.1, a
   one-word answer; no request leaves the machine), with the flags and environment that keep each
   CLI headless and offline (``installed.py``);
 - with an environment of its own: ``PATH``, ``HOME`` (the temporary one), the throwaway proxy's
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -34,8 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
+from agentrig.agents.proxy.capture import captured, recorded_requests, stub_endpoint, throwaway_context
 from agentrig.benchmark import FirstRequest
 
 from .installed import HOME_MOUNT, INSTALLED_KINDS, RECORD_FILES, TOOL_MOUNT, InstalledAgent, command_line
@@ -43,52 +41,10 @@ from .installed import HOME_MOUNT, INSTALLED_KINDS, RECORD_FILES, TOOL_MOUNT, In
 CAPTURE_S = 120.0  # the longest an agent may take to send its first request with tools
 INSTRUCTION = "List the files in the current directory with ls, then say how many there are."
 NAMES = {"mini-swe-agent": "mini-swe-agent", "codex": "Codex CLI", "claude-code": "Claude Code"}
-_STUB_KEY_ENV = "AGENTRIG_DOCTOR_STUB_KEY"
 
 
 def agent_label(kind: str, version: str) -> str:
     return f"{NAMES.get(kind, kind)} {version}"
-
-
-# ------------------------------------------------------------------------------ the stub endpoint
-async def _stub_chat(request: web.Request) -> web.Response:
-    """A Chat Completions answer of one word (the agent is ended once its request is in hand)."""
-    raw = await request.read()
-    body = json.loads(raw or b"{}")
-    return web.json_response({
-        "id": "chatcmpl-doctor", "object": "chat.completion", "created": int(time.time()),
-        "model": body.get("model") or "stub",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Done."}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": max(1, len(raw) // 4), "completion_tokens": 1, "total_tokens": max(1, len(raw) // 4) + 1}})
-
-
-@contextlib.asynccontextmanager
-async def _stub_endpoint():
-    app = web.Application(client_max_size=64 * 1024 * 1024)
-    app.router.add_post("/v1/chat/completions", _stub_chat)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        await runner.cleanup()
-
-
-def _throwaway_context(base_url: str, model: str) -> Any:
-    from agentrig.channel.client import Channel
-    from agentrig.config import ChannelConfig, ChannelSettings, RoleConfig
-    from agentrig.trial.context import TrialContext
-    from agentrig.types import TrialKey
-
-    cfg = ChannelConfig(channel=ChannelSettings(base_url=base_url, api_key_env=_STUB_KEY_ENV, model=model or "stub",
-                                                timeout_s=30, max_attempts=1, wire="chat"),
-                        roles={"agent": RoleConfig()})
-    channel = Channel(cfg, env={_STUB_KEY_ENV: "stub"})
-    return TrialContext(key=TrialKey(arm="doctor", domain="terminal", task_id="doctor", trial=0), task=None, seed=0,
-                        channel=channel, send_seed=False)
 
 
 # ------------------------------------------------------------------------------ the agent's run
@@ -123,16 +79,6 @@ async def _end_group(proc: asyncio.subprocess.Process) -> None:
         await asyncio.wait_for(proc.wait(), 5.0)
 
 
-def _requests(ctx: Any) -> list[tuple[list[dict], list[dict] | None, dict]]:
-    """Every agent request of the throwaway trial, rebuilt from its deltas (``AgentRequest``)."""
-    out, messages, tools = [], [], None
-    for req in ctx.trajectory.agent_requests:
-        messages = messages[:req.keep] + list(req.tail)
-        tools = tools if req.same_tools else req.tools
-        out.append((messages, tools, dict(req.params)))
-    return out
-
-
 async def _capture(agent: Any, model: str, tool: Path, entry: str, timeout_s: float) -> tuple[Any, str]:
     """(the agent's first request with tools, or the largest one, or None; what the agent said when none came)."""
     from agentrig.agents.proxy import TrialProxy
@@ -143,8 +89,8 @@ async def _capture(agent: Any, model: str, tool: Path, entry: str, timeout_s: fl
         home, work = tmp / "home", tmp / "work"
         home.mkdir()
         work.mkdir()
-        async with _stub_endpoint() as stub:
-            ctx = _throwaway_context(stub, model)
+        async with stub_endpoint() as stub:
+            ctx = throwaway_context(stub, model, domain="terminal")
             proxy = TrialProxy(ctx, step_limit=4)
             base_url = await proxy.start()
             try:
@@ -156,7 +102,7 @@ async def _capture(agent: Any, model: str, tool: Path, entry: str, timeout_s: fl
                 try:
                     deadline = time.monotonic() + timeout_s
                     while time.monotonic() < deadline and proc.returncode is None:
-                        if proxy.ended.is_set() or any(tools for _, tools, _ in _requests(ctx)):
+                        if proxy.ended.is_set() or any(tools for _, tools, _ in recorded_requests(ctx)):
                             break  # a request with tools, or the throwaway proxy's step limit (an agent without tools)
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(proc.wait(), 0.1)
@@ -170,10 +116,7 @@ async def _capture(agent: Any, model: str, tool: Path, entry: str, timeout_s: fl
             log = home / "agent.log"
             said = log.read_text(encoding="utf-8", errors="replace")[-400:] if log.is_file() else ""
             said = said.replace(proxy.token, "[token]").strip()
-        found = _requests(ctx)
-        with_tools = [r for r in found if r[1]]
-        best = with_tools[0] if with_tools else max(found, key=lambda r: len(json.dumps(r[0])), default=None)
-        return best, said
+        return captured(ctx), said
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
