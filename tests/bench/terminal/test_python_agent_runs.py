@@ -199,3 +199,54 @@ def test_a_command_past_the_agents_time_ends_the_trial_agent_timeout(tmp_path, c
     assert any((e.plugin, e.kind) == ("verifier", "result") for e in rec.trajectory.events)
     (pid_file,) = (tmp_path / "agents").glob("pid-*")
     assert _pid_gone(int(pid_file.name.split("-")[1]))
+
+
+# --------------------------------------------------------------------------------- plug-ins
+
+
+async def test_the_memory_plugin_reaches_each_model_call_of_a_python_agent(tmp_path):
+    """The proxy asks the arm's plug-in before each of the agent's calls (``before_call``): one
+    ``memory.trigger`` per call, numbered as the bash agent's steps, its reminder in that call's
+    request as it reached the endpoint; the memory model reads the commands recorded so far."""
+    from agentrig.agents.base import AgentSettings
+    from agentrig.bench.terminal.episode import play_trial
+    from agentrig.bench.terminal.sandbox import SandboxSettings
+    from agentrig.bench.terminal.scripted.solution_endpoint import SolutionEndpoint
+    from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_task
+    from agentrig.benchmark import Limits
+    from agentrig.plugins.base import PluginSettings
+    from agentrig.plugins.memory.prompts import REMINDER_HEAD
+    from agentrig.trial.context import TrialContext
+    from agentrig.types import TrialKey
+
+    from tests.support import KEY, make_channel
+
+    task = load_task(builtin_tasks_dir() / "stale-lock")
+    agent = AgentSettings(kind="python", entry="terminal_agent:make", path=[str(EXAMPLES)])
+    async with SolutionEndpoint(api_key=KEY, record=True) as ep:
+        channel = make_channel(ep.base_url, ("agent", "memory"), model="solution", timeout_s=60)
+        try:
+            ctx = TrialContext(key=TrialKey(arm="memory", domain="terminal", task_id=task.id, trial=0), task=task,
+                               seed=5, channel=channel, run_id="run-test")
+            rec = await play_trial(ctx, task, agent=agent, sandbox=SandboxSettings(kind="bwrap", cache_dir=tmp_path / "c"),
+                                   limits=Limits(max_steps=50), plugins=[PluginSettings(kind="memory", mode="always_inject")])
+        finally:
+            await channel.aclose()
+    assert rec.verdict.valid and (rec.verdict.termination, rec.verdict.reward) == ("submitted", 1.0)
+    commands = commands_of(rec)
+    calls = len(commands) + 1  # a call per command, then the one whose reply says done
+    triggers = [e.data for e in rec.trajectory.events if e.kind == "memory.trigger"]
+    assert [t["step"] for t in triggers] == list(range(calls)) and all(t["injected"] for t in triggers)
+    agent_calls = [c for c, mc in enumerate(rec.trajectory.model_calls) if mc.role == "agent"]
+    hinted = [e.data for e in rec.trajectory.events if (e.plugin, e.kind) == ("proxy", "hints")]
+    assert [h["call"] for h in hinted] == agent_calls and all(h["sources"] == ["memory"] for h in hinted)
+    sent = [r.json for r in ep.requests if r.method == "POST" and r.headers.get("x-agentrig-role") == "agent"]
+    assert len(sent) == calls and all(REMINDER_HEAD in json.dumps(b) for b in sent)
+    # what the memory model read before the last call: the agent's commands, recorded as they ran
+    edits = [r.json for r in ep.requests if r.method == "POST" and r.headers.get("x-agentrig-role") == "memory"
+             and r.json.get("tools")]
+    assert len(edits) == calls
+    last = edits[-1]["messages"][-1]["content"]
+    assert task.instruction.strip()[:80] in last
+    raws = [c.arguments_raw for m in rec.trajectory.messages for c in m.tool_calls]
+    assert len(raws) == len(commands) and all(f"agent calls bash({raw[:100]}" in last for raw in raws), last
