@@ -250,3 +250,19 @@ async def test_the_memory_plugin_reaches_each_model_call_of_a_python_agent(tmp_p
     assert task.instruction.strip()[:80] in last
     raws = [c.arguments_raw for m in rec.trajectory.messages for c in m.tool_calls]
     assert len(raws) == len(commands) and all(f"agent calls bash({raw[:100]}" in last for raw in raws), last
+
+
+# --------------------------------------------------------------------------------- settings
+
+@pytest.mark.parametrize("agent, said", [
+    ('{ kind = "python" }', 'agent kind "python" needs `entry`'),
+    ('{ kind = "python", entry = "no_such_agent_module:make" }', "agent.entry 'no_such_agent_module:make'"),
+    ('{ kind = "bash", entry = "terminal_agent:make" }', 'agent.entry is for kind "python"'),
+], ids=["no-entry", "cannot-import", "entry-on-bash"])
+def test_bad_python_agent_settings_stop_the_run_before_any_trial(tmp_path, cache, agent, said):
+    toml = experiment(tmp_path, "bad", channel("http://127.0.0.1:9/v1") + f'\n[[arms]]\nname = "a"\nagent = {agent}\n',
+                      cache=cache, run="trials = 1", benchmark='task_ids = ["write-marker"]')
+    done = _agentrig("run", toml)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert said in done.stderr and "fix:" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "runs" / "bad" / "trials.sqlite").exists()
