@@ -3,9 +3,10 @@
 ``host.AgentProcess`` is the machinery of one trial whatever the benchmark (below); a benchmark's
 side says what a turn carries and what a reply means: ``host.PythonAgent`` for τ² (built by
 ``build_agent``: the conversation in, text and tool calls out), ``bench/appworld/python_agent.py``
-for AppWorld (the task and the last execution's output in, code out). One runner serves them all:
-the turn class it hands the agent (``child/agentrig_agent.py``: ``Turn``, ``AppWorldTurn``) and the
-turn's fields come from the host.
+for AppWorld (the task and the last execution's output in, code out), ``bench/terminal/python_agent.py``
+for terminal tasks (the instruction in, commands run in the sandbox over the socket). One runner
+serves them all: the turn class it hands the agent (``child/agentrig_agent.py``: ``Turn``,
+``AppWorldTurn``, ``TerminalTurn``) and the turn's fields come from the host.
 
 One trial:
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import inspect
 import json
 import os
 import signal
@@ -210,6 +211,8 @@ class AgentProcess:
                 if kind == "call_tool":
                     self._flush_output()
                     answer = self.tool_call(msg)
+                    if inspect.isawaitable(answer):  # a benchmark whose calls run async (terminal: a command)
+                        answer = await answer
                     if answer is None:
                         # its call ended the trial: the agent, left waiting for the result (so it makes
                         # no model call after the end), is not asked to close but ended at once
@@ -228,7 +231,8 @@ class AgentProcess:
 
     def tool_call(self, msg: dict) -> dict | None:
         """A tool the agent called in its step (``turn.call_tool``): ``{"content", "error"}``, or
-        None when the call ended the trial. Here: none exists (the agent's error)."""
+        None when the call ended the trial (or an awaitable of either). Here: none exists (the
+        agent's error)."""
         self._failed({"stage": "respond", "error": "this benchmark offers the agent no tools to call"})
         return None
 

@@ -147,7 +147,7 @@ class TerminalBenchmark(Benchmark):
     kind = "terminal"
     settings_model = TerminalSettings
     tables = {"sandbox": SandboxSettings}
-    agent_kinds = ("bash", "oracle", "flaky-oracle", "noop", "mini-swe-agent", "codex", "claude-code", "command")
+    agent_kinds = ("bash", "oracle", "flaky-oracle", "noop", "mini-swe-agent", "codex", "claude-code", "command", "python")
     llm_agent = ("bash", "the LLM bash agent")
     reference_agents = ("oracle", "noop")
     failure_classes = FAILURE_CLASSES
@@ -161,7 +161,7 @@ class TerminalBenchmark(Benchmark):
         """``agent`` for the bash agent and for every agent we did not write (through its proxy)."""
         from .installed import EXTERNAL_KINDS
 
-        return {"agent"} if arm.agent.kind in ("bash", *EXTERNAL_KINDS) else set()
+        return {"agent"} if arm.agent.kind in ("bash", "python", *EXTERNAL_KINDS) else set()
 
     def role_reason(self, exp: Any, role: str, arm: Any, tasks: list[tuple[str, Any]]) -> tuple[str, str]:
         from .installed import EXTERNAL_KINDS
@@ -169,12 +169,20 @@ class TerminalBenchmark(Benchmark):
         if role == "agent" and arm.agent.kind in EXTERNAL_KINDS:
             return (f"its agent kind is '{arm.agent.kind}' (its model calls go through the trial's proxy to [roles.agent])",
                     "set `model` in [roles.agent] (or [channel])")
+        if role == "agent" and arm.agent.kind == "python":
+            return ("its agent kind is 'python' (your agent's model calls go through the trial's proxy to [roles.agent])",
+                    "set `model` in [roles.agent] (or [channel])")
         return super().role_reason(exp, role, arm, tasks)
 
     def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:
         super().check_arm(exp, where, arm, tasks)
+        from agentrig.agents.python_agent import check_settings as check_python, preflight
+
         from .installed import EXTERNAL_KINDS, check_settings
 
+        check_python(arm.agent, where)
+        if arm.agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
+            preflight(arm.agent, where)
         if arm.agent.kind in EXTERNAL_KINDS:
             check_settings(arm.agent, where)
             if exp.sandbox.kind == "local":

@@ -29,6 +29,10 @@ value as the step's reply. What a turn carries and what a reply means is the ben
   ``Reply(code=..., content=...)`` (content: your thought, kept in the record) or a dict
   ``{"code": str, "content": str | None}``. ``None`` (or no code) means: I stop. The code runs in
   AppWorld's session (``apis.<app>.<api>(...)``); ``apis.supervisor.complete_task()`` ends the task.
+- terminal tasks — one ``TerminalTurn`` per trial (the instruction, the working directory, the
+  limits) with ``turn.run(command)`` (or ``await turn.arun(...)``): the command runs in the task's
+  sandbox and its ``CommandOutput`` comes back. Return when you are done (a ``str``: your final
+  note, may be empty); the task's tests run then.
 
 ``agent.close()`` (optional, plain or async) is called when the trial ends.
 """
@@ -36,11 +40,13 @@ value as the step's reply. What a turn carries and what a reply means is the ben
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Protocol, Union
 
-__all__ = ["Agent", "AppWorldTask", "AppWorldTurn", "Reply", "ReplyLike", "ToolCall", "ToolResult", "Turn"]
+__all__ = ["Agent", "AppWorldTask", "AppWorldTurn", "CommandOutput", "Reply", "ReplyLike", "TerminalTurn", "ToolCall",
+           "ToolResult", "Turn"]
 
 
 @dataclass
@@ -159,6 +165,66 @@ class AppWorldTurn:
         if isinstance(self.task, dict):  # as it came over the pipe
             known = {"id", "instruction", "supervisor", "datetime"}
             self.task = AppWorldTask(**{k: v for k, v in self.task.items() if k in known})
+
+
+@dataclass
+class CommandOutput:
+    """What a command run with ``TerminalTurn.run`` gave: its ``output`` (stdout and stderr
+    interleaved, cut in the middle to the run's output limit: ``omitted_chars`` left out), its
+    ``exit_code`` (None when it was killed at its timeout: ``timed_out``), and a ``note`` from the
+    sandbox (e.g. the persistent shell was restarted after a timeout)."""
+
+    output: str
+    exit_code: Optional[int]
+    timed_out: bool = False
+    omitted_chars: int = 0
+    note: Optional[str] = None
+
+    def __str__(self) -> str:
+        return self.output
+
+
+@dataclass
+class TerminalTurn:
+    """A terminal task, the one turn of the trial: run commands, return when you are done.
+
+    ``instruction``: the task. ``workdir``: where commands start (as they see it). ``limits``: the
+    trial's bounds — ``commands`` (the most commands you may run), ``command_timeout_s`` (each
+    command's longest run), ``agent_timeout_s`` (the time the whole agent phase has), ``shell``
+    (``"stateless"``: each command in a fresh ``bash -c`` from ``workdir``; ``"persistent"``: one
+    shell session, ``cd`` and exported variables stay). ``messages`` / ``new``: the instruction as
+    one user message (your conversation is yours to keep). ``step``: 0. ``model``: the model to
+    ask for."""
+
+    instruction: str
+    workdir: str
+    limits: Dict[str, Any]
+    messages: List[Dict[str, Any]]
+    new: List[Dict[str, Any]]
+    step: int
+    model: str
+    _call: Callable[[str, Any], ToolResult] = field(repr=False, default=None)  # type: ignore[assignment]
+    _lock: Any = field(repr=False, default_factory=threading.Lock)
+
+    def run(self, command: str, timeout: Optional[float] = None) -> CommandOutput:
+        """Run ``command`` in the task's sandbox now, as agentrig's bash agent runs its commands
+        (recorded, counted against ``limits["commands"]``). ``timeout``: seconds, at most the
+        per-command timeout (the default). Past the command limit or the agent's time the trial's
+        agent phase ends (this call does not return)."""
+        if not isinstance(command, str) or not command.strip():
+            raise TypeError("run: the command must be a non-empty str")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise ValueError(f"run: timeout must be a positive number of seconds, not {timeout!r}")
+        with self._lock:  # one command at a time over the pipe, also from several threads
+            result = self._call("run", {"command": command, "timeout": timeout})
+        data = json.loads(result.content)
+        return CommandOutput(output=str(data.get("output") or ""), exit_code=data.get("exit_code"),
+                             timed_out=bool(data.get("timed_out")), omitted_chars=int(data.get("omitted_chars") or 0),
+                             note=data.get("note"))
+
+    async def arun(self, command: str, timeout: Optional[float] = None) -> CommandOutput:
+        """``run`` for async code (it waits in a thread, so your event loop runs on)."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.run, command, timeout)
 
 
 class Agent(Protocol):

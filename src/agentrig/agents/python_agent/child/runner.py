@@ -11,7 +11,8 @@ the agent's own and are recorded by agentrig):
 
     agentrig → runner   {"type": "init", entry, settings, model, client, base_url, token,
                          turn, reply, context}   (turn: the agentrig_agent class of each step's turn,
-                                                  "Turn" (τ²) or "AppWorldTurn"; reply: what a plain str
+                                                  "Turn" (τ²), "AppWorldTurn" or "TerminalTurn" (whose
+                                                  run(command) is a call_tool "run"); reply: what a plain str
                                                   reply is, "content" or "code"; context: the turn's
                                                   fields that stay the same through the trial)
     runner → agentrig   {"type": "ready", client, python}  or  {"type": "error", stage, error, traceback}
