@@ -11,7 +11,9 @@ model call through the measuring proxy to the scripted AppWorld endpoint (its ow
 - the retries in the store equal to the faults the endpoint injected (summed over the arms), none
   seen by an agent (its record of the turn holds no error);
 - the key nowhere in the run directory;
-- ``max_steps`` (the executions limit, at the tool server) ends the trial ``limits_exceeded``, valid.
+- ``max_steps`` (the executions limit, at the tool server) ends the trial ``limits_exceeded``, valid;
+- in one process, each agent's isolation: its environment and files hold the per-trial tokens,
+  never the key; its process group and its home are gone after the trial.
 """
 
 from __future__ import annotations
@@ -131,3 +133,75 @@ def test_the_executions_limit_ends_the_trial_limits_exceeded(installed, syntheti
     for r in records:
         assert r.verdict.valid and r.verdict.termination == "limits_exceeded" and r.verdict.reward == 0.0, (r.key, r.verdict)
         assert r.trajectory.counters.get("executions") == 1, r.key
+
+
+def _proc_text(pid: int, name: str) -> str:
+    return Path(f"/proc/{pid}/{name}").read_bytes().replace(b"\0", b"\n").decode(errors="replace")
+
+
+@pytest.mark.parametrize("kind", CLI_KINDS)
+async def test_the_agent_sees_its_tokens_never_the_key_and_is_cleaned_up(installed, kind, synthetic_root,
+                                                                          appworld_python):
+    """In one process: the agent's environment (read from /proc while its first execution runs) holds
+    the two per-trial tokens, never the key, nor do its files; its process group is gone once the
+    completing call ended its turn, its home once the trial ends."""
+    import asyncio
+    import os
+
+    from agentrig.agents.base import AgentSettings
+    from agentrig.bench.appworld.cli_agent import CliAppWorldAgent
+    from agentrig.bench.appworld.data import load_task
+    from agentrig.bench.appworld.episode import AppWorldSession, SessionSettings
+    from agentrig.bench.appworld.pool import WorkerPool
+    from agentrig.bench.appworld.scripted.appworld_endpoint import AppWorldEndpoint
+    from agentrig.benchmark import Limits
+    from agentrig.trial.context import TrialContext
+    from agentrig.types import TrialKey
+
+    from tests.support import KEY, make_channel
+
+    task_id = TASKS[0]
+    endpoint = AppWorldEndpoint(synthetic_root, api_key=KEY)
+    await endpoint.start()
+    pool = WorkerPool(appworld_python, synthetic_root, 1)
+    channel = make_channel(endpoint.base_url, ("agent",), model="appworld-solution", timeout_s=60)
+    ctx = TrialContext(key=TrialKey(arm="a", domain="appworld", task_id=task_id, trial=0),
+                       task=load_task(synthetic_root, task_id), seed=1, channel=channel)
+    seen: list[dict] = []
+    try:
+        async with asyncio.timeout(600), pool.lease() as worker:
+            await worker.call("open", task_id=task_id, exec_timeout_s=60, max_interactions=20, random_seed=100,
+                              raise_on_failure=True, timeout_s=120)
+            session = AppWorldSession(ctx, ctx.task, worker, SessionSettings(
+                agent=AgentSettings(kind=kind), limits=Limits(max_steps=10), execute_timeout_s=60, output_limit=20000))
+            agent = CliAppWorldAgent(AgentSettings(kind=kind), session)
+            execute = session.execute
+
+            async def watching(code):  # while the agent's process waits for this tool call
+                if not seen:
+                    pid = agent.trial.convo.pid
+                    seen.append({"pid": pid, "environ": _proc_text(pid, "environ"), "cmdline": _proc_text(pid, "cmdline"),
+                                 "files": [p.read_bytes() for p in agent.trial.home.rglob("*") if p.is_file()]})
+                return await execute(code)
+
+            session.execute = watching
+            try:
+                await agent.run(session)
+                home, pid = agent.trial.home, agent.trial.convo.pid
+                proxy_token, mcp_token = agent.trial.proxy.token, agent.trial.server.token
+            finally:
+                await agent.aclose()
+            assert session.completed
+    finally:
+        await channel.aclose()
+        await endpoint.stop()
+        pool.close()
+    assert seen, "the agent never executed code"
+    env = dict(line.split("=", 1) for line in seen[0]["environ"].splitlines() if "=" in line)
+    assert env["AGENTRIG_MCP_TOKEN"] == mcp_token
+    assert env.get("OPENAI_API_KEY", env.get("ANTHROPIC_API_KEY")) == proxy_token
+    assert KEY not in seen[0]["environ"] and KEY not in seen[0]["cmdline"]
+    assert all(KEY.encode() not in f for f in seen[0]["files"])
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+    assert not home.exists()
