@@ -12,7 +12,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from agentrig.testing._scripted import actions_played
+from agentrig.testing._scripted import GoldRequestError, actions_played, offered_name
 from agentrig.bench.appworld.scripted.appworld_endpoint import AppWorldEndpoint
 from agentrig.testing.fake_endpoint import ThreadedFakeEndpoint
 from agentrig.bench.tau.scripted.gold_endpoint import GoldEndpoint
@@ -83,3 +83,45 @@ def test_actions_played_counts_tool_calls_natively_and_one_action_replies_in_tex
     assert actions_played(convo, True, "bash", one) == 2
     assert actions_played(convo, False, "bash", one) == 1
     assert actions_played([], True, "bash", one) == actions_played([], False, "bash", one) == 0
+    # an MCP client's names count as the tool's: mcp__appworld__bash, ns.bash — not mybash
+    mcp = [{"role": "assistant", "content": None,
+            "tool_calls": [call("mcp__appworld__bash"), call("ns.bash"), call("mybash"), call("bash__x")]}]
+    assert actions_played(mcp, True, "bash", one) == 2
+
+
+def test_offered_name_is_the_tool_s_own_else_the_one_prefixed_by_an_mcp_client():
+    tools = lambda *names: {"tools": [{"type": "function", "function": {"name": n}} for n in names]}  # noqa: E731
+    assert offered_name("execute", tools("execute", "mcp__appworld__execute")) == "execute"
+    assert offered_name("execute", tools("mcp__appworld__execute", "mcp__appworld__complete_task")) == \
+        "mcp__appworld__execute"
+    assert offered_name("execute", {"tools": [{"type": "function", "name": "appworld.execute"}]}) == "appworld.execute"
+    assert offered_name("execute", tools("reexecute")) == offered_name("execute", None) == "execute"
+    with pytest.raises(GoldRequestError, match="several tools"):
+        offered_name("execute", tools("a__execute", "b__execute"))
+
+
+def test_the_appworld_endpoint_calls_the_tools_an_mcp_agent_offers(tmp_path):
+    """Codex / Claude Code offer execute and complete_task under their MCP prefix: each solution step
+    is a call of the offered execute, counted under that name, then the offered complete_task."""
+    from agentrig.bench.appworld.scripted.appworld_endpoint import AppWorldResponder
+
+    (tmp_path / "synthetic.json").write_text('{"tasks": {"t1": {"steps": [["login", "a = 1\\n"], ["act", "b = 2\\n"]]}}}')
+    responder = AppWorldResponder(tmp_path)
+    tools = [{"type": "function", "function": {"name": f"mcp__appworld__{n}"}} for n in ("execute", "complete_task")]
+    messages: list[dict] = [{"role": "user", "content": "the task"}]
+    replies = []
+    for _ in range(3):
+        reply = responder.play("agent", {"model": "appworld-solution", "messages": messages, "tools": tools},
+                               {"X-Agentrig-Task": "t1"})
+        replies.append([(c["name"], c["arguments"]) for c in reply["tool_calls"]])
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": "{}"}}
+            for c in reply["tool_calls"]]})
+    assert replies == [[("mcp__appworld__execute", {"code": "a = 1\n"})], [("mcp__appworld__execute", {"code": "b = 2\n"})],
+                       [("mcp__appworld__complete_task", {})]]
+    # the code agent offers execute alone: after the steps, complete_task as code, as before
+    only = [{"type": "function", "function": {"name": "execute"}}]
+    late = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": str(i), "type": "function", "function": {"name": "execute", "arguments": "{}"}}]} for i in range(2)]
+    reply = responder.play("agent", {"model": "appworld-solution", "messages": late, "tools": only}, {"X-Agentrig-Task": "t1"})
+    assert [(c["name"], c["arguments"]) for c in reply["tool_calls"]] == [("execute", {"code": "apis.supervisor.complete_task()\n"})]

@@ -34,7 +34,8 @@ class AgentSettings(Strict):
     # when the experiment loads) — τ²: llm, gold, flaky-gold, noop, python (your own Python agent:
     # agents/python_agent/), codex, claude-code (bench/tau/cli_agent.py); terminal: bash (the LLM bash
     # agent), oracle (plays the task's solution), flaky-oracle (skips one solution step with
-    # probability drop_p), noop; AppWorld: llm, oracle, noop, python
+    # probability drop_p), noop; AppWorld: llm, oracle, noop, python, codex, claude-code
+    # (bench/appworld/cli_agent.py)
     kind: str = Field("llm", min_length=1)
     # llm: how tools are offered. native = OpenAI function calling; text = described in the
     # prompt, one JSON action per reply

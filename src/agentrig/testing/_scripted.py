@@ -33,6 +33,7 @@ from ._fake_bodies import Fault, doctor_reply
 from ._fake_server import REQUEST_HEADERS
 
 __all__ = ["GoldRequestError", "MEMORY_NOTE", "ScriptedResponder", "actions_played", "content_text", "header_form",
+           "named", "offered_name",
            "memory_reply", "request_text"]
 
 MEMORY_NOTE = "[gold] first step of the task:"  # how the edit phase's knowledge entry starts
@@ -92,15 +93,40 @@ class ScriptedResponder:
         raise NotImplementedError
 
 
+_SEPARATORS = ("__", ".")
+
+
+def named(name: str, tool: str) -> bool:
+    """Whether ``name`` is ``tool`` itself or ``tool`` under an MCP client's prefix (``mcp__tau__tool``,
+    ``appworld.tool``: it ends with ``__tool`` or ``.tool``)."""
+    return name == tool or any(name.endswith(sep + tool) for sep in _SEPARATORS)
+
+
+def offered_name(name: str, body: dict | None) -> str:
+    """The name the request's tools offer ``name`` by: ``name`` itself, else the one offered tool
+    whose name ends with ``__name`` or ``.name`` (an MCP client's prefix: ``mcp__tau__name``); ``name``
+    when the request offers neither. Several such tools are a request the script cannot answer."""
+    names = [((t or {}).get("function") or {}).get("name") or (t or {}).get("name") or ""
+             for t in (body or {}).get("tools") or () if isinstance(t, dict)]
+    if name in names:
+        return name
+    found = [n for n in names if n != name and named(n, name)]
+    if len(found) > 1:
+        raise GoldRequestError(f"the request offers several tools named like the scripted step's {name!r}: "
+                               f"{', '.join(found[:5])}")
+    return found[0] if found else name
+
+
 def actions_played(messages: list[dict], native: bool, tool: str, one_action: Callable[[str], bool]) -> int:
     """The agent's actions already in the conversation: its calls of ``tool`` (``native``: the request
-    offers tools), else its replies whose text holds exactly one action (``one_action(text)``)."""
+    offers tools; under an MCP client's prefix too, ``named``), else its replies whose text holds
+    exactly one action (``one_action(text)``)."""
     n = 0
     for m in messages:
         if m.get("role") != "assistant":
             continue
         if native:
-            n += sum(1 for tc in m.get("tool_calls") or () if ((tc or {}).get("function") or {}).get("name") == tool)
+            n += sum(1 for tc in m.get("tool_calls") or () if named(((tc or {}).get("function") or {}).get("name") or "", tool))
         elif isinstance(m.get("content"), str) and one_action(m["content"]):
             n += 1
     return n

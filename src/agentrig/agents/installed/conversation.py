@@ -1,5 +1,6 @@
 """Codex CLI or Claude Code held in one conversation, turn by turn: each turn is one headless run
-of the real binary on this host (τ²'s agent: ``bench/tau/cli_agent.py``), the first one starting
+of the real binary on this host (driven by ``cli_trial.py`` for τ², ``bench/tau/cli_agent.py``, and
+AppWorld, ``bench/appworld/cli_agent.py``), the first one starting
 the agent's session and every later one resuming it, so the agent keeps its own history.
 
     convo = CliConversation("codex", root, home, model=…, instructions=policy, proxy_url=…,
@@ -12,7 +13,7 @@ the agent's session and every later one resuming it, so the agent keeps its own 
   ``thread.started`` event; never ``--ephemeral``: resume needs the session files). Its
   ``CODEX_HOME`` holds a ``config.toml`` whose one model provider is the trial's proxy, whose
   ``model_instructions_file`` is the instructions (in place of Codex's own base instructions), whose
-  one MCP server ``[mcp_servers.tau]`` is the trial's tool server (``url``, the token read from
+  one MCP server ``[mcp_servers.<mcp_name>]`` (τ²'s ``tau``, AppWorld's ``appworld``) is the trial's tool server (``url``, the token read from
   ``AGENTRIG_MCP_TOKEN`` by ``bearer_token_env_var``, ``required``, its tools approved), and which
   turns its own tools off (``CODEX_OFF``, ``CODEX_TABLES``: no shell, no sub-agents, goals, web
   search, plug-ins or apps; a read-only sandbox; no environment, permission, apps or skills sections
@@ -20,8 +21,8 @@ the agent's session and every later one resuming it, so the agent keeps its own 
 - **Claude Code**: ``claude -p --output-format stream-json --verbose --session-id <uuid>``, then
   ``--resume <uuid>``, the text on stdin, with ``--system-prompt-file`` (the instructions in place of
   its own system prompt), ``--tools ""`` (none of its built-in tools), ``--strict-mcp-config
-  --mcp-config <home>/mcp.json`` (the tool server as ``tau``, its header naming
-  ``${AGENTRIG_MCP_TOKEN}``) and ``--allowedTools mcp__tau`` (every tool of that server, no other).
+  --mcp-config <home>/mcp.json`` (the tool server as ``<mcp_name>``, its header naming
+  ``${AGENTRIG_MCP_TOKEN}``) and ``--allowedTools mcp__<mcp_name>`` (every tool of that server, no other).
 
 A turn's reply is its last message to the user (Codex's last ``agent_message``, Claude Code's
 ``result``). Each run is a process group of its own, killed whole when one of the ``stop`` events
@@ -51,7 +52,7 @@ from .cli_config import codex_config, toml_value
 from .records import RECORD_FILES, AgentRecord, parse_claude, parse_codex
 
 CONVERSATION_KINDS = ("codex", "claude-code")
-MCP_SERVER = "tau"  # the tool server's name in the agent's config: its tools are mcp__tau__<name>
+MCP_SERVER = "tau"  # the tool server's default name in the agent's config: its tools are mcp__tau__<name>
 MCP_TOKEN_ENV = "AGENTRIG_MCP_TOKEN"
 PATH = "/usr/local/bin:/usr/bin:/bin"
 LINE_LIMIT = 64 * 1024 * 1024  # one JSON event (a tool result inside) may be long
@@ -92,10 +93,11 @@ class CliConversation:
 
     def __init__(self, kind: str, entry: Path, home: Path, *, model: str, instructions: str, proxy_url: str,
                  proxy_token: str, mcp_url: str, mcp_token: str, config: dict[str, Any] | None = None,
-                 config_file: str | None = None, args: list[str] | None = None):
+                 config_file: str | None = None, args: list[str] | None = None, mcp_name: str = MCP_SERVER):
         if kind not in CONVERSATION_KINDS:
             raise ValueError(f"CliConversation: kind {kind!r} is not one of {', '.join(CONVERSATION_KINDS)}")
         self.kind, self.entry, self.home = kind, Path(entry), Path(home)
+        self.mcp_name = mcp_name  # the tool server's name in the agent's config (τ²: tau, AppWorld: appworld)
         self.args = list(args or [])
         self.config = dict(config or {})
         self.session: str | None = None  # Codex's thread id, Claude Code's session id (after the first turn)
@@ -118,7 +120,7 @@ class CliConversation:
                       "default_tools_approval_mode": "approve"}
             text = codex_config(model, f"{proxy_url}/v1", extra,
                                 top={**CODEX_OFF, "model_instructions_file": str(instructions_file)},
-                                tables={**CODEX_TABLES, f"mcp_servers.{MCP_SERVER}": server})
+                                tables={**CODEX_TABLES, f"mcp_servers.{mcp_name}": server})
             (codex_home / "config.toml").write_text(text, encoding="utf-8")
             self.env.update(CODEX_HOME=str(codex_home), OPENAI_BASE_URL=f"{proxy_url}/v1", OPENAI_API_KEY=proxy_token)
         else:
@@ -128,7 +130,7 @@ class CliConversation:
             settings.update(self.config)
             if settings:
                 (claude_home / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
-            servers = {"mcpServers": {MCP_SERVER: {"type": "http", "url": mcp_url,
+            servers = {"mcpServers": {mcp_name: {"type": "http", "url": mcp_url,
                                                    "headers": {"Authorization": f"Bearer ${{{MCP_TOKEN_ENV}}}"}}}}
             (self.home / "mcp.json").write_text(json.dumps(servers, indent=2), encoding="utf-8")
             self.env.update(CLAUDE_ENV, CLAUDE_CONFIG_DIR=str(claude_home), ANTHROPIC_BASE_URL=proxy_url,
@@ -151,7 +153,7 @@ class CliConversation:
             return argv + ([self.session, "-"] if self.session is not None else ["-"])
         argv = [str(self.entry), "-p", "--output-format", "stream-json", "--verbose", "--model", self.model,
                 "--system-prompt-file", str(self._instructions_file), "--tools", "", "--strict-mcp-config",
-                "--mcp-config", str(self.home / "mcp.json"), "--allowedTools", f"mcp__{MCP_SERVER}"]
+                "--mcp-config", str(self.home / "mcp.json"), "--allowedTools", f"mcp__{self.mcp_name}"]
         argv += ["--resume", self.session] if self.session is not None else ["--session-id", self._new_session]
         return argv + self.args
 

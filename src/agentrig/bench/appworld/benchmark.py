@@ -6,7 +6,9 @@
 Tasks: one group, ``appworld``; the selected dataset's tasks (``data.py``). Trials: ``episode.play_trial``
 in a pooled worker of AppWorld's own environment (``pool.py``, ``env.py``), judged by AppWorld's
 ``world.evaluate()``. Agents: ``llm`` (our code agent), ``oracle``, ``noop``, ``python`` (a user's own
-Python agent: ``python_agent.py``; its settings checked and its entry imported before the run).
+Python agent: ``python_agent.py``; its settings checked and its entry imported before the run),
+``codex`` / ``claude-code`` (Codex CLI, Claude Code: ``cli_agent.py``; installed, or found in the
+cache, before the run).
 
 The failure taxonomy reads the failed tests' requirements (AppWorld's own test names): a failed
 answer test (AppWorld's ``assert answers match.``) is ``wrong_answer``; a failed "nothing else
@@ -100,7 +102,7 @@ def classify_failed_tests(names: list[str]) -> list[str]:
 class AppWorldBenchmark(Benchmark):
     kind = "appworld"
     settings_model = AppWorldSettings
-    agent_kinds = ("llm", "oracle", "noop", "python")
+    agent_kinds = ("llm", "oracle", "noop", "python", "codex", "claude-code")
     llm_agent = ("llm", "the AppWorld code agent")
     reference_agents = ("oracle", "noop")
     failure_classes = FAILURE_CLASSES
@@ -120,6 +122,15 @@ class AppWorldBenchmark(Benchmark):
             raise ConfigError(f"{source}: the {b.dataset!r} dataset under {root} selects no task.\n"
                               "  fix: check [benchmark] dataset / task_ids / num_tasks")
         return Selection([(GROUP, t) for t in tasks], root, splits={GROUP: b.dataset})
+
+    def prepare(self, exp: Any, source: Path, selection: Selection) -> None:
+        """Install (or find cached) Codex and Claude Code for the arms that play them (a progress line)."""
+        from .cli_agent import CLI_KINDS
+
+        if any(arm.agent.kind in CLI_KINDS for arm in exp.arms):
+            from agentrig.agents.installed.toolroot import install_arms
+
+            install_arms(exp.arms, CLI_KINDS, progress=lambda line: print(line, file=sys.stderr, flush=True))
 
     def check(self, exp: Any, source: Path, selection: Selection) -> None:
         from .env import check, resolve_python
@@ -149,6 +160,15 @@ class AppWorldBenchmark(Benchmark):
         check_settings(arm.agent, where)
         if arm.agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
             preflight(arm.agent, where)
+        a = arm.agent
+        if a.kind in ("codex", "claude-code"):
+            if a.run is not None or a.mount is not None:
+                field = "run" if a.run is not None else "mount"
+                raise ConfigError(f"{where}: agent.{field} is for terminal's kind \"command\", not {a.kind!r}.\n"
+                                  f"  fix: remove `{field}`")
+            if a.config_file is not None and not Path(a.config_file).is_file():
+                raise ConfigError(f"{where}: agent.config_file {a.config_file} not found.\n"
+                                  "  fix: give the file's path relative to the experiment file")
 
     @staticmethod
     def _check_oracles(exp: Any, source: Path, selection: Selection) -> None:

@@ -10,7 +10,8 @@
   anyway: an ``oracle``/``no_solution`` event and nothing runs;
 - ``kind = "noop"``: runs nothing (AppWorld's no-op baseline: only tests labelled ``no_op_pass``
   can pass);
-- ``kind = "python"``: a user's own Python agent (``python_agent.AppWorldPythonAgent``).
+- ``kind = "python"``: a user's own Python agent (``python_agent.AppWorldPythonAgent``);
+- ``kind = "codex"`` / ``"claude-code"``: Codex CLI or Claude Code (``cli_agent.CliAppWorldAgent``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from agentrig.types import Message, ToolCall
 from . import prompts as texts
 from .data import solution_code
 
-APPWORLD_KINDS = ("llm", "oracle", "noop", "python")
+APPWORLD_KINDS = ("llm", "oracle", "noop", "python", "codex", "claude-code")
 
 
 class OracleAgent:
@@ -68,4 +69,8 @@ def build_appworld_agent(settings: AgentSettings, session: Any, run: Any) -> Any
         from .python_agent import AppWorldPythonAgent
 
         return AppWorldPythonAgent(settings, session)
+    if kind in ("codex", "claude-code"):
+        from .cli_agent import CliAppWorldAgent
+
+        return CliAppWorldAgent(settings, session)
     raise ConfigError(f"agent setting `kind`: {kind!r} cannot play AppWorld tasks (fix: use one of {', '.join(APPWORLD_KINDS)})")

@@ -30,15 +30,13 @@ agent's session, every later one resumes it):
   ``agentrig instability`` finds its decision steps and resamples their recorded requests.
 
 The agent's home (its config, session files and record) is a private temporary directory, removed
-when the trial ends (``aclose``).
+when the trial ends (``aclose``). The benchmark-neutral part (the proxy, the tool server, the kill at
+the end, the turn's event) is ``agents/installed/cli_trial.py``, shared with AppWorld's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from agentrig.agents import prompts
@@ -46,7 +44,6 @@ from agentrig.agents.base import GREETING, AgentSettings, AgentStop
 from agentrig.types import Message, Transient
 
 CLI_KINDS = ("codex", "claude-code")
-LOG_TAIL_CHARS = 1500
 
 
 def _said(m: Message) -> str:
@@ -62,62 +59,47 @@ class CliTauAgent:
     """One trial's Codex or Claude Code (see the module's docstring)."""
 
     def __init__(self, settings: AgentSettings, ctx: Any):
+        from agentrig.agents.installed.cli_trial import CliTrial
+
         self.settings, self.ctx = settings, ctx
-        self.proxy: Any = None
-        self.server: Any = None
-        self.convo: Any = None
-        self.home: Path | None = None
+        self.trial = CliTrial(settings, ctx)
         self._earlier: list[Message] = []
         self._first = 0  # the proxy's replies before this turn
 
-    async def start(self, history: list[Message]) -> None:
-        from agentrig.agents.installed.conversation import CliConversation
-        from agentrig.agents.installed.toolroot import ensure_tool_root
-        from agentrig.agents.proxy import TrialProxy
-        from agentrig.errors import ConfigError
+    # the trial's parts, as the tests and the episode see them
+    proxy = property(lambda self: self.trial.proxy)
+    server = property(lambda self: self.trial.server)
+    convo = property(lambda self: self.trial.convo)
+    home = property(lambda self: self.trial.home)
 
+    async def start(self, history: list[Message]) -> None:
         from .mcp import tau_tool_server
 
         a, ctx = self.settings, self.ctx
-        if ctx.channel is None:
-            raise ConfigError(f"agent kind {a.kind!r} needs a model, but the trial has no channel "
-                              "(fix: configure [channel] / [roles.agent] with a base URL and a model)")
-        root = await asyncio.to_thread(ensure_tool_root, a.kind, a.version)
-        model = ctx.channel.role("agent").model or ""
-        self.home = Path(tempfile.mkdtemp(prefix=f"agentrig-tau-{a.kind}-"))
-        self.proxy = TrialProxy(ctx, step_limit=a.step_limit, token_limit=a.token_limit, cost_limit=a.cost_limit)
-        proxy_url = await self.proxy.start()
-        self.server = tau_tool_server(ctx)
-        self.server.instructions = ""  # the policy is in the agent's own instructions: not twice
-        self.server.call = self._stopping_at_the_end(self.server.call)
-        mcp_url = await self.server.start()
+        server = tau_tool_server(ctx)
+        server.instructions = ""  # the policy is in the agent's own instructions: not twice
+        ended = getattr(ctx.bench, "ended", None)
         preamble = prompts.preamble(a.prompt, text_mode=False, parallel_tool_calls=a.parallel_tool_calls)
-        self.convo = CliConversation(
-            a.kind, root.path / root.entry, self.home, model=model,
-            instructions=prompts.system_prompt(preamble, ctx.bench.policy), proxy_url=proxy_url,
-            proxy_token=self.proxy.token, mcp_url=mcp_url, mcp_token=self.server.token, config=a.config,
-            config_file=a.config_file, args=a.args)
+        server.call = self._naming_calls(server.call)
+        await self.trial.start(server, prompts.system_prompt(preamble, ctx.bench.policy), mcp_name="tau",
+                               ended=(lambda: ended.is_set()) if ended is not None else (lambda: False))
         self._earlier = [m for m in history if not (m.role == "assistant" and m.content == GREETING and not m.tool_calls)]
-        ctx.event("agent", "start", agent=a.kind, version=root.version, command=" ".join(self.convo.argv()))
 
-    def _stopping_at_the_end(self, call: Any) -> Any:
-        """The tool server's call, killing the agent's turn at once when the call ended the trial
-        (a transfer, a limit): the agent never reads that result, so it makes no model call after."""
-        ended = getattr(self.ctx.bench, "ended", None)
+    def _naming_calls(self, call: Any) -> Any:
+        """The tool server's call, the message it adds naming the model call it came from (the turn's
+        last answered one): one decision step per model call, as ``agentrig instability`` reads them."""
 
-        def call_then_stop(*args: Any, **kwargs: Any) -> Any:
+        def call_naming(*args: Any, **kwargs: Any) -> Any:
             messages = self.ctx.trajectory.messages
             before = len(messages)
             result = call(*args, **kwargs)
             made = self._last_call()
-            for m in messages[before:]:  # the call's message names the model call it came from
+            for m in messages[before:]:
                 if m.role == "assistant" and m.tool_calls and m.call is None:
                     m.call = made
-            if ended is not None and ended.is_set() and self.convo is not None:
-                self.convo.kill()
             return result
 
-        return call_then_stop
+        return call_naming
 
     def _last_call(self) -> int | None:
         """The trajectory index of the turn's last model call (None: the turn made none yet)."""
@@ -133,45 +115,22 @@ class CliTauAgent:
         return f"The conversation so far:\n{earlier}\n\nThe customer's new message:\n{now}"
 
     async def respond(self, incoming: list[Message], transient: list[Transient]) -> Message:
-        ctx, convo = self.ctx, self.convo
+        ctx = self.ctx
         ended = getattr(ctx.bench, "ended", None) or asyncio.Event()
         self.proxy.hints = list(transient)  # a proxy that adds hints puts them in this turn's requests
         self._first = len(self.proxy.replies)
         try:
-            turn = await convo.turn(self._prompt(incoming), stop=(ended, self.proxy.ended))
+            turn = await self.trial.turn(self._prompt(incoming), stop=(ended,))
         finally:
             self.proxy.hints = []
-        ctx.event("agent", "turn", agent=self.settings.kind, turn=convo.turns, session=convo.session,
-                  exit_code=turn.exit_code, stopped=turn.stopped, tool_calls=turn.tool_calls,
-                  failed_tool_calls=turn.failed_tool_calls[:20], errors=turn.record.errors[:20],
-                  notes=turn.notes[:20], finished=turn.record.finished)
         if ended.is_set():  # the episode ended in the middle of the turn: this reply is dropped
             return Message(role="assistant", content="")
-        if self.proxy.failure is not None:
-            raise self.proxy.failure
-        if self.proxy.stop is not None:
-            raise self.proxy.stop
+        self.trial.raise_stop(server=False)
         if not (turn.reply or "").strip():
             raise AgentStop("agent_error", f"the {self.settings.kind} turn ended without a message to the user "
-                                           f"(exit code {turn.exit_code}): {self._log_tail()}")
+                                           f"(exit code {turn.exit_code}): {self.trial.log_tail()}")
         return Message(role="assistant", content=turn.reply, call=self._last_call())
-
-    def _log_tail(self) -> str:
-        try:
-            text = self.convo.log_path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
-        except OSError:
-            return ""
-        for secret, shown in ((self.proxy.token, "[trial token]"), (self.server.token, "[mcp token]")):
-            text = text.replace(secret, shown)
-        return text
 
     async def aclose(self) -> None:
         """The trial's end: the proxy and the tool server stop, the agent's home goes."""
-        try:
-            if self.proxy is not None:
-                await self.proxy.close()
-            if self.server is not None:
-                await self.server.close()
-        finally:
-            if self.home is not None:
-                shutil.rmtree(self.home, ignore_errors=True)
+        await self.trial.aclose()

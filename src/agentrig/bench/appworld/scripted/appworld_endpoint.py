@@ -19,7 +19,11 @@ answer). The task is named by the ``X-Agentrig-Task`` header; its play is read f
 - the steps already played are counted in the conversation: ``execute`` tool calls (native mode,
   the request offers tools) or assistant replies holding exactly one ``python`` block (text mode,
   parsed as the code agent parses them);
-- after the last step every later request gets ``apis.supervisor.complete_task()``;
+- after the last step every later request gets ``apis.supervisor.complete_task()`` (a call of the
+  ``complete_task`` tool when the request offers one: Codex's, Claude Code's MCP tools);
+- a tool is called by the name the request offers it under: ``execute`` itself, else the one offered
+  tool ending in ``__execute`` / ``.execute`` (an MCP client's prefix: ``mcp__appworld__execute``;
+  ``offered_name``), and the steps played are counted under either name;
 - role ``memory`` (the memory plug-in) gets the gold endpoint's memory replies, the task's first
   step (its label and first line of code) as the note;
 - role ``doctor`` (``agentrig doctor``'s probes) is answered as by any server that calls tools; any
@@ -42,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.testing._noise import Noise, obeys
-from agentrig.testing._scripted import GoldRequestError, ScriptedResponder, actions_played, header_form, memory_reply
+from agentrig.testing._scripted import (GoldRequestError, ScriptedResponder, actions_played, header_form, memory_reply,
+                                        offered_name)
 from agentrig.testing.fake_endpoint import FakeEndpoint
 
 VARIANTS = ("solution", "wrong_answer", "collateral")
@@ -51,6 +56,7 @@ NOISE_CODE = "print('not sure yet; looking around')\n"
 COMPLETE_CODE = "apis.supervisor.complete_task()\n"
 GROUP = "appworld"
 TOOL_NAME = "execute"
+COMPLETE_TOOL = "complete_task"  # the MCP tool server's (bench/appworld/mcp.py), offered to Codex / Claude Code
 
 
 class _FirstStep:
@@ -110,8 +116,17 @@ class AppWorldResponder(ScriptedResponder):
             code = NOISE_CODE
         thought = f"Step {n + 1}: {label}."
         if native:
-            return {"content": thought, "tool_calls": [{"id": f"aw_{n + 1}", "name": TOOL_NAME, "arguments": {"code": code}}]}
+            complete = offered_name(COMPLETE_TOOL, body)
+            if n >= len(steps) and (complete != COMPLETE_TOOL or _offers(body, COMPLETE_TOOL)):  # an MCP agent's tool
+                return {"content": thought, "tool_calls": [{"id": f"aw_{n + 1}", "name": complete, "arguments": {}}]}
+            return {"content": thought, "tool_calls": [{"id": f"aw_{n + 1}", "name": offered_name(TOOL_NAME, body),
+                                                        "arguments": {"code": code}}]}
         return {"content": f"{thought}\n\n```python\n{code.rstrip()}\n```"}
+
+
+def _offers(body: dict, name: str) -> bool:
+    return any(((t or {}).get("function") or {}).get("name") == name or (t or {}).get("name") == name
+               for t in body.get("tools") or () if isinstance(t, dict))
 
 
 class AppWorldEndpoint(FakeEndpoint):

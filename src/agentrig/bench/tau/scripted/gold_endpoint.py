@@ -69,7 +69,7 @@ from typing import Any
 from agentrig.agents.base import GREETING
 from agentrig.errors import AgentrigError
 from agentrig.testing._noise import Noise, add_noise_arguments, noise_of, obeys
-from agentrig.testing._scripted import (MEMORY_NOTE, GoldRequestError, ScriptedResponder, content_text, header_form,
+from agentrig.testing._scripted import (MEMORY_NOTE, offered_name, GoldRequestError, ScriptedResponder, content_text, header_form,
                                        memory_reply)
 from agentrig.testing.fake_endpoint import FakeEndpoint
 
@@ -105,24 +105,6 @@ def judge_reply(messages: list[dict]) -> dict:
     results = [{"expectedOutcome": o, "reasoning": "The gold conversation meets this outcome.",
                 "metExpectation": True} for o in outcomes]
     return {"content": json.dumps({"results": results})}
-
-
-_SEPARATORS = ("__", ".")
-
-
-def offered_name(name: str, body: dict | None) -> str:
-    """The name the request's tools offer ``name`` by: ``name`` itself, else the one offered tool
-    whose name ends with ``__name`` or ``.name`` (an MCP client's prefix: ``mcp__tau__name``); ``name``
-    when the request offers neither. Several such tools are a request the script cannot answer."""
-    names = [((t or {}).get("function") or {}).get("name") or (t or {}).get("name") or ""
-             for t in (body or {}).get("tools") or () if isinstance(t, dict)]
-    if name in names:
-        return name
-    found = [n for n in names if any(n.endswith(sep + name) for sep in _SEPARATORS)]
-    if len(found) > 1:
-        raise GoldRequestError(f"the request offers several tools named like the gold step's {name!r}: "
-                               f"{', '.join(found[:5])}")
-    return found[0] if found else name
 
 
 def _is_text(m: dict) -> bool:
