@@ -25,6 +25,8 @@ from agentrig.errors import AgentStop  # noqa: F401 (re-exported: agents raise i
 from agentrig.types import Message, Strict, Transient
 
 GREETING = "Hi! How can I help you today?"
+# the installed agents that also play a τ² or AppWorld trial (a conversation: agents/installed/cli_trial.py)
+CONVERSATION_KINDS = ("codex", "claude-code")
 
 
 class AgentSettings(Strict):

@@ -32,7 +32,23 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from agentrig.agents.base import CONVERSATION_KINDS  # noqa: F401 (the kinds this module runs)
+
 LOG_TAIL_CHARS = 1500
+
+
+def check_conversation_settings(agent: Any, where: str) -> None:
+    """The settings of Codex or Claude Code on a benchmark without a sandbox (τ², AppWorld): terminal's
+    ``run``/``mount`` refused, a ``config_file`` that exists (each error names the field and the fix)."""
+    from agentrig.errors import ConfigError
+
+    if agent.run is not None or agent.mount is not None:
+        field = "run" if agent.run is not None else "mount"
+        raise ConfigError(f"{where}: agent.{field} is for terminal's kind \"command\", not {agent.kind!r}.\n"
+                          f"  fix: remove `{field}`")
+    if agent.config_file is not None and not Path(agent.config_file).is_file():
+        raise ConfigError(f"{where}: agent.config_file {agent.config_file} not found.\n"
+                          "  fix: give the file's path relative to the experiment file")
 
 
 class CliTrial:

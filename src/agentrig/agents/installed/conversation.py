@@ -48,10 +48,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrig.agents.base import CONVERSATION_KINDS
+
 from .cli_config import codex_config, toml_value
 from .records import RECORD_FILES, AgentRecord, parse_claude, parse_codex
 
-CONVERSATION_KINDS = ("codex", "claude-code")
 MCP_SERVER = "tau"  # the tool server's default name in the agent's config: its tools are mcp__tau__<name>
 MCP_TOKEN_ENV = "AGENTRIG_MCP_TOKEN"
 PATH = "/usr/local/bin:/usr/bin:/bin"

@@ -40,7 +40,7 @@ naming ``agent.python`` / ``agent.entry`` and the fix. ``entry_sha`` (a hash of 
 file) is in the run's comparability snapshot: a changed module is another agent.
 """
 
-from .check import PYTHON_FIELDS, check_settings, entry_sha, preflight
+from .check import PYTHON_FIELDS, check_agent, check_settings, entry_sha, preflight
 from .host import AgentProcess, PythonAgent
 
-__all__ = ["PYTHON_FIELDS", "AgentProcess", "PythonAgent", "check_settings", "entry_sha", "preflight"]
+__all__ = ["PYTHON_FIELDS", "AgentProcess", "PythonAgent", "check_agent", "check_settings", "entry_sha", "preflight"]

@@ -133,3 +133,11 @@ def entry_sha(agent: Any) -> str | None:
         return sha(Path(file).read_bytes()) if file else None
     except OSError:
         return None
+
+
+def check_agent(agent: Any, where: str) -> None:
+    """What every benchmark checks of an arm's agent before the run: kind python's settings (and
+    none of them on another kind), then, for kind python, the preflight."""
+    check_settings(agent, where)
+    if agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
+        preflight(agent, where)

@@ -155,20 +155,13 @@ class AppWorldBenchmark(Benchmark):
 
     def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:
         super().check_arm(exp, where, arm, tasks)
-        from agentrig.agents.python_agent import check_settings, preflight
+        from agentrig.agents.base import CONVERSATION_KINDS
+        from agentrig.agents.installed.cli_trial import check_conversation_settings
+        from agentrig.agents.python_agent import check_agent
 
-        check_settings(arm.agent, where)
-        if arm.agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
-            preflight(arm.agent, where)
-        a = arm.agent
-        if a.kind in ("codex", "claude-code"):
-            if a.run is not None or a.mount is not None:
-                field = "run" if a.run is not None else "mount"
-                raise ConfigError(f"{where}: agent.{field} is for terminal's kind \"command\", not {a.kind!r}.\n"
-                                  f"  fix: remove `{field}`")
-            if a.config_file is not None and not Path(a.config_file).is_file():
-                raise ConfigError(f"{where}: agent.config_file {a.config_file} not found.\n"
-                                  "  fix: give the file's path relative to the experiment file")
+        check_agent(arm.agent, where)
+        if arm.agent.kind in CONVERSATION_KINDS:
+            check_conversation_settings(arm.agent, where)
 
     @staticmethod
     def _check_oracles(exp: Any, source: Path, selection: Selection) -> None:

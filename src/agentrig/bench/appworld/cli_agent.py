@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrig.agents.base import AgentSettings
+from agentrig.agents.base import CONVERSATION_KINDS, AgentSettings
 from agentrig.types import Message
 
 from . import prompts as texts
 
-CLI_KINDS = ("codex", "claude-code")
+CLI_KINDS = CONVERSATION_KINDS
 MCP_NAME = "appworld"  # the tool server's name in the agent's config: mcp__appworld__execute
 
 

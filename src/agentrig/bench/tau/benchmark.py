@@ -33,6 +33,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentrig.agents.base import CONVERSATION_KINDS
 from agentrig.benchmark import FirstRequest, Benchmark, Limits, Selection, json_sha, sha
 from agentrig.errors import ConfigError, DataError
 
@@ -67,7 +68,7 @@ def _domain_bits(r: Any, domain: str, policy: Any) -> tuple[Any, Path, str]:
     return cache[("spec", domain)], cache[("dir", domain)], cache[pkey]
 
 
-_CLI_KINDS = ("codex", "claude-code")  # agents we did not write, run by cli_agent.py
+_CLI_KINDS = CONVERSATION_KINDS  # agents we did not write, run by cli_agent.py
 
 # what a user's first message usually takes (the user simulator writes it; about 100 tokens)
 OPENING = "x" * 400
@@ -178,20 +179,12 @@ class Tau2Benchmark(Benchmark):
 
     def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:
         super().check_arm(exp, where, arm, tasks)
-        from agentrig.agents.python_agent import check_settings, preflight
+        from agentrig.agents.installed.cli_trial import check_conversation_settings
+        from agentrig.agents.python_agent import check_agent
 
-        check_settings(arm.agent, where)
-        if arm.agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
-            preflight(arm.agent, where)
-        a = arm.agent
-        if a.kind in _CLI_KINDS:
-            if a.run is not None or a.mount is not None:
-                field = "run" if a.run is not None else "mount"
-                raise ConfigError(f"{where}: agent.{field} is for terminal's kind \"command\", not {a.kind!r}.\n"
-                                  f"  fix: remove `{field}`")
-            if a.config_file is not None and not Path(a.config_file).is_file():
-                raise ConfigError(f"{where}: agent.config_file {a.config_file} not found.\n"
-                                  "  fix: give the file's path relative to the experiment file")
+        check_agent(arm.agent, where)
+        if arm.agent.kind in CONVERSATION_KINDS:
+            check_conversation_settings(arm.agent, where)
         policy = arm.agent.policy
         for domain in sorted({d for d, _ in tasks}):
             if policy not in tau_data.policy_variants(domain):

@@ -40,10 +40,10 @@ import asyncio
 from typing import Any
 
 from agentrig.agents import prompts
-from agentrig.agents.base import GREETING, AgentSettings, AgentStop
+from agentrig.agents.base import CONVERSATION_KINDS, GREETING, AgentSettings, AgentStop
 from agentrig.types import Message, Transient
 
-CLI_KINDS = ("codex", "claude-code")
+CLI_KINDS = CONVERSATION_KINDS
 
 
 def _said(m: Message) -> str:

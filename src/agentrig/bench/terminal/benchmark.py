@@ -176,13 +176,11 @@ class TerminalBenchmark(Benchmark):
 
     def check_arm(self, exp: Any, where: str, arm: Any, tasks: list[tuple[str, Any]]) -> None:
         super().check_arm(exp, where, arm, tasks)
-        from agentrig.agents.python_agent import check_settings as check_python, preflight
+        from agentrig.agents.python_agent import check_agent
 
         from .installed import EXTERNAL_KINDS, check_settings
 
-        check_python(arm.agent, where)
-        if arm.agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
-            preflight(arm.agent, where)
+        check_agent(arm.agent, where)
         if arm.agent.kind in EXTERNAL_KINDS:
             check_settings(arm.agent, where)
             if exp.sandbox.kind == "local":
