@@ -549,3 +549,24 @@ async def test_every_streamed_event_is_one_of_the_sdk_s_own_types(fake, wire):
     else:
         assert seen[:2] == ["message_start", "ping"] and seen[-2:] == ["message_delta", "message_stop"]
         assert seen.count("content_block_start") == 4 == seen.count("content_block_stop")  # thinking, text, 2 tool uses
+
+
+# ------------------------------------------------------------------------ an agent gone mid-request
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages/count_tokens"])
+async def test_an_agent_that_goes_away_mid_request_leaves_no_traceback_and_no_call(fake, caplog, path):
+    """An agent ended while it sends a request (the doctor's capture, a trial's end kills it): the
+    proxy reads a body cut short — nobody to answer, no model call, and no "Error handling request"
+    traceback on agentrig's stderr (the doctor's output once showed one)."""
+    async with serving(fake) as proxy:
+        host, port = proxy.base_url.split("//")[1].split("/")[0].split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        head = (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {proxy.token}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+        writer.write(head.encode() + b'{"model": "m", "messages": [')
+        await writer.drain()
+        await asyncio.sleep(0.2)  # the proxy is reading the body
+        writer.transport.abort()  # the agent is gone
+        for _ in range(50):  # the proxy's handler notices, then finishes
+            await asyncio.sleep(0.02)
+        assert proxy.steps == 0 and not upstream(fake)
+    assert not [r for r in caplog.records if r.exc_info or "Error handling request" in r.getMessage()]

@@ -26,7 +26,10 @@ STUB_KEY_ENV = "AGENTRIG_DOCTOR_STUB_KEY"
 
 async def _stub_chat(request: web.Request) -> web.Response:
     """A Chat Completions answer of one word (the agent is ended once its request is in hand)."""
-    raw = await request.read()
+    try:
+        raw = await request.read()
+    except ConnectionResetError:  # the agent was ended while it sent this one: no one to answer
+        return web.Response(status=400, text="the request was cut off")
     body = json.loads(raw or b"{}")
     return web.json_response({
         "id": "chatcmpl-doctor", "object": "chat.completion", "created": int(time.time()),

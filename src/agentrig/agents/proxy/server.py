@@ -206,6 +206,8 @@ class TrialProxy:
             body = json.loads(await request.read())
         except ValueError:
             return self._error("anthropic", 400, "the request body is not JSON")
+        except ConnectionResetError:  # the agent went away mid-request (ended, killed): no one to answer
+            return self._error("anthropic", 400, "the request was cut off")
         return web.json_response({"input_tokens": estimate_tokens(body)})
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
@@ -231,6 +233,8 @@ class TrialProxy:
         except ValueError as exc:  # not JSON, or a body the wire cannot mean (BadBody)
             text = str(exc) if isinstance(exc, BadBody) else "the request body is not JSON"
             return self._error(wire, 400, text)
+        except ConnectionResetError:  # the agent went away mid-request (ended, killed): no one to answer,
+            return self._error(wire, 400, "the request was cut off")  # nothing sent, nothing recorded
         if inbound.left_out:
             self._note_left_out(wire, inbound.left_out)
         over = self._over_limit()
