@@ -47,7 +47,8 @@ async def fake():
 
 # Long files that have no slow-marked test (a minute or more of one worker's time each).
 _LONG_FILES = ("tests/analysis/test_instability.py", "tests/test_demo.py", "tests/bench/appworld/test_appworld_runs.py",
-               "tests/channel/test_cli_doctor_agents.py", "tests/agents/test_proxy.py")
+               "tests/channel/test_cli_doctor_agents.py", "tests/agents/test_proxy.py",
+               "tests/integration/test_python_agent_runs.py")
 
 
 # Files that hold a deadline (a run's exit within 10 s of Ctrl-C): handed out before anything else,

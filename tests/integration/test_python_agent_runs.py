@@ -5,7 +5,8 @@ data — against the gold endpoint (its own process) answering a fifth of the re
 500 / a malformed body. Every trial valid, each Python arm's reward per trial the same as agentrig's
 LLM agent's on the same tasks and seeds, retries counted, the key nowhere (not in the run
 directory, not in the agent process's environment). A bad interpreter or an entry that cannot be
-imported: exit 1 with the error before the run."""
+imported: exit 1 with the error before the run. The scale run (20 tasks a domain, beside Codex and
+Claude Code) is tests/integration/test_external_agents_scale.py."""
 
 from __future__ import annotations
 
@@ -115,13 +116,6 @@ def test_python_agents_earn_what_the_llm_agent_earns_under_faults(tau2_root, fau
     task_ids = _task_ids(tau2_root, 3)
     toml = write_experiment(tmp_path / "pyagents.toml", faulty_gold.base_url, tau2_root, task_ids)
     check_run(agentrig_run(toml, timeout=900), task_ids)
-
-
-@pytest.mark.slow
-def test_python_agents_on_a_larger_sample(tau2_root, faulty_gold, tmp_path):
-    task_ids = _task_ids(tau2_root, 16)
-    toml = write_experiment(tmp_path / "pyagents_large.toml", faulty_gold.base_url, tau2_root, task_ids)
-    check_run(agentrig_run(toml, timeout=2400), task_ids)
 
 
 @pytest.mark.parametrize("agent, names", [
