@@ -34,7 +34,8 @@ from tests.bench.tau.test_cli_agents import _registry_reachable
 from tests.integration.test_gold_runs import KEY_ENV, _agentrig, _env, assert_no_key
 from tests.support import EndpointProcess
 
-TASKS = ["5a1c0de_1", "6b2d1ef_1"]  # a note made; a question answered (complete_task(answer=…))
+# every synthetic task: notes made, a question answered (complete_task(answer=…)), a note deleted, two apps
+TASKS = ["5a1c0de_1", "5a1c0de_2", "6b2d1ef_1", "7c3e2fa_1", "8d4f3ab_1"]
 ARMS = {"native": '{ kind = "llm" }', **{k: f'{{ kind = "{k}" }}' for k in CLI_KINDS}}
 
 
