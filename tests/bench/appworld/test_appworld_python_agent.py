@@ -51,6 +51,9 @@ ARMS = {  # arm → (agent table, model)
     "py-stops": (py(stop_at=1), SOLUTION),
     "py-tools": (py(tool_calls_at=0), SOLUTION),
     "py-memory": (py() + '\nplugins = [{ kind = "memory" }]', SOLUTION),
+    # the Agents SDK example: its `execute` tool called once a step, on the Responses wire
+    "py-sdk": (f'{{ kind = "python", entry = "appworld_sdk_agent:make", path = {PATHS}, '
+               'settings = { api = "responses" } }', SOLUTION),
 }
 
 
@@ -131,7 +134,7 @@ def test_the_python_agent_scores_what_the_code_agent_scores_under_faults(run, sy
     assert len(tasks) >= 3
     reward = {(r.arm, r.task_id): r.reward for r in rows}
     assert {(a, t) for a in ARMS for t in tasks} == set(reward)
-    for mine, ours in (("py", "code"), ("py-wrong", "code-wrong")):
+    for mine, ours in (("py", "code"), ("py-wrong", "code-wrong"), ("py-sdk", "code")):
         assert {t: reward[(mine, t)] for t in tasks} == {t: reward[(ours, t)] for t in tasks}, mine
     assert all(reward[("py", t)] == 1.0 for t in tasks)  # the solutions, played by the Python agent
     assert all(reward[("py-wrong", t)] == 0.0 for t in tasks)  # the wrong answers, judged by AppWorld
