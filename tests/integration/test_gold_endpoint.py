@@ -152,7 +152,7 @@ async def test_two_offered_tools_ending_with_the_gold_tool_s_name_are_a_400(gold
              for p in ("mcp__a__", "mcp__b__")]
     with pytest.raises(openai.BadRequestError) as info:
         await ask(client(gold), "airline", task.id, "agent", [{"role": "user", "content": "hi"}], tools)
-    assert f"several tools named like the gold step's {name!r}" in str(info.value)
+    assert f"several tools named like the scripted step's {name!r}" in str(info.value)
 
 
 async def test_telecom_user_actions_are_made_by_the_user_in_order(gold, tau2_root):
