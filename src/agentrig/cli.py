@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
+import gc
 
-import typer
-from rich.console import Console
+_GC_WAS_ON = gc.isenabled()
+gc.disable()  # the command's start-up imports make long-lived objects, not garbage (enabled again below)
 
-from . import __version__
+from pathlib import Path  # noqa: E402
+from typing import Optional  # noqa: E402
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+
+from . import __version__, command_ending, command_started, loading  # noqa: E402
 from .cli_errors import user_errors
 from .commands.help_style import ClassicGroup
 
@@ -92,7 +97,8 @@ def run(
     estimate: bool = typer.Option(False, "--estimate", help="Estimate the whole plan's model calls, tokens and cost per arm and role (from the run's stored trials, else a smoke play); play nothing else."),
 ) -> None:
     """Play an experiment: every arm × task × trial not yet stored; rerun the same command to resume."""
-    from agentrig.commands.run import run_command
+    with loading():
+        from agentrig.commands.run import run_command
 
     raise typer.Exit(run_command(experiment, as_json=as_json, smoke=smoke, force=force, run_dir=run_dir,
                                  estimate=estimate))
@@ -235,9 +241,16 @@ from .benchmark import command_groups  # noqa: E402
 for _name, _group in command_groups().items():  # each benchmark's own groups (τ²: data; terminal: images; AppWorld: appworld)
     app.add_typer(_group, name=_name)
 
+if _GC_WAS_ON:
+    gc.enable()
+
 
 def main() -> None:
-    app()
+    command_started()
+    try:
+        app()
+    finally:
+        command_ending()
 
 
 if __name__ == "__main__":

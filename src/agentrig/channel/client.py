@@ -26,7 +26,7 @@ from ..types import Attempt, CallContext, Completion
 from .adaptive import LatencyWindow
 from .breaker import Breaker, EndpointDown, is_outage_fault
 from .faults import Fault, exhausted
-from .servers import ServerInfo, identify
+from .servers import ServerInfo, identify, sdk_fetch
 from .usage import UsageLedger
 from .wires import Outcome, send
 
@@ -214,7 +214,8 @@ class Channel:
         if rr.wire == "anthropic":  # the Anthropic Messages API: none of the model servers' routes
             return ServerInfo()
         async with ep.semaphore:  # its questions count against the endpoint's bound like any call
-            return await identify(ep.base_url, self._key(rr), rr.model, min(rr.timeout_s, SERVER_INFO_TIMEOUT_S))
+            timeout = min(rr.timeout_s, SERVER_INFO_TIMEOUT_S)  # asked on the endpoint's own pool: no client to set up
+            return await identify(ep.base_url, self._key(rr), rr.model, timeout, sdk_fetch(ep.client, timeout))
 
     def endpoint_limit(self, role: str) -> int:
         return self.endpoint(self.role(role)).limit

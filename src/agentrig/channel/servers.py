@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import BaseModel
 
 VLLM, LLAMA_CPP, LLAMA_CPP_PYTHON, OLLAMA, SGLANG = "vLLM", "llama.cpp", "llama-cpp-python", "Ollama", "SGLang"
@@ -106,15 +107,52 @@ def from_models(body: object, model: str | None, headers: dict[str, str] | None 
     return ServerInfo(evidence=f"owned_by {owner!r}" if owner else "")
 
 
-async def _get_json(client: httpx.AsyncClient, method: str, url: str, **kw) -> object | None:
-    try:
-        r = await client.request(method, url, **kw)
-    except (httpx.HTTPError, OSError):
+# A fetch: ``(method, url, json body or None) -> (status, headers, body bytes)``, or None when the
+# server could not be reached. ``identify`` asks through one: its own httpx client by default (the
+# doctor's), the channel's connection pool in a run (``sdk_fetch``: no second client to set up).
+Fetch = Callable[[str, str, Any], Awaitable["tuple[int, dict[str, str], bytes] | None"]]
+
+
+def _httpx_fetch(client: Any) -> Fetch:
+    import httpx
+
+    async def fetch(method: str, url: str, body: Any = None) -> tuple[int, dict[str, str], bytes] | None:
+        try:
+            r = await client.request(method, url, json=body)
+        except (httpx.HTTPError, OSError):
+            return None
+        return r.status_code, dict(r.headers), r.content
+    return fetch
+
+
+def sdk_fetch(client: Any, timeout_s: float) -> Fetch:
+    """A fetch through the channel's own SDK client (its pool, its key): an error status is an
+    answer here, not an exception."""
+    import openai
+
+    from .wires.chat import _RAW
+
+    async def fetch(method: str, url: str, body: Any = None) -> tuple[int, dict[str, str], bytes] | None:
+        options: dict[str, Any] = {"timeout": timeout_s}
+        try:
+            if method == "GET":
+                raw = await client.get(url, cast_to=_RAW, options=options)
+            else:
+                raw = await client.post(url, cast_to=_RAW, body=body, options=options)
+        except openai.APIStatusError as exc:
+            return exc.status_code, dict(exc.response.headers), exc.response.content
+        except (openai.APIConnectionError, OSError):  # APITimeoutError included
+            return None
+        return raw.status_code, dict(raw.headers), raw.content
+    return fetch
+
+
+async def _get_json(fetch: Fetch, method: str, url: str, body: Any = None) -> object | None:
+    got = await fetch(method, url, body)
+    if got is None or got[0] != 200:
         return None
-    if r.status_code != 200:
-        return None
     try:
-        return r.json()
+        return json.loads(got[2])
     except ValueError:
         return None
 
@@ -124,45 +162,54 @@ def _num_ctx(parameters: object) -> int | None:
     return int(m.group(1)) if m else None
 
 
-async def identify(base: str, key: str, model: str | None, timeout_s: float) -> ServerInfo:
+async def identify(base: str, key: str, model: str | None, timeout_s: float, fetch: Fetch | None = None) -> ServerInfo:
     """The server behind ``base``: from the model list and its headers first, then the side routes
-    it might have. Never raises: a server that tells nothing is simply not recognised."""
+    it might have. Never raises: a server that tells nothing is simply not recognised. ``fetch``:
+    how to ask (default: a client of its own with ``key``)."""
+    if fetch is not None:
+        return await _identify(base, model, fetch)
+    import httpx
+
     auth = {"Authorization": f"Bearer {key}"} if key else {}
     async with httpx.AsyncClient(timeout=timeout_s, headers=auth, trust_env=True) as client:
-        try:
-            r = await client.get(base.rstrip("/") + "/models")
-            body, headers = (r.json() if r.status_code == 200 else None), dict(r.headers)
-        except (httpx.HTTPError, OSError, ValueError):
-            body, headers = None, {}
-        info = from_models(body, model, headers)
-        if info.kind in (VLLM, LLAMA_CPP_PYTHON, SGLANG):
-            return info
-        root = root_of(base)
-        props = await _get_json(client, "GET", root + "/props")
-        settings = props.get("default_generation_settings") if isinstance(props, dict) else None
-        if isinstance(settings, dict) or info.kind == LLAMA_CPP:
-            n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
-            if not isinstance(n_ctx, int) and isinstance(props, dict):
-                n_ctx = props.get("n_ctx")
-            evidence = info.evidence or "GET /props"
-            return ServerInfo(kind=LLAMA_CPP, evidence=evidence,
-                              version=props.get("build_info") if isinstance(props, dict) else None,
-                              window=n_ctx if isinstance(n_ctx, int) else None,
-                              window_source="n_ctx in GET /props" if isinstance(n_ctx, int) else "")
-        version = await _get_json(client, "GET", root + "/api/version")
-        if isinstance(version, dict) and isinstance(version.get("version"), str):
-            out = ServerInfo(kind=OLLAMA, evidence="GET /api/version", version=version["version"])
-            ps = await _get_json(client, "GET", root + "/api/ps")
-            for m in (ps.get("models") or []) if isinstance(ps, dict) else []:
-                if isinstance(m, dict) and model in (m.get("name"), m.get("model")) \
-                        and isinstance(m.get("context_length"), int):
-                    out.window, out.window_source = m["context_length"], "context_length in GET /api/ps"
-                    return out
-            show = await _get_json(client, "POST", root + "/api/show", json={"model": model})
-            n_ctx = _num_ctx(show.get("parameters")) if isinstance(show, dict) else None
-            if n_ctx:
-                out.window, out.window_source = n_ctx, "num_ctx in POST /api/show"
-            return out
+        return await _identify(base, model, _httpx_fetch(client))
+
+
+async def _identify(base: str, model: str | None, fetch: Fetch) -> ServerInfo:
+    got = await fetch("GET", base.rstrip("/") + "/models", None)
+    try:
+        body, headers = (json.loads(got[2]) if got[0] == 200 else None), got[1]
+    except (TypeError, ValueError):  # no answer (None), or a body that is not JSON
+        body, headers = None, {}
+    info = from_models(body, model, headers)
+    if info.kind in (VLLM, LLAMA_CPP_PYTHON, SGLANG):
+        return info
+    root = root_of(base)
+    props = await _get_json(fetch, "GET", root + "/props")
+    settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+    if isinstance(settings, dict) or info.kind == LLAMA_CPP:
+        n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        if not isinstance(n_ctx, int) and isinstance(props, dict):
+            n_ctx = props.get("n_ctx")
+        evidence = info.evidence or "GET /props"
+        return ServerInfo(kind=LLAMA_CPP, evidence=evidence,
+                          version=props.get("build_info") if isinstance(props, dict) else None,
+                          window=n_ctx if isinstance(n_ctx, int) else None,
+                          window_source="n_ctx in GET /props" if isinstance(n_ctx, int) else "")
+    version = await _get_json(fetch, "GET", root + "/api/version")
+    if isinstance(version, dict) and isinstance(version.get("version"), str):
+        out = ServerInfo(kind=OLLAMA, evidence="GET /api/version", version=version["version"])
+        ps = await _get_json(fetch, "GET", root + "/api/ps")
+        for m in (ps.get("models") or []) if isinstance(ps, dict) else []:
+            if isinstance(m, dict) and model in (m.get("name"), m.get("model")) \
+                    and isinstance(m.get("context_length"), int):
+                out.window, out.window_source = m["context_length"], "context_length in GET /api/ps"
+                return out
+        show = await _get_json(fetch, "POST", root + "/api/show", {"model": model})
+        n_ctx = _num_ctx(show.get("parameters")) if isinstance(show, dict) else None
+        if n_ctx:
+            out.window, out.window_source = n_ctx, "num_ctx in POST /api/show"
+        return out
     return info
 
 

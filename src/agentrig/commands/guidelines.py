@@ -8,7 +8,6 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.text import Text
 
 from agentrig.cli_errors import user_errors
@@ -62,4 +61,6 @@ def show_command(
     if plain or not sys.stdout.isatty():
         sys.stdout.write(text)
     else:
+        from rich.markdown import Markdown  # markdown-it: loaded for this page only, not by every command
+
         Console().print(Markdown(text))

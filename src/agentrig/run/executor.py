@@ -67,7 +67,10 @@ class TrialSpec:
 def make_channels(r: Resolved, run_id: str, slots: Any = None, env: Any = None) -> dict[str, Channel]:
     """One channel per arm; all share one endpoints dict (connection pools, concurrency bounds).
     ``slots``, ``env``: a Ray worker's (cluster-wide endpoint bounds; the keys it unsealed)."""
-    from agentrig.channel.client import Channel  # the OpenAI SDK: loaded only when a trial is to be played
+    from agentrig import loading
+
+    with loading():
+        from agentrig.channel.client import Channel  # the OpenAI SDK: loaded only when a trial is to be played
 
     endpoints: dict = {}
     return {arm.name: Channel(arm.channel, run_id=run_id, endpoints=endpoints, slots=slots, env=env)

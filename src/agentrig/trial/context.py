@@ -8,6 +8,7 @@ retries are stored with the trial whatever happens.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import time
@@ -113,10 +114,17 @@ class TrialContext:
         replay, hit = self._replay_view(), None
         if replay is not None:  # the same trial's stored answer to this request: no endpoint call
             request, occurrence, hit = replay.lookup(role, self.channel.role(role), messages, tools, kwargs)
+        asked = None  # the role's first live call: the channel learns the server while it is answered
+        if hit is None and self.truncation.first_request(role) and hasattr(self.channel, "server_info"):
+            asked = asyncio.ensure_future(self.channel.server_info(role))
         try:
             done = hit if hit is not None else \
                 await self.channel.complete(role, messages, tools, self.call_context(), **kwargs)
-        except ChannelError as exc:
+        except BaseException as exc:
+            if asked is not None:
+                asked.cancel()  # the channel's own question goes on (shared, cached); this wait does not
+            if not isinstance(exc, ChannelError):
+                raise
             calls.append(ModelCall(role=role, purpose=purpose or role, turn=turn, sent_at=sent_at,
                                    model=self.channel.role(role).model or "",
                                    attempts=list(getattr(exc, "attempts", None) or []),
@@ -136,7 +144,8 @@ class TrialContext:
             self._record_request(len(calls) - 1, messages, tools, kwargs)
         server = None
         if self.truncation.first_request(role) and hasattr(self.channel, "server_info"):
-            server = await self.channel.server_info(role)  # once per endpoint and model, then cached
+            # once per endpoint and model, then cached (asked as the call went out: no wait after it)
+            server = await (asked if asked is not None else self.channel.server_info(role))
         cut = self.truncation.check(role, messages, done.usage, tools, server)
         if cut is not None:
             self.event("channel", "prompt_truncated", role=role, call=len(calls) - 1,
