@@ -20,6 +20,11 @@ def command_started() -> None:
     _gc.freeze()
 
 
+def in_command() -> bool:
+    """Whether this process is the ``agentrig`` command (what it froze may stay frozen to its exit)."""
+    return _COMMAND
+
+
 def command_ending() -> None:
     """``cli.main``'s last step: the heap is about to go, so the exit does not walk it again."""
     _gc.freeze()

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import gc
+import sys
 
 _GC_WAS_ON = gc.isenabled()
 gc.disable()  # the command's start-up imports make long-lived objects, not garbage (enabled again below)
+# run as the console script (its __main__ is bin/agentrig): what this import loads is frozen before
+# the GC is on again, so no collection walks it; a program importing the CLI keeps its GC as it was
+_AS_COMMAND = (getattr(sys.modules.get("__main__"), "__file__", None) or "").replace("\\", "/").rsplit("/", 1)[-1] \
+    in ("agentrig", "agentrig.exe")
 
 from pathlib import Path  # noqa: E402
 from typing import Optional  # noqa: E402
@@ -79,8 +84,6 @@ def doctor(
 def _doctor_console(as_json: bool) -> Console:
     """A terminal: its width, lines wrapped at spaces; a pipe or a log: no hard wraps at all (a
     check's message stays one line, as `grep` expects), $COLUMNS or PIPE_WIDTH for any table."""
-    import sys
-
     from .tables import output_console
 
     return output_console(as_json, soft_wrap=not sys.stdout.isatty())
@@ -241,6 +244,8 @@ from .benchmark import command_groups  # noqa: E402
 for _name, _group in command_groups().items():  # each benchmark's own groups (τ²: data; terminal: images; AppWorld: appworld)
     app.add_typer(_group, name=_name)
 
+if _AS_COMMAND:
+    command_started()
 if _GC_WAS_ON:
     gc.enable()
 

@@ -29,6 +29,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from agentrig import in_command, loading
 from agentrig.analysis.reliability import is_success
 from agentrig.benchmark import Limits
 from agentrig.trial.truncation import TRUNCATION_FIX
@@ -67,8 +68,6 @@ class TrialSpec:
 def make_channels(r: Resolved, run_id: str, slots: Any = None, env: Any = None) -> dict[str, Channel]:
     """One channel per arm; all share one endpoints dict (connection pools, concurrency bounds).
     ``slots``, ``env``: a Ray worker's (cluster-wide endpoint bounds; the keys it unsealed)."""
-    from agentrig import loading
-
     with loading():
         from agentrig.channel.client import Channel  # the OpenAI SDK: loaded only when a trial is to be played
 
@@ -208,7 +207,8 @@ class _CollectorTuning:
 
     def restore(self) -> None:
         gc.set_threshold(*self.threshold)
-        gc.unfreeze()
+        if not in_command():  # a library user gets its heap back; the command keeps it frozen to its exit
+            gc.unfreeze()
 
 
 @dataclass
