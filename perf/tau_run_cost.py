@@ -3,7 +3,7 @@
 The whole command in its own process — start-up, planning, the trials, the store, the analysis and
 the report — against the gold-scripting endpoint (``python -m agentrig.bench.tau.scripted.gold_endpoint``,
 its own process, not counted): an LLM agent and an LLM user, k=1, concurrency 8, a fresh run
-directory each time. Wall time, and the CPU time of the command's whole process tree (its own and
+directory each time; the plain command (its summary table, stdout a pipe: no live display). Wall time, and the CPU time of the command's whole process tree (its own and
 every child's it waited for: ``wait4``'s rusage). ``--old SRC`` alternates another tree's ``src/``
 (say the commit before a change) with this one, run by run, so both see the same machine.
 
@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -90,14 +91,14 @@ def one_run(src: str, data: Path, base: str, tmp: Path, pyc: Path | None) -> dic
             subprocess.run([*command(), "run", str(toml), "--dir", str(d / "warm")], env=warm, capture_output=True)
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    proc = subprocess.Popen([*command(), "run", str(toml), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env)
+    proc = subprocess.Popen([*command(), "run", str(toml)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     out, err = proc.communicate()
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"agentrig run failed ({proc.returncode}): {err.decode()[-2000:]}")
-    summary = json.loads(out)
-    return {"wall_s": wall, "load": load, "summary": summary}
+    played = sqlite3.connect(d / "run" / "trials.sqlite").execute(
+        "SELECT count(*), sum(reward) FROM trials WHERE valid").fetchone()
+    return {"wall_s": wall, "load": load, "trials": played[0], "reward": played[1]}
 
 
 def command() -> list[str]:
@@ -140,8 +141,8 @@ def main() -> None:
                 pyc = tmp / f"pyc-{name}" if args.pyc else None
                 res = timed_run(src, args.data, base, tmp, pyc)
                 rows[name].append({k: res[k] for k in ("wall_s", "cpu_s", "load")})
-                print(f"{name:4s} wall {res['wall_s']:6.2f} s  cpu {res['cpu_s']:5.2f} s  load {res['load']:4.1f}",
-                      flush=True)
+                print(f"{name:4s} wall {res['wall_s']:6.2f} s  cpu {res['cpu_s']:5.2f} s  load {res['load']:4.1f}  "
+                      f"{res['trials']} trials, reward sum {res['reward']}", flush=True)
     finally:
         gold.terminate()
         gold.wait(timeout=10)
