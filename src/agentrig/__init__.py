@@ -9,12 +9,13 @@ __version__ = "0.1.0"
 import gc as _gc
 from contextlib import contextmanager as _contextmanager
 
-_COMMAND = False  # set by ``cli.main``: this process is the ``agentrig`` command, not a library user
+_COMMAND = False  # set by ``command_started``: this process is the ``agentrig`` command, not a library user
 
 
 def command_started() -> None:
-    """``cli.main``'s first step: this process is the command; what is loaded so far lives until
-    it exits, so the cyclic GC stops walking it (``gc.freeze``)."""
+    """Called by ``cli`` when it runs as the command (imported by the console script, and first in
+    ``main``): what is loaded so far lives until the process exits, so the cyclic GC stops walking
+    it (``gc.freeze``)."""
     global _COMMAND
     _COMMAND = True
     _gc.freeze()
