@@ -412,6 +412,8 @@ def measure(args) -> None:
     met = ratio["wall_s"] >= TARGET and ratio["cpu_s"] >= TARGET
     verdict = (f"agentrig is {ratio['wall_s']:.1f}x faster in wall and {ratio['cpu_s']:.1f}x in CPU than tau2-bench: "
                f"{'MEETS' if met else 'BELOW'} the {TARGET:.0f}x target")
+    if not sane:  # a side that did not play the gold did other work: no comparison
+        verdict = "NO VERDICT: not every trial of both sides earned 1.0 (see the rounds); " + verdict
     result = {"facts": info, "rounds": rows, "median": summary, "ratio": ratio, "target": TARGET, "met": met,
               "rewards_all_gold": sane, "startup": start, "verdict": verdict}
     if args.json:
