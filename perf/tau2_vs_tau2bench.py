@@ -203,18 +203,22 @@ def run_side(name: str, cmd: list[str], env: dict, cwd: Path, endpoint_pid: int,
     ep0 = _proc_cpu(endpoint_pid)
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    with out.open("w") as fo, err.open("w") as fe:
-        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=fo, stderr=fe, preexec_fn=join)
-        rc = proc.wait(timeout=3600)
-    wall = time.perf_counter() - t0
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    rusage_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     left = 0
-    if group is not None:
-        cpu = int((group / "cpuacct.usage").read_text()) / 1e9
-        left = _remove_cgroup(group)
-    else:
-        cpu = rusage_cpu
+    try:
+        with out.open("w") as fo, err.open("w") as fe:
+            proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=fo, stderr=fe, preexec_fn=join)
+            try:
+                rc = proc.wait(timeout=3600)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise SystemExit(f"{name} did not end within an hour; its output: {out} {err}") from None
+        wall = time.perf_counter() - t0
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        rusage_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+        cpu = int((group / "cpuacct.usage").read_text()) / 1e9 if group is not None else rusage_cpu
+    finally:  # the group goes also when the side failed
+        if group is not None:
+            left = _remove_cgroup(group)
     result = {"side": name, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "cpu_waited_children_s": round(rusage_cpu, 3),
               "cpu_method": "cpuacct cgroup" if group is not None else "rusage of waited children",
               "load_start": round(load0, 2), "load_end": round(os.getloadavg()[0], 2),
