@@ -12,6 +12,13 @@ Which trial a request belongs to comes from the headers agentrig's channel sends
 (``X-Agentrig-Domain``, ``X-Agentrig-Task``, ``X-Agentrig-Role``); the task from the data root
 (parsed once per domain, then a small script per task is kept).
 
+Another harness (tau2-bench itself: ``--agent-llm openai/gold-agent --user-llm openai/gold-user``)
+sends no such headers: a request without ``X-Agentrig-Role`` whose model is ``gold-agent``,
+``gold-user`` or ``gold-judge`` plays that role, its task recognised from the request
+(``GoldResponder.recognise``; needs ``--data``): the user's by the scenario texts its system prompt
+holds, the agent's by the gold user's opening among its user messages. Tasks that play the same
+(airline 15 and 16) count as one; other ties (telecom's shared openings) are a 400 that says so.
+
 The script of a task is its gold actions in order, cut into *steps*: each assistant action is one
 step (one tool call), each run of consecutive user actions (requestor "user": telecom's device
 actions, mock's inbox actions) one step ("please do this on your phone"), and one closing step
@@ -81,6 +88,7 @@ TRANSFER = "transfer_to_human_agents"
 STOP = "###STOP###"
 NOISE_TEXT = "Let me look into something else first."
 _AMBIGUOUS = object()
+ROLE_MODELS = {"gold-agent": "agent", "gold-user": "user", "gold-judge": "judge"}  # the role of a header-less request
 
 
 # ---- the texts, and the NL judge's stateless reply
@@ -130,6 +138,14 @@ def _opening(task: Any) -> str:
     text = ins if isinstance(ins, str) else ins.reason_for_call
     text = " ".join(str(text).split())
     return ("Hi, I need some help. " + text)[:600]
+
+
+def _scenario_needles(task: Any) -> tuple[str, ...]:
+    """The texts of a task's user scenario (whitespace collapsed) a user-simulator prompt holds."""
+    ins = task.user_scenario.instructions
+    parts = [ins] if isinstance(ins, str) else [ins.reason_for_call, ins.known_info, ins.unknown_info,
+                                                 ins.task_instructions]
+    return tuple(" ".join(str(p).split()) for p in parts if p)
 
 
 @dataclass(frozen=True)
@@ -190,6 +206,12 @@ class GoldScript:
             hist_agent_texts=sum(1 for m in hist if m.get("role") == "assistant" and _is_text(m)),
             hist_user_calls=sum(len(m.get("tool_calls") or []) for m in hist if m.get("role") == "user"),
         )
+
+    @property
+    def play(self) -> tuple:
+        """What the script plays (not which task it is): two tasks with equal ``play`` are one."""
+        return (self.steps, self.user_actions, self.info_text, self.opening, self.hist_agent_calls,
+                self.hist_agent_texts, self.hist_user_calls)
 
     # ------------------------------------------------------------------ the agent's side
 
@@ -303,6 +325,8 @@ class GoldResponder(ScriptedResponder):
         self.noise = noise
         self._scripts: dict[str, dict[str, GoldScript]] = {}
         self._by_header: dict[str, dict[str, Any]] = {}
+        self._openings: dict[str, dict[str, list[GoldScript]]] = {}
+        self._scenarios: dict[str, list[tuple[tuple[str, ...], GoldScript]]] = {}
         self._lock = threading.Lock()
 
     def script(self, domain: str, task_id: str) -> GoldScript:
@@ -339,8 +363,72 @@ class GoldResponder(ScriptedResponder):
                 form = header_form(tid)
                 by_header[form] = _AMBIGUOUS if form in by_header else script
             self._by_header[domain] = by_header
+            openings: dict[str, list[GoldScript]] = {}
+            for script in scripts.values():
+                openings.setdefault(" ".join(script.opening.split()), []).append(script)
+            self._openings[domain] = openings
+            self._scenarios[domain] = [(_scenario_needles(t), scripts[t.id]) for t in tasks]
             self._scripts[domain] = scripts
             return scripts
+
+    # -------------------------------------------------- requests without agentrig's headers
+
+    def reply(self, body: dict, headers: Any) -> dict:
+        role = ROLE_MODELS.get(str(body.get("model") or ""))
+        if headers.get("X-Agentrig-Role") or role is None or self.data_root is None:
+            return super().reply(body, headers)
+        if role in self.free_roles:
+            return self.play_free(role, body)
+        messages = body.get("messages") or []
+        script = self.recognise(role, messages)
+        if role == "agent":
+            return script.agent_reply(messages, self.noise, body)
+        return script.user_reply(messages)
+
+    def recognise(self, role: str, messages: list[dict]) -> GoldScript:
+        """The task of a request that carries no X-Agentrig-* headers (another harness's, e.g.
+        tau2-bench's): for the user, the task whose scenario texts its system prompt holds; for
+        the agent, the task whose opening a user message is. Tasks that would play the same are
+        one; any other tie is a 400."""
+        found: list[GoldScript] = []
+        if role == "user":
+            system = " ".join(" ".join(content_text(m.get("content")) for m in messages
+                                       if m.get("role") == "system").split())
+            for domain in self._domains():
+                found += [s for needles, s in self._scenarios[domain] if all(n in system for n in needles)]
+            what = "no task's scenario (reason for call, task instructions …) is in the system prompt"
+        elif role == "agent":
+            texts = [" ".join(content_text(m.get("content")).split()) for m in messages
+                     if m.get("role") == "user" and not m.get("tool_calls")]
+            for domain in self._domains():
+                openings = self._openings[domain]
+                hit = next((openings[t] for t in texts if t in openings), [])
+                found += hit
+            what = "no user message is a task's opening (the gold user's first message)"
+        else:
+            raise GoldRequestError(f"model {role!r} without X-Agentrig-* headers: only the agent, user and judge "
+                                   "roles are recognised from the request alone")
+        if not found:
+            raise GoldRequestError(f"a request without X-Agentrig-* headers (model gold-{role}): {what} "
+                                   f"of any domain under {self.data_root}")
+        if any(s.play != found[0].play for s in found[1:]):
+            ids = ", ".join(f"{s.domain}/{s.task_id}" for s in found[:5])
+            raise GoldRequestError(f"a request without X-Agentrig-* headers (model gold-{role}) fits several "
+                                   f"tasks that play differently ({ids}); send agentrig's headers")
+        return found[0]
+
+    def _domains(self) -> list[str]:
+        assert self.data_root is not None
+        names = sorted(p.name for p in (self.data_root / "domains").iterdir() if p.is_dir())
+        usable = []
+        for name in names:
+            if name not in self._scripts:
+                try:
+                    self._load(name)
+                except GoldRequestError:
+                    continue  # a domain agentrig cannot read is no candidate
+            usable.append(name)
+        return usable
 
     def play_free(self, role: str, body: dict) -> dict:  # the judge
         return judge_reply(body.get("messages") or [])
