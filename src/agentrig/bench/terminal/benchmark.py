@@ -46,6 +46,7 @@ is named by ``exceptions=`` in its registry entry, ``agentrig/benchmark.py``, an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -248,6 +249,13 @@ class TerminalBenchmark(Benchmark):
         selection.tasks = [(g, t) for g, t in selection.tasks if t.id not in broken]
         if not selection.tasks:
             _none_runs(source, sb.kind, selection.excluded)
+        if getattr(exp.run, "executor", "local") != "ray":  # trials play in this process: its helpers start
+            from .sandbox import spawner, warm  # now, their start-up beside the run's own (the channel's SDK)
+
+            with contextlib.suppress(SandboxError):  # a trial's own start says why
+                spawner.prestart()
+            if sb.warm_verifier:
+                warm.prestart()
 
     # -- runs -------------------------------------------------------------------------------
     def comparability(self, r: Any) -> dict[str, Any]:
