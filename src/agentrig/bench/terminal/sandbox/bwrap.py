@@ -19,7 +19,7 @@ from inside. Its mounts (the first part of this module: ``mount_args``), per top
 The host's ``/root``, ``/home``, ``/tmp``, ``/work``, ``/mnt`` ... are never shown. Commands are
 forked by ``zygote.py`` (it entered the namespaces and dropped capabilities before touching the
 sandbox's files), each in its own cgroup. ``close`` kills everything and deletes ``TRIAL``
-unless ``keep``.
+unless ``keep`` (renamed into the cache's ``trash/`` and deleted in the background: ``discard_tree``).
 """
 
 from __future__ import annotations
