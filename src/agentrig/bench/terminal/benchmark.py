@@ -274,7 +274,9 @@ class TerminalBenchmark(Benchmark):
             sb = r.cache["terminal.sandbox"] = sandbox_settings(r.exp, r.source)
         return await play_trial(ctx, ctx.task, agent=arm.agent, sandbox=sb, limits=limits, attempt=attempt,
                                 command_timeout_s=r.exp.benchmark.command_timeout_s, plugins=arm.plugins,
-                                detach_close=True)  # the next trial starts while this one's sandbox goes
+                                # the next trial starts while this one's sandbox goes; a Ray worker is
+                                # killed at the run's end: there each trial removes its own first
+                                detach_close=getattr(r.exp.run, "executor", "local") != "ray")
 
     def worker_data(self, r: Any) -> list[Path]:
         """Each selected task's directory (task file, Dockerfile and its context, tests, solution)."""
