@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.analysis.shell_tools import code_arguments
-from agentrig.benchmark import Benchmark, Limits, Selection, sha
+from agentrig.benchmark import SETTLES, Benchmark, Limits, Selection, sha
 from agentrig.errors import ConfigError, DataError
 
 from .availability import bwrap_problem, build_check, task_support, warn_local_once
@@ -274,9 +274,15 @@ class TerminalBenchmark(Benchmark):
             sb = r.cache["terminal.sandbox"] = sandbox_settings(r.exp, r.source)
         return await play_trial(ctx, ctx.task, agent=arm.agent, sandbox=sb, limits=limits, attempt=attempt,
                                 command_timeout_s=r.exp.benchmark.command_timeout_s, plugins=arm.plugins,
-                                # the next trial starts while this one's sandbox goes; a Ray worker is
-                                # killed at the run's end: there each trial removes its own first
-                                detach_close=getattr(r.exp.run, "executor", "local") != "ray")
+                                # under the local executor the next trial starts while this one's
+                                # sandbox goes (``settle`` waits for it); elsewhere a trial removes its own
+                                detach_close=SETTLES.get())
+
+    async def settle(self) -> None:
+        """Wait until the sandboxes of the trials that returned are removed (``episode.settle``)."""
+        from .episode import settle
+
+        await settle()
 
     def worker_data(self, r: Any) -> list[Path]:
         """Each selected task's directory (task file, Dockerfile and its context, tests, solution)."""

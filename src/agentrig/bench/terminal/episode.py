@@ -230,16 +230,22 @@ async def _close(box: Any) -> None:
         await finish_despite_cancel(box.close(), TEARDOWN_BOUND_S)
 
 
+async def settle() -> None:
+    """Wait until every sandbox left to be removed (``detach_close``) is removed."""
+    while _CLOSING:
+        await asyncio.gather(*list(_CLOSING), return_exceptions=True)
+
+
 async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sandbox: SandboxSettings,
                      limits: Limits, attempt: int = 0, command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
                      plugins: list[Any] | None = None, detach_close: bool = False) -> TrialRecord:
     """Play one terminal trial and judge it (see the module docstring). ``plugins``: the arm's
     plug-in settings (built per trial; the agent asks ``session.transient`` before each call — an
-    agent we did not write: its proxy, ``installed.py``). ``detach_close`` (the executor's trials):
-    a trial judged without a stop returns at once and its sandbox is removed by a task of its own
-    (every process killed, its cgroups and directory removed, as otherwise), so the next trial
-    starts meanwhile; the event loop's end (``asyncio.run``) waits for that task, cancelled or not.
-    A trial that raises or is cancelled removes its sandbox before it returns, as without it."""
+    agent we did not write: its proxy, ``installed.py``). ``detach_close`` (the local executor's
+    trials, ``benchmark.SETTLES``): a trial judged without a stop returns at once and its sandbox is
+    removed by a task of its own (every process killed, its cgroups and directory removed, as
+    otherwise), so the next trial starts meanwhile; the executor awaits ``settle`` before its run
+    ends. A trial that raises or is cancelled removes its sandbox before it returns, as without it."""
     from agentrig.plugins import build_plugin
 
     from .agents import build_terminal_agent
