@@ -29,6 +29,8 @@ A benchmark is a subclass of ``Benchmark`` (one object per kind, kept for the pr
         comparability(r) -> dict                     # what makes trials comparable (hashed files…)
         trial_context(r, spec, ctx) -> TrialContext        # adds its parts to the executor's
         async play(r, ctx, arm, limits, attempt) -> TrialRecord   # the episode and its Verdict
+        async settle() -> None                       # wait for what trials left running after they
+                                                     # returned (SETTLES; the local executor awaits it)
         worker_data(r) -> [Path]                     # files under r.data_root a trial reads (Ray
                                                      # workers on other nodes get them; run/ray/data.py)
         relocate(r, root) -> None                    # make r read them from root, a node-local copy
@@ -70,6 +72,7 @@ through it.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib
 import json
@@ -138,6 +141,11 @@ class Selection:
     excluded: dict[str, str] = field(default_factory=dict)
 
 
+# True while the local executor plays a run's trials (it awaits ``Benchmark.settle`` before the run
+# ends): a benchmark may then let a trial return before its teardown has ended.
+SETTLES: contextvars.ContextVar[bool] = contextvars.ContextVar("agentrig_settles", default=False)
+
+
 class Benchmark:
     """Base class of a benchmark (see the module docstring for the protocol)."""
 
@@ -195,6 +203,11 @@ class Benchmark:
 
     async def play(self, r: Any, ctx: Any, arm: Any, limits: Limits, attempt: int = 0) -> Any:
         raise NotImplementedError
+
+    async def settle(self) -> None:
+        """Wait for what trials of this process left running after they returned (``SETTLES``: a
+        terminal sandbox being removed); the local executor awaits it before its run ends.
+        Default: nothing."""
 
     def warm(self, r: Any) -> None:
         """Load now what every trial of ``r`` reads (parsed data files, modules): a Ray worker

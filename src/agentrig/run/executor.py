@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from agentrig import in_command, loading
 from agentrig.analysis.reliability import is_success
-from agentrig.benchmark import Limits
+from agentrig.benchmark import SETTLES, Limits
+from agentrig.procs import finish_despite_cancel
 from agentrig.trial.truncation import TRUNCATION_FIX
 from agentrig.errors import Diagnosis, FatalChannelError, Signal
 from agentrig.types import TrialKey, TrialRecord
@@ -167,6 +168,7 @@ class _Fatal(Signal):
 
 
 
+SETTLE_BOUND_S = 60.0  # the trials' leftover teardowns get this long at the run's end
 RECANCEL_S = 0.5  # a worker still running this long after its cancellation is cancelled again
 
 
@@ -196,7 +198,7 @@ class _CollectorTuning:
         self.freeze_after = freeze_after
         self.done = 0
         self.threshold = gc.get_threshold()
-        gc.collect()
+        gc.collect(1)  # the young generations only: a full pass over the imported modules (~60 ms) finds nothing
         gc.freeze()
         gc.set_threshold(max(self.threshold[0], 50_000), max(self.threshold[1], 20), max(self.threshold[2], 50))
 
@@ -363,7 +365,9 @@ class Executor:
             queue.put_nowait(s)
         n = min(self.r.exp.run.concurrency, len(specs))
         self._gc = _CollectorTuning(freeze_after=2 * n)
+        settles = SETTLES.set(True)  # the workers' trials may leave their teardown to ``bench.settle``
         workers = [asyncio.create_task(self._worker(queue), name=f"trial-worker-{i}") for i in range(n)]
+        SETTLES.reset(settles)
         joined = asyncio.create_task(queue.join())
         stopped = asyncio.create_task(self._stop.wait())
         complete = False
@@ -375,6 +379,8 @@ class Executor:
             joined.cancel()
             stopped.cancel()
             await _cancel_until_done(workers)
+            # what the trials left running (a sandbox's removal) ends before the run does, Ctrl-C or not
+            await finish_despite_cancel(self.bench.settle(), SETTLE_BOUND_S)
             results = [_result(t) for t in workers]
             await asyncio.gather(joined, stopped, return_exceptions=True)
             for spec, record in self.cuts.flush():  # the sample's trials still held: finished, so kept

@@ -63,6 +63,13 @@ def test_every_trial_is_stored_valid_once(builtin_run):
     assert len(keys) == 3 * len(TASKS) * TRIALS and set(keys.values()) == {1}
 
 
+def test_no_trial_directory_is_left_once_the_run_ended(builtin_run, cache):
+    # each judged trial's sandbox is removed by a task of its own (episode.py, detach_close) and its
+    # directory deleted in the background (bwrap.discard_tree): the run ends only after both
+    assert not list((cache / "trials").iterdir())
+    assert not (cache / "trash").exists() or not list((cache / "trash").iterdir())
+
+
 def test_oracle_passes_every_builtin_task(builtin_run):
     _, doc = builtin_run
     recs = records(doc["run_dir"], arm="oracle")

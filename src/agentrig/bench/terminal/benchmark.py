@@ -46,13 +46,14 @@ is named by ``exceptions=`` in its registry entry, ``agentrig/benchmark.py``, an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from agentrig.analysis.shell_tools import code_arguments
-from agentrig.benchmark import Benchmark, Limits, Selection, sha
+from agentrig.benchmark import SETTLES, Benchmark, Limits, Selection, sha
 from agentrig.errors import ConfigError, DataError
 
 from .availability import bwrap_problem, build_check, task_support, warn_local_once
@@ -248,6 +249,13 @@ class TerminalBenchmark(Benchmark):
         selection.tasks = [(g, t) for g, t in selection.tasks if t.id not in broken]
         if not selection.tasks:
             _none_runs(source, sb.kind, selection.excluded)
+        if getattr(exp.run, "executor", "local") != "ray":  # trials play in this process: its helpers start
+            from .sandbox import spawner, warm  # now, their start-up beside the run's own (the channel's SDK)
+
+            with contextlib.suppress(SandboxError):  # a trial's own start says why
+                spawner.prestart()
+            if sb.warm_verifier:
+                warm.prestart()
 
     # -- runs -------------------------------------------------------------------------------
     def comparability(self, r: Any) -> dict[str, Any]:
@@ -265,7 +273,16 @@ class TerminalBenchmark(Benchmark):
         if sb is None:
             sb = r.cache["terminal.sandbox"] = sandbox_settings(r.exp, r.source)
         return await play_trial(ctx, ctx.task, agent=arm.agent, sandbox=sb, limits=limits, attempt=attempt,
-                                command_timeout_s=r.exp.benchmark.command_timeout_s, plugins=arm.plugins)
+                                command_timeout_s=r.exp.benchmark.command_timeout_s, plugins=arm.plugins,
+                                # under the local executor the next trial starts while this one's
+                                # sandbox goes (``settle`` waits for it); elsewhere a trial removes its own
+                                detach_close=SETTLES.get())
+
+    async def settle(self) -> None:
+        """Wait until the sandboxes of the trials that returned are removed (``episode.settle``)."""
+        from .episode import settle
+
+        await settle()
 
     def worker_data(self, r: Any) -> list[Path]:
         """Each selected task's directory (task file, Dockerfile and its context, tests, solution)."""

@@ -44,6 +44,7 @@ A submission is recorded as an ``agent``/``submit`` event (its text, bounded).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
@@ -220,12 +221,31 @@ def agent_end(termination: str) -> str:
     return termination if termination in AGENT_ENDS else "never_submitted"
 
 
+# sandboxes being removed after their trial returned (``detach_close``); each task ends by itself
+_CLOSING: set[asyncio.Task] = set()
+
+
+async def _close(box: Any) -> None:
+    with contextlib.suppress(Exception):  # removed to the end even while Ctrl-C cancels the trial (procs.py)
+        await finish_despite_cancel(box.close(), TEARDOWN_BOUND_S)
+
+
+async def settle() -> None:
+    """Wait until every sandbox left to be removed (``detach_close``) is removed."""
+    while _CLOSING:
+        await asyncio.gather(*list(_CLOSING), return_exceptions=True)
+
+
 async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sandbox: SandboxSettings,
                      limits: Limits, attempt: int = 0, command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
-                     plugins: list[Any] | None = None) -> TrialRecord:
+                     plugins: list[Any] | None = None, detach_close: bool = False) -> TrialRecord:
     """Play one terminal trial and judge it (see the module docstring). ``plugins``: the arm's
     plug-in settings (built per trial; the agent asks ``session.transient`` before each call — an
-    agent we did not write: its proxy, ``installed.py``)."""
+    agent we did not write: its proxy, ``installed.py``). ``detach_close`` (the local executor's
+    trials, ``benchmark.SETTLES``): a trial judged without a stop returns at once and its sandbox is
+    removed by a task of its own (every process killed, its cgroups and directory removed, as
+    otherwise), so the next trial starts meanwhile; the executor awaits ``settle`` before its run
+    ends. A trial that raises or is cancelled removes its sandbox before it returns, as without it."""
     from agentrig.plugins import build_plugin
 
     from .agents import build_terminal_agent
@@ -243,6 +263,7 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
 
     async def body() -> Verdict:
         box = None
+        judged = False
         try:
             try:
                 label = f"{ctx.key.arm}-{task.id}-{ctx.key.trial}"
@@ -267,12 +288,16 @@ async def play_trial(ctx: Any, task: TerminalTask, *, agent: AgentSettings, sand
             result = await verify(box, task, agent_end=agent_end(termination), network=network,  # type: ignore[arg-type]
                                   shell_state=state)
             ctx.event("verifier", "result", **result.model_dump(mode="json", exclude={"task_id"}))
+            judged = True
             if result.excluded:
                 return _not_runnable(result.failure_mode, result.failure_mode, result.detail or "")
             return verdict_of(termination, result)
         finally:
-            if box is not None:  # removed to the end even while Ctrl-C cancels the trial (procs.py)
-                with contextlib.suppress(Exception):
-                    await finish_despite_cancel(box.close(), TEARDOWN_BOUND_S)
+            if box is not None and judged and detach_close:
+                closing = asyncio.ensure_future(_close(box))
+                _CLOSING.add(closing)
+                closing.add_done_callback(_CLOSING.discard)
+            elif box is not None:
+                await _close(box)
 
     return await play_in_envelope(ctx, body, attempt=attempt, faults=SANDBOX_FAULTS)

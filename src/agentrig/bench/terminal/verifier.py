@@ -45,7 +45,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import tempfile
+from collections.abc import Iterator
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -186,7 +188,7 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
     python, binds = (None, {}) if container else verifier_python()
     tests, logs = sandbox.sandbox_path(TESTS_DIR), sandbox.sandbox_path(VERIFIER_DIR)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="agentrig-verify-") as tmp:
+    with _staging_dir(sandbox) as tmp:
         staged, reward_dir = Path(tmp) / "tests", Path(tmp) / "verifier"
         reward_dir.mkdir()
         plan = stage_tests(task, staged, python, network=has_net, tests=tests, logs=logs, workdir=sandbox.workdir,
@@ -250,6 +252,18 @@ async def verify(sandbox: Any, task: TerminalTask, *, agent_end: AgentEnd = "sub
             result = _judge_tb1(base, out, res, agent_end, task.parser_name)
     result.duration_s = time.monotonic() - started
     return result
+
+
+@contextlib.contextmanager
+def _staging_dir(sandbox: Any) -> Iterator[str]:
+    """Where the tests are staged: inside a bwrap trial's own directory (outside what its commands
+    see; deleted with the trial, off the trial's path), else a temporary directory deleted here."""
+    trial_dir = getattr(sandbox, "trial_dir", None) if getattr(sandbox, "kind", None) == "bwrap" else None
+    if trial_dir is not None and not getattr(sandbox, "keep", False) and Path(trial_dir).is_dir():
+        yield tempfile.mkdtemp(prefix="verify-", dir=trial_dir)
+        return
+    with tempfile.TemporaryDirectory(prefix="agentrig-verify-") as tmp:
+        yield tmp
 
 
 async def _fetch_rewards(sandbox: Any, logs: str, into: Path) -> None:

@@ -19,13 +19,14 @@ from inside. Its mounts (the first part of this module: ``mount_args``), per top
 The host's ``/root``, ``/home``, ``/tmp``, ``/work``, ``/mnt`` ... are never shown. Commands are
 forked by ``zygote.py`` (it entered the namespaces and dropped capabilities before touching the
 sandbox's files), each in its own cgroup. ``close`` kills everything and deletes ``TRIAL``
-unless ``keep``.
+unless ``keep`` (renamed into the cache's ``trash/`` and deleted in the background: ``discard_tree``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -33,6 +34,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from agentrig.procs import abandon_process
@@ -92,24 +94,17 @@ def mount_args(trial_dir: Path, layer_dir: Path | None, base_root: Path | None, 
     """bwrap's mount arguments for a trial (creating its upper and work directories)."""
     top = trial_dir / "top"
     args = ["--bind", str(top), "/"]
-    shown = set(base_dirs(base_root))
-    for name in overlay_names(layer_dir, base_root):
-        lowers: list[Path] = []
-        if layer_dir is not None:
-            for candidate in (layer_dir / "upper" / name, layer_dir / "top" / name):
-                if candidate.is_dir():
-                    lowers.append(candidate)
-        if name in shown:
-            lowers.append(Path(base_root or "/", name))
-        upper, work = trial_dir / "upper" / name, trial_dir / "work" / name
-        upper.mkdir(parents=True, exist_ok=True)
-        work.mkdir(parents=True, exist_ok=True)
-        if lowers and base_root is not None:  # the mount's root takes the upper's mode (/tmp: 1777)
-            os.chmod(upper, os.stat(lowers[0]).st_mode & 0o7777)
+    overlays, links = _stack(layer_dir, base_root)
+    for name, lowers, mode in overlays:
+        upper, work = os.path.join(trial_dir, "upper", name), os.path.join(trial_dir, "work", name)
+        os.makedirs(upper, exist_ok=True)
+        os.makedirs(work, exist_ok=True)
+        if mode is not None:  # the mount's root takes the upper's mode (/tmp: 1777)
+            os.chmod(upper, mode)
         for lower in reversed(lowers):  # bwrap stacks the first --overlay-src lowest
-            args += ["--overlay-src", str(lower)]
-        args += ["--overlay", str(upper), str(work), "/" + name]
-    for name, target in host_symlinks(base_root).items():
+            args += ["--overlay-src", lower]
+        args += ["--overlay", upper, work, "/" + name]
+    for name, target in links:
         if not (top / name).is_symlink():
             args += ["--symlink", target, "/" + name]
     for host, inside in ro_binds.items():
@@ -121,6 +116,26 @@ def mount_args(trial_dir: Path, layer_dir: Path | None, base_root: Path | None, 
                  *(["--size", str(size)] if size is not None else []), "--tmpfs", target]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]  # shm: 1777 as in containers
     return args
+
+
+@functools.lru_cache(maxsize=256)
+def _stack(layer_dir: Path | None, base_root: Path | None) -> tuple[list, list]:
+    """Per overlay (name, its lower directories lowest last, the mode its upper takes or None),
+    and the root's symlinks: read once per layer and root in a process (both are immutable once
+    built; the host's root is read once too)."""
+    shown = set(base_dirs(base_root))
+    overlays = []
+    for name in overlay_names(layer_dir, base_root):
+        lowers: list[str] = []
+        if layer_dir is not None:
+            for candidate in (layer_dir / "upper" / name, layer_dir / "top" / name):
+                if candidate.is_dir():
+                    lowers.append(str(candidate))
+        if name in shown:
+            lowers.append(str(Path(base_root or "/", name)))
+        mode = os.stat(lowers[0]).st_mode & 0o7777 if lowers and base_root is not None else None
+        overlays.append((name, lowers, mode))
+    return overlays, list(host_symlinks(base_root).items())
 
 
 def bwrap_binary(explicit: Path | None = None) -> Path:
@@ -496,7 +511,7 @@ class BwrapSandbox:
         work = self.trial_dir / "work"
         if self.keep:
             await asyncio.to_thread(remove_tree, work)
-        else:
+        elif not discard_tree(self.trial_dir):
             await asyncio.to_thread(remove_tree, self.trial_dir)
 
 
@@ -518,6 +533,36 @@ def remove_tree(path: Path) -> None:
 
     if Path(path).exists():
         shutil.rmtree(path, onerror=fix)
+
+
+TRASH = "trash"  # beside the cache's trials/: trial directories being deleted in the background
+_TRASH_POOL: ThreadPoolExecutor | None = None
+
+
+def discard_tree(path: Path) -> bool:
+    """Remove a finished trial's directory off the trial's path: renamed at once into the cache's
+    ``trash/`` (named with this process's pid), then deleted by one background thread — deleting
+    a tree of overlay directories takes tens of milliseconds on a disk mounted with ``discard``.
+    The interpreter waits for that thread at exit (a Ctrl-C'd run too); what a runner killed hard
+    left in ``trash/`` is deleted by the next one (its first discard sweeps entries of dead pids).
+    False when the rename failed (the caller deletes the tree itself)."""
+    global _TRASH_POOL
+    path = Path(path)
+    trash = path.parent.parent / TRASH
+    target = trash / f"{path.name}-{os.getpid()}"
+    try:
+        trash.mkdir(exist_ok=True)
+        os.rename(path, target)
+    except OSError:
+        return False
+    if _TRASH_POOL is None:
+        _TRASH_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentrig-trash")
+        for entry in trash.iterdir():  # left by a runner that died (its pid is gone)
+            owner = entry.name.rsplit("-", 1)[-1]
+            if owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists():
+                _TRASH_POOL.submit(remove_tree, entry)
+    _TRASH_POOL.submit(remove_tree, target)
+    return True
 
 
 def new_trial_dir(cache_dir: Path, label: str) -> Path:

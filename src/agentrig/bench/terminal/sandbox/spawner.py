@@ -160,6 +160,14 @@ def _launch_factory() -> tuple[subprocess.Popen, socket.socket]:
     return proc, ours
 
 
+def prestart() -> None:
+    """Start the factory now if it is not running (its interpreter's start then overlaps other work)."""
+    global _FACTORY
+    if _FACTORY is None or _FACTORY[0].poll() is not None:
+        _stop_factory()
+        _FACTORY = _launch_factory()
+
+
 def _new_spawner() -> socket.socket:
     """A socket to a spawner the factory forks for one sandbox (the factory started if needed)."""
     global _FACTORY

@@ -18,6 +18,7 @@ agent's (``agent_service``: the one Terminal-Bench names its client container).
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from pathlib import Path
@@ -158,9 +159,20 @@ def agent_service(services: dict[str, Any]) -> str:
     return "client" if "client" in services else next(iter(services))
 
 
+# path -> (its stat signature, its services as parsed): a trial asks for the same file several
+# times (the plan, the binds, tmpfs, the runtime files); parsed again only when the file changed
+_PARSED: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+
 def _read_services(path: Path) -> Any:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    return (data or {}).get("services") if isinstance(data, dict) else None
+    path = Path(path)
+    st = path.stat()
+    signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+    cached = _PARSED.get(str(path))
+    if cached is None or cached[0] != signature:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        cached = _PARSED[str(path)] = (signature, (data or {}).get("services") if isinstance(data, dict) else None)
+    return copy.deepcopy(cached[1])  # callers may change what they get
 
 
 def compose_services(path: Path) -> dict[str, Any]:

@@ -18,7 +18,9 @@ the task only by its attributes (no import of ``taskmodel``: ``taskmodel.support
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
+import importlib.util
 import os
 import re
 import shutil
@@ -75,6 +77,12 @@ _SYSTEM_PREFIXES = {"/", "/usr", "/usr/local"}
 def verifier_python() -> tuple[str, dict[str, str]]:
     """The interpreter the verifier runs pytest with, and the host paths to bind read-only
     (host path -> same path in the sandbox) so that the agent's layer cannot alter it."""
+    python, binds = _verifier_python()
+    return python, dict(binds)
+
+
+@functools.lru_cache(maxsize=1)  # the same for every trial of a process
+def _verifier_python() -> tuple[str, dict[str, str]]:
     binds: list[str] = []
     if sys.prefix != sys.base_prefix:
         binds.append(sys.prefix)  # a virtual environment: a directory of its own
@@ -89,9 +97,11 @@ def verifier_python() -> tuple[str, dict[str, str]]:
             lib = Path(sysconfig.get_config_var("LIBDIR") or "") / (sysconfig.get_config_var("LDLIBRARY") or "")
             if lib.exists():
                 binds.append(os.path.realpath(lib))
-    import pytest  # noqa: PLC0415 - where agentrig's pytest lives (a dependency)
-
-    binds.append(str(Path(pytest.__file__).resolve().parent.parent))
+    # where agentrig's pytest lives (a dependency); found, not imported (the runner never runs it)
+    spec = importlib.util.find_spec("pytest")
+    if spec is None or spec.origin is None:
+        raise ImportError("pytest is not installed beside agentrig (it is a dependency); reinstall agentrig")
+    binds.append(str(Path(spec.origin).resolve().parent.parent))
     unique: list[str] = []
     for p in sorted({os.path.realpath(b) for b in binds if b and os.path.exists(b)}, key=len):
         if not any(p == u or p.startswith(u.rstrip("/") + "/") for u in unique):
@@ -299,6 +309,20 @@ def packaged_project(task: Any) -> bool:
     return re.search(r"(?m)^\[build-system\]", text) is not None
 
 
+@functools.lru_cache(maxsize=512)
+def _rewritten(text: str, pytest_cmd: str, pytest_m_cmd: str, python: str, fetch: bool, packaged: bool,
+               _where: tuple) -> testscripts.ScriptRewrite:
+    return testscripts.rewrite_script(text, pytest_cmd, pytest_m_cmd, python, fetch=fetch, packaged_project=packaged)
+
+
+def _rewrite(*args: Any) -> testscripts.ScriptRewrite:
+    """``rewrite_script``, read once per script and settings in a process (every trial of a task
+    stages the same scripts); a copy, which the caller may change. Keyed also by the variables
+    that place the fetched test packages (``testscripts._fetch_dir``)."""
+    where = tuple(os.environ.get(k) for k in ("AGENTRIG_TEST_PACKAGES_DIR", "XDG_CACHE_HOME", "HOME"))
+    return _rewritten(*args, where).model_copy(deep=True)
+
+
 def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
                 tests: str = TESTS_DIR, logs: str = VERIFIER_DIR, workdir: str | None = None,
                 image_python: bool = False) -> VerifierPlan:
@@ -323,8 +347,8 @@ def stage_tests(task: Any, staging: Path, python: str | None, network: bool, *,
         image_note = None
     pytest_cmd, pytest_m_cmd = _pytest_cmds(python or "python3", staging, tests)
     packaged = packaged_project(task)
-    rewrites = {p: testscripts.rewrite_script(p.read_text(errors="replace"), pytest_cmd, pytest_m_cmd, python or "python3",
-                                              fetch=network and python is not None, packaged_project=packaged)
+    rewrites = {p: _rewrite(p.read_text(errors="replace"), pytest_cmd, pytest_m_cmd, python or "python3",
+                            network and python is not None, packaged)
                 for p in _test_scripts(staging)}
     if python is None:  # nothing is rewritten: the bootstrap itself needs the network
         for r in rewrites.values():
