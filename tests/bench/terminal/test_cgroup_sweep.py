@@ -45,3 +45,31 @@ def test_the_cgroups_of_a_dead_runner_are_emptied_and_removed_a_live_ones_kept(m
             for d in (group / "c1", group):
                 if d.is_dir():
                     d.rmdir()
+
+
+def test_a_trial_gets_a_cpu_or_memory_group_only_for_a_bound_it_has():
+    """An unbounded ``cpu`` group is not neutral: every trial's group sits under one ``agentrig``
+    parent, which the scheduler weighs as one process against the rest of the machine (a loaded
+    machine starved the sandboxes). Only ``pids`` is always made (a command is killed whole by it)."""
+    dirs = cgroup._v1_dirs()
+    plain = cgroup.TrialCgroups.create(f"t-bounds-plain-{os.getpid()}", memory_mb=None, pids=64, cpus=None)
+    bounded = cgroup.TrialCgroups.create(f"t-bounds-full-{os.getpid()}", memory_mb=128, pids=64, cpus=0.5)
+    try:
+        assert plain is not None and bounded is not None
+        assert set(plain.dirs) == {"pids"}
+        for controller in ("cpu", "memory"):
+            if controller in dirs:  # the hierarchies this machine has
+                assert not (dirs[controller] / "agentrig" / f"t-bounds-plain-{os.getpid()}").exists()
+                assert controller in bounded.dirs
+        if "cpu" in bounded.dirs:
+            assert (bounded.dirs["cpu"] / "cpu.cfs_quota_us").read_text().strip() == "50000"
+        if "memory" in bounded.dirs:
+            assert int((bounded.dirs["memory"] / "memory.limit_in_bytes").read_text()) == 128 * 2**20
+        _, files = plain.new_command()
+        assert len(files) == 1  # a command joins its pids group only
+    finally:
+        import asyncio
+
+        for group in (plain, bounded):
+            if group is not None:
+                asyncio.run(group.close())

@@ -1,7 +1,9 @@
 """Per-trial cgroups: the process-count and memory bounds, a CPU quota, and killing a command whole.
 
-A trial gets one cgroup per controller (``pids``, ``memory``, ``cpu`` — cgroup v1 hierarchies, as
-on these machines where root may write them) under the cgroup agentrig itself runs in. In the
+A trial gets a ``pids`` cgroup, and a ``memory`` or ``cpu`` one when it has that bound (cgroup v1
+hierarchies, as on these machines where root may write them), under the cgroup agentrig itself
+runs in. (An unbounded ``cpu`` group is not neutral: all trials' groups share one ``agentrig``
+parent, which the scheduler weighs as a single process against everything else on the machine.) In the
 ``pids`` hierarchy every command gets a child cgroup of its own: a command's processes, however
 they fork (``setsid``, ``nohup``, double-fork daemons), stay in it, so a timeout can kill exactly
 that command and everything it started — and nothing another command started.
@@ -83,6 +85,9 @@ class TrialCgroups:
         made: dict[str, Path] = {}
         try:
             for controller, parent in _v1_dirs().items():
+                if (controller == "memory" and memory_mb is None) or (controller == "cpu" and cpus is None):
+                    continue  # a group that bounds nothing would only weigh the trial: under the shared
+                    # ``agentrig`` parent every sandbox of the machine counted as one process to the scheduler
                 path = parent / "agentrig" / name
                 path.mkdir(parents=True, exist_ok=True)
                 made[controller] = path
