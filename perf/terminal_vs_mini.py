@@ -96,6 +96,50 @@ CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 MODES = ("native", "text")
 
 
+# ---------------------------------------------------------------- a process's own cgroup (perf/installed_vs_mini.py uses these)
+
+_CPUACCT: Path | None = None
+
+
+def _own_cpuacct() -> None:
+    """Move this process (and so all it starts) into a cpuacct cgroup of its own, when possible."""
+    global _CPUACCT
+    if os.geteuid() != 0 or not (CPUACCT / "cpuacct.usage").exists():
+        return
+    d = CPUACCT / f"agentrig-vs-mini-{os.getpid()}"
+    try:
+        d.mkdir(exist_ok=True)
+        (d / "cgroup.procs").write_text(str(os.getpid()))
+        _CPUACCT = d
+    except OSError:
+        _CPUACCT = None
+
+
+def _remove_cgroup(path: Path) -> None:
+    """Remove a process's cpuacct cgroup once it has exited (helpers leave it only then)."""
+    for _ in range(50):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def _cpu_s(who: int | None = None) -> float:
+    """CPU seconds of everything this process started (its cpuacct cgroup; else itself and its
+    waited-for children), or of one rusage target."""
+    import resource
+
+    if who is not None:
+        u = resource.getrusage(who)
+        return u.ru_utime + u.ru_stime
+    if _CPUACCT is not None:
+        return int((_CPUACCT / "cpuacct.usage").read_text()) / 1e9
+    return _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN)
+
+
 # ---------------------------------------------------------------- mini's and the bare side (no agentrig import)
 
 def _mount(*args: str) -> None:
@@ -302,6 +346,7 @@ def play(which: str, ctx: dict, rnd: int) -> dict:
         m["invalid"] = sum(a["invalid"] for a in arms.values())
         m["solved"] = sum(round((a["mean_reward"] or 0) * a["valid"]) for a in arms.values())
         m["per_arm"] = {k: {"valid": a["valid"], "mean_reward": a["mean_reward"]} for k, a in arms.items()}
+        m.update(stored(work / "run"))
         fixed = measured(cmd, env, "agentrig-fixed", cwd=str(work))
         fixed.pop("stdout")
     else:
@@ -327,6 +372,25 @@ def play(which: str, ctx: dict, rnd: int) -> dict:
     m["expected"] = n
     shutil.rmtree(work, ignore_errors=True)
     return m
+
+
+def stored(run_dir: Path) -> dict:
+    """From the run's records: the unsolved trials, and where a trial's wall time went (means)."""
+    from agentrig.store.rundir import open_run_dir
+
+    store, _ = open_run_dir(run_dir)
+    recs = list(store.records(valid=True))
+    n = max(1, len(recs))
+    events = [e for r in recs for e in r.trajectory.events]
+    return {"unsolved": sorted(f"{r.key.task_id} ({r.key.arm})" for r in recs if r.verdict.reward < 1),
+            "trial_s": sum(r.duration_s for r in recs) / n,
+            "verifier_s": sum(e.data.get("duration_s", 0) for e in events if e.plugin == "verifier") / n,
+            "commands_s": sum(e.data.get("duration_s", 0) for e in events if e.kind == "command") / n,
+            "model_s": sum(c.latency_s or 0 for r in recs for c in r.trajectory.model_calls) / n,
+            "timed_out": sorted(f"{r.key.task_id} ({r.key.arm}, {e.plugin} {e.kind}, {r.duration_s:.0f} s)" for r in recs
+                                for e in r.trajectory.events if e.data.get("timed_out")),
+            "task_s": {r.key.task_id: round(max(x.duration_s for x in recs if x.key.task_id == r.key.task_id), 2)
+                       for r in recs}}
 
 
 def verdicts(agentrig_over: float, mini_over: float, rate_ratio: float) -> list[str]:
@@ -469,6 +533,14 @@ def report(rows: list[dict], sides: list[str], args, facts: dict, task_ids: list
                            f"{r['load'][0]:.1f}→{r['load'][1]:.1f}" for r in x["rounds"])
         print(f"{s:<10}{x['solved']:>4}/{x['expected']:<4}{x['cpu_per_trial']:>13.3f}{above:>+12.3f}{x['trials_per_s']:>10.2f}"
               f"{x['fixed_cpu_s']:>13.2f}{x['fixed_wall_s']:>14.2f}{x['per_trial_less_fixed']:>22.3f}   {rounds}")
+    print("\nper trial (means over the rounds; seconds of wall at this concurrency) and the trials not solved:")
+    for s in sides:
+        rs = [r for r in rows if r["side"] == s]
+        parts = "  ".join(f"{k[:-2]} {sum(r.get(k, 0) for r in rs) / len(rs):.2f}"
+                          for k in ("trial_s", "verifier_s", "commands_s", "model_s") if k in rs[0])
+        slow = max(((v, t) for r in rs for t, v in r.get("task_s", {}).items()), default=None)
+        print(f"  {s:<9} {parts}; slowest {slow[1]} {slow[0]:.1f} s" if slow else f"  {s:<9} {parts}",
+              f"; unsolved: {sorted({u for r in rs for u in r.get('unsolved', [])}) or 'none'}")
     lines = []
     if {"agentrig", "mini", "bare"} <= set(sides):
         lines = verdicts(summary["agentrig"]["above_bare"], summary["mini"]["above_bare"],
