@@ -33,7 +33,8 @@ every process it or its helpers start, whoever reaps them, until the command exi
   (workers in the pytest Python, which import nothing else).
 
 mini's and the bare side's commands get a plain ``PATH`` (``/usr/local/sbin:…:/bin``, as an
-image's), not this shell's (whose pyenv shims would make every ``python3`` a shell script).
+image's, with a ``python`` → ``/usr/bin/python3`` first, as TB's images have), not this shell's
+(whose pyenv shims would make every ``python3`` a shell script).
 
 **Rounds alternate** the order of the sides (round 1: bare, mini, agentrig; round 2: agentrig, mini,
 bare; …): the machine may be shared, so the 1-minute load average is recorded at each side's start
