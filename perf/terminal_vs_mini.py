@@ -1,80 +1,103 @@
-"""agentrig's bash agent next to mini-SWE-agent, on the same built-in terminal tasks and endpoint.
+"""agentrig next to mini-SWE-agent on real Terminal-Bench tasks, measured as a user pays it.
 
-mini-SWE-agent is not an agentrig dependency; install it into the venv for this benchmark only:
+Three sides play the same trials (each task × ``--trials`` × tool mode) against the same scripted
+endpoint (``python -m agentrig.bench.terminal.scripted.solution_endpoint --tasks DIR``, its own
+process, not counted; ``--flavor mini`` for mini's side, which changes only the text-mode fence
+label and the submit sentinel), each side a command of its own whose **whole process tree** is
+counted in a ``cpuacct`` cgroup of its own (cgroup v1, root): its interpreter's start, its imports,
+every process it or its helpers start, whoever reaps them, until the command exits.
 
-    .venv/bin/python -m pip install mini-swe-agent      # measured with 2.4.6
-    .venv/bin/python perf/terminal_vs_mini.py [--concurrency 4] [--trials 2] [--mode native|text|both]
-    # real tasks (Terminal-Bench's tasks/, fetched at benchmark time, never committed):
-    .venv/bin/python perf/terminal_vs_mini.py --tasks /tmp/tb-tasks --task-ids a,b,… --mode native
+- **agentrig** — the user's command: ``agentrig run EXP.toml --json`` (the console script beside
+  this Python; ``--agentrig`` names another), EXP an experiment a user writes: kind terminal, the
+  tasks folder and ids, one ``bash`` arm per tool mode (``native``, ``text``), ``trials = k``,
+  ``concurrency = N``, the endpoint in ``[channel]``, everything else agentrig's defaults (bwrap,
+  ``root = "image"``, the warm verifier). Counted: start-up, the plan, the sandboxes, shells,
+  verifier, store, and the analysis and report it writes at its end. Its **fixed cost** is shown
+  apart: the same command again on the finished run (it plays nothing, then summarizes and
+  reports again).
+- **mini-SWE-agent** — its own Python API, as its docs show: ``DefaultAgent(LitellmModel |
+  LitellmTextbasedModel, LocalEnvironment)`` with its own ``default.yaml`` / ``mini_textbased.yaml``
+  templates, in N worker processes (``multiprocessing``, spawned) each playing trials one after the
+  other, run by mini's own interpreter (``--mini-python``; default: the anchors venv of
+  ``tests/anchors.py``, mini-swe-agent 2.4.6, CPython 3.13). The tasks write to ``/app``, so each
+  worker has a private mount namespace where the trial's copy of the task's ``/app`` is
+  bind-mounted at ``/app`` and the tests at ``/tests`` — the one piece of isolation a local run of
+  these tasks cannot do without; commands otherwise run on the host, as LocalEnvironment runs them.
+  Then a fresh pytest per trial, as agentrig's cold verifier command runs it: ``python -s -P -m
+  pytest -p no:cacheprovider --confcutdir=/tests -c /dev/null --rootdir=. /tests/test_outputs.py
+  -rA`` from ``/app`` with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` (``--pytest-python``: a Python with
+  pytest; default this one). Its fixed cost: the same command with no trial (interpreter, imports,
+  workers).
+- **bare** — no harness, no model: the task's own solution (``bash solution.sh`` or each
+  ``solution.yaml`` entry) and the same fresh pytest, in the same per-worker mount namespaces
+  (workers in the pytest Python, which import nothing else).
 
-With ``--tasks`` the same run also measures the **bare cost** of each trial — the task's own
-solution (``bash solution.sh``, or each ``solution.yaml`` entry) and its tests (the cold pytest
-below), in the same per-worker mount namespaces, with no harness and no model — and agentrig once
-more with ``warm_verifier = false`` (a fresh pytest per verifier, as the bare side runs the tests),
-and prints each harness's CPU per trial above that bare cost (the target: agentrig's at most a
-third of mini's). Tasks whose Dockerfile changes more than ``/app`` (``RUN apt-get``/``pip
-install``) do not fit: mini and the bare side run commands on the host, where only ``/app`` is the
-task's; choose tasks whose build leaves their tools as the host has them.
+mini's and the bare side's commands get a plain ``PATH`` (``/usr/local/sbin:…:/bin``, as an
+image's, with a ``python`` → ``/usr/bin/python3`` first, as TB's images have), not this shell's
+(whose pyenv shims would make every ``python3`` a shell script).
 
-Both sides play the same built-in tasks against the same scripted local endpoint, started as its
-own process (``python -m agentrig.bench.terminal.scripted.solution_endpoint``; ``--flavor mini`` for mini, which
-changes only the text-mode fence label and the submit sentinel to mini's), and every trial is
-checked by the task's tests (``tests/test_outputs.py``).
+**Rounds alternate** the order of the sides (round 1: bare, mini, agentrig; round 2: agentrig, mini,
+bare; …): the machine may be shared, so the 1-minute load average is recorded at each side's start
+and end and printed beside its figures. Printed per side: CPU s per trial (the whole command ÷
+trials), above the bare cost, trials per second (trials ÷ the whole command's wall time, at the
+same concurrency), solved, the fixed cost; then the acceptance's two verdicts (agentrig's CPU per
+trial above the bare cost at most half of mini's; its trials per second at least 1.2× mini's).
+``--json FILE`` keeps every measurement and the machine's facts.
 
-- agentrig: an experiment of kind terminal with a ``bash`` arm, played by the runner's executor
-  exactly as ``agentrig run`` plays it: a bwrap sandbox per trial on the task's cached layer, the
-  agent phase through the channel, the verifier, one store transaction per trial;
-  ``concurrency = N`` in one process.
-- mini-SWE-agent: its Python API as its docs show — ``DefaultAgent(LitellmModel(...),
-  LocalEnvironment(...))`` with its own ``default.yaml`` templates (``LitellmTextbasedModel`` and
-  ``mini_textbased.yaml`` in text mode) — in N worker processes, each playing trials one after
-  the other (its batch mode runs N threads; the tasks write to ``/app``, so each worker is a
-  process with its own mount namespace where the trial's copy of the task's files is
-  bind-mounted at ``/app`` and the tests at ``/tests``: the one piece of isolation a local run of
-  these tasks cannot do without; commands otherwise run on the host, as LocalEnvironment runs
-  them). Then pytest on the task's tests as agentrig's *cold* verifier command runs it: a fresh
-  ``python -s -P -m pytest -p no:cacheprovider --confcutdir=/tests -c /dev/null --rootdir=.
-  /tests/test_outputs.py -rA`` from ``/app`` with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` (agentrig
-  itself plays plain-pytest verifiers with its warm verifier). Needs root (mount namespaces).
+**The tasks.** Terminal-Bench's core ``tasks/`` (94 tasks, July 2025; fetched, never committed —
+``perf/terminal_coverage.py``'s docstring gives the ``extract`` command, e.g. to ``/tmp/tb/core``).
+mini and the bare side run commands on the host, where only ``/app`` (from the task's build layer,
+built once by agentrig's builder on the host's root) is the task's, and **as root**: a task fits
+when its build leaves the tools it needs as the host has them and its solution changes nothing of
+the host's system. ``DEFAULT_TASKS`` below (15) was chosen by this rule, 2026-12-06: of the core
+tasks ``agentrig audit`` runs (docs/terminal.md, "The coverage"), those whose build succeeds on the
+host's root (12 do not: their ``pip install`` meets Debian's externally-managed Python, or their
+``apt-get`` a package the host lacks), whose solution installs no package and adds no user or service
+(the script refuses such a solution: ``HOST_CHANGES``; ``--allow-host-changes`` overrides), and
+whose oracle then passes on the bare side on this machine (Debian 12 with gcc, sqlite3, openssl,
+git, vim, tmux, jq, bc; ``/usr/bin/python3`` 3.11 without numpy) and in both tool modes on agentrig
+and on mini. ``--task-ids`` gives any other selection; the solved counts show a task
+that does not fit.
 
-Reported side by side: trials per second at equal concurrency (after warm-up: layers built,
-imports done), trials solved, peak memory (RSS of the driving Python processes: agentrig's one
-runner, the sum of mini's workers), CPU seconds per trial, and the time per agent step at
-concurrency 1 on a task of ``--steps`` trivial commands (model round trip + command +
-bookkeeping). CPU is read from a cgroup of each side's own in the ``cpuacct`` hierarchy (root,
-cgroup v1), which counts every process a side starts — also those its long-lived helpers fork
-and reap themselves (agentrig's spawner factory and warm verifier); without it, from rusage.
+    .venv/bin/python perf/terminal_coverage.py extract /work/.mirror/camel-ai+camel/repo \\
+        7955886894c2051654d09f7fc0478382b455cb45:examples/workforce/terminal_bench/tasks /tmp/tb/core
+    .venv/bin/python perf/terminal_vs_mini.py --tasks /tmp/tb/core [--task-ids a,b,…] [--trials 2] \\
+        [--concurrency 2] [--mode both] [--rounds 2] [--json out.json]
+
+Needs root (bwrap; mount namespaces; cgroups). Builds (agentrig's layers, the host-root layers
+mini's ``/app`` comes from) happen before the clock starts.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ctypes
 import json
 import multiprocessing as mp
 import os
 import platform
-import resource
+import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-TASK_IDS = ["write-marker", "word-frequency", "log-error-summary", "merge-json-config", "fix-python-bug",
-            "csv-region-totals", "stale-lock", "harbor-dedupe-emails"]
+# See the docstring for the rule these were chosen by.
+DEFAULT_TASKS = ["aimo-airline-departures", "extract-moves-from-video", "extract-safely", "fix-permissions",
+                 "git-workflow-hack", "grid-pattern-transform", "hello-world", "intrusion-detection",
+                 "openssl-selfsigned-cert", "polyglot-c-py", "processing-pipeline", "recover-obfuscated-files",
+                 "sqlite-db-truncate", "tmux-advanced-workflow", "vim-terminal-task"]
 KEY = "sk-bench-terminal-vs-mini"
 CLONE_NEWNS = 0x00020000
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no download of its price table at import
+PLAIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+HOST_CHANGES = re.compile(r"\b(apt-get|apt|pip3?|uv|npm|useradd|adduser|systemctl|service)\s+(install|add|start|restart|enable|update|-)")
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+MODES = ("native", "text")
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
+# ---------------------------------------------------------------- a process's own cgroup (perf/installed_vs_mini.py uses these)
 
 _CPUACCT: Path | None = None
 
@@ -82,10 +105,9 @@ _CPUACCT: Path | None = None
 def _own_cpuacct() -> None:
     """Move this process (and so all it starts) into a cpuacct cgroup of its own, when possible."""
     global _CPUACCT
-    root = Path("/sys/fs/cgroup/cpuacct")
-    if os.geteuid() != 0 or not (root / "cpuacct.usage").exists():
+    if os.geteuid() != 0 or not (CPUACCT / "cpuacct.usage").exists():
         return
-    d = root / f"agentrig-vs-mini-{os.getpid()}"
+    d = CPUACCT / f"agentrig-vs-mini-{os.getpid()}"
     try:
         d.mkdir(exist_ok=True)
         (d / "cgroup.procs").write_text(str(os.getpid()))
@@ -95,8 +117,7 @@ def _own_cpuacct() -> None:
 
 
 def _remove_cgroup(path: Path) -> None:
-    """Remove a side's cpuacct cgroup once the side has exited (helpers such as multiprocessing's
-    resource tracker leave it only then)."""
+    """Remove a process's cpuacct cgroup once it has exited (helpers leave it only then)."""
     for _ in range(50):
         try:
             path.rmdir()
@@ -108,8 +129,10 @@ def _remove_cgroup(path: Path) -> None:
 
 
 def _cpu_s(who: int | None = None) -> float:
-    """CPU seconds of everything this side started (its cpuacct cgroup; else this process and its
+    """CPU seconds of everything this process started (its cpuacct cgroup; else itself and its
     waited-for children), or of one rusage target."""
+    import resource
+
     if who is not None:
         u = resource.getrusage(who)
         return u.ru_utime + u.ru_stime
@@ -118,380 +141,272 @@ def _cpu_s(who: int | None = None) -> float:
     return _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN)
 
 
-def start_endpoint(flavor: str, tasks: Path | None) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "agentrig.bench.terminal.scripted.solution_endpoint", "--no-auth", "--flavor", flavor]
-    if tasks is not None:
-        cmd += ["--tasks", str(tasks)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    return proc, proc.stdout.readline().strip()
-
-
-def steps_task(root: Path, n: int) -> Path:
-    """A TB1 task whose solution is ``n`` trivial commands (for the time per step)."""
-    d = root / "many-steps"
-    (d / "tests").mkdir(parents=True, exist_ok=True)
-    (d / "task.yaml").write_text("instruction: |-\n  Run the steps, then write done to /app/done.txt.\n"
-                                 "parser_name: pytest\nmax_agent_timeout_sec: 300\n")
-    (d / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\n")
-    entries = "".join(f"- command: echo step {i}\n" for i in range(n - 1)) + "- command: echo done > /app/done.txt\n"
-    (d / "solution.yaml").write_text(entries)
-    (d / "tests" / "test_outputs.py").write_text("from pathlib import Path\n\ndef test_done():\n"
-                                                 "    assert Path('/app/done.txt').read_text().strip() == 'done'\n")
-    return d
-
-
-# ---------------------------------------------------------------- agentrig side (one process)
-
-def _helpers_rss_mb() -> float:
-    """Peak RSS of agentrig's long-lived helper processes (the spawner factory, the warm verifier)."""
-    from agentrig.bench.terminal.sandbox import spawner, warm
-
-    pids = [p.pid for p in (spawner._FACTORY[0] if spawner._FACTORY else None,
-                            warm._SERVER.proc if warm._SERVER else None) if p is not None]
-    total = 0.0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1]) / 1024
-        except OSError:
-            continue
-    return total
-
-
-async def _agentrig(work: Path, base_url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
-                    tasks: Path | None, build_network: str = "true", warm: bool = True) -> dict:
-    from agentrig.run import experiment
-    from agentrig.run.executor import Executor, close_channels, make_channels
-    from agentrig.run.session import open_run, plan
-
-    os.environ["BENCH_KEY"] = KEY
-    tasks_line = f'tasks = "{tasks}"\n' if tasks else ""
-    path = work / "exp.toml"
-    path.write_text(f'name = "vs-mini"\n[benchmark]\nkind = "terminal"\n{tasks_line}task_ids = {json.dumps(task_ids)}\n'
-                    f'[sandbox]\ncache_dir = "{work / "cache"}"\nbuild_network = {build_network}\nwarm_verifier = {str(warm).lower()}\n'
-                    f'[run]\ntrials = {trials}\nconcurrency = {concurrency}\ndir = "{work / "run"}"\nmax_steps = 200\n'
-                    f'[channel]\nbase_url = "{base_url}"\napi_key_env = "BENCH_KEY"\nmodel = "solution"\n'
-                    f'[[arms]]\nname = "bash"\nagent = {{ kind = "bash", tool_mode = "{mode}", step_limit = 200 }}\n')
-    r = experiment.load(path)  # selects the tasks and builds their layers (cached): not timed
-    run = open_run(r)
-    specs = plan(r, run.store)
-    channels = make_channels(r, run.run_id)
-    try:
-        ex = Executor(r, run.store, run.run_id, channels)
-        cpu, own, started = _cpu_s(), _cpu_s(resource.RUSAGE_SELF), time.perf_counter()
-        await ex.run(specs)
-        elapsed, cpu, own = time.perf_counter() - started, _cpu_s() - cpu, _cpu_s(resource.RUSAGE_SELF) - own
-        recs = list(run.store.records(valid=True))
-        calls = sum(len(rec.trajectory.model_calls) for rec in recs)
-        n = max(1, len(recs))
-        events = [e for rec in recs for e in rec.trajectory.events]
-        warm_trials = sum(1 for e in events if e.plugin == "verifier" and e.data.get("warm"))
-        helpers_mb = _helpers_rss_mb()
-        parts = {"trial": sum(rec.duration_s for rec in recs) / n,
-                 "verifier": sum(e.data.get("duration_s", 0) for e in events if e.plugin == "verifier") / n,
-                 "commands": sum(e.data.get("duration_s", 0) for e in events if e.kind == "command") / n,
-                 "model": sum(c.latency_s or 0 for rec in recs for c in rec.trajectory.model_calls) / n}
-    finally:
-        await close_channels(channels)
-        run.close()
-    return {"trials": ex.stats.finished, "solved": ex.stats.successes, "seconds": elapsed, "model_calls": calls,
-            "unsolved": sorted(rec.key.task_id for rec in recs if rec.verdict.reward < 1),
-            "rss_mb": _rss_mb() + helpers_mb, "workers": 1, "cpu_s": cpu, "own_cpu_s": own, "parts": parts,
-            "warm_trials": warm_trials, "helpers_rss_mb": helpers_mb}
-
-
-# ---------------------------------------------------------------- mini-SWE-agent side (N processes)
+# ---------------------------------------------------------------- mini's and the bare side (no agentrig import)
 
 def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True)
 
 
-def _mini_worker(jobs, results, ready, go, base_url: str, mode: str, kind: str = "mini") -> None:
+def _tests_pass(pytest_python: str) -> tuple[bool, str]:
+    """The task's tests as agentrig's cold verifier command runs them (a fresh pytest from /app); the
+    verdict, and the output's end when they failed."""
+    verdict = subprocess.run([pytest_python, "-s", "-P", "-m", "pytest", "-p", "no:cacheprovider",
+                              "--confcutdir=/tests", "-c", "/dev/null", "--rootdir=.", "/tests/test_outputs.py",
+                              "-rA"], cwd="/app", capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    return verdict.returncode == 0, "" if verdict.returncode == 0 else (verdict.stdout + verdict.stderr)[-1500:]
+
+
+def _worker(jobs, results, kind: str, base_url: str, pytest_python: str) -> None:
     libc = ctypes.CDLL(None, use_errno=True)  # first, while the process has one thread
     if libc.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed: run as root")
     _mount("--make-rprivate", "/")
-    import logging
+    if kind == "mini":
+        import logging
 
-    import yaml
-    from minisweagent.agents.default import DefaultAgent
-    from minisweagent.environments.local import LocalEnvironment
-    from minisweagent.models.litellm_model import LitellmModel
-    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
+        import litellm
+        import yaml
+        from minisweagent.agents.default import DefaultAgent
+        from minisweagent.environments.local import LocalEnvironment
+        from minisweagent.models.litellm_model import LitellmModel
+        from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
 
-    import litellm
+        import minisweagent
 
-    logging.disable(logging.WARNING)
-    litellm.suppress_debug_info = True  # else a "Provider List" banner per call (no price for model "solution")
-    cfg_name = "default.yaml" if mode == "native" else "mini_textbased.yaml"
-    import minisweagent
-
-    cfg = yaml.safe_load((Path(minisweagent.__file__).parent / "config" / cfg_name).read_text())
-    agent_cfg = {**cfg["agent"], "step_limit": 200, "cost_limit": 0}
-    agent_cfg.pop("mode", None)  # the interactive agent's setting
-    model_cls = LitellmModel if mode == "native" else LitellmTextbasedModel
-    ready.put(os.getpid())
-    go.wait()
-    cpu, own = _cpu_s(), _cpu_s(resource.RUSAGE_SELF)
+        logging.disable(logging.WARNING)
+        litellm.suppress_debug_info = True  # else a "Provider List" banner per call (no price for model "solution")
+        cfgs = {m: yaml.safe_load((Path(minisweagent.__file__).parent / "config" / name).read_text())
+                for m, name in (("native", "default.yaml"), ("text", "mini_textbased.yaml"))}
     while True:
         job = jobs.get()
         if job is None:
             break
-        task_id, instruction, app_src, tests_dir, scratch, solution = job
         started = time.perf_counter()
-        trial = Path(tempfile.mkdtemp(dir=scratch))
-        shutil.copytree(app_src, trial / "app", symlinks=True)
+        trial = Path(tempfile.mkdtemp(dir=job["scratch"]))
+        shutil.copytree(job["app"], trial / "app", symlinks=True)
         _mount("--bind", str(trial / "app"), "/app")
-        _mount("--bind", "-o", "ro", tests_dir, "/tests")
+        _mount("--bind", "-o", "ro", job["tests"], "/tests")
         try:
             if kind == "bare":  # the task's own commands, as a shell would run them, then the same tests
-                for argv in solution:
-                    subprocess.run(argv, cwd="/app", stdin=subprocess.DEVNULL, capture_output=True, timeout=300,
-                                   env={**cfg["environment"]["env"], "PATH": os.environ["PATH"], "HOME": "/root"})
-                agent_s = time.perf_counter() - started
-                results.put({"task": task_id, "status": "bare", "solved": _tests_pass(), "calls": 0,
-                             "seconds": time.perf_counter() - started, "agent_s": agent_s})
-                continue
-            model = model_cls(model_name="openai/solution", cost_tracking="ignore_errors",
-                              model_kwargs={**cfg["model"].get("model_kwargs", {}), "api_base": base_url, "api_key": KEY,
-                                            "extra_headers": {"X-Agentrig-Task": task_id, "X-Agentrig-Role": "agent"}},
-                              **{k: v for k, v in cfg["model"].items() if k != "model_kwargs"})
-            env = LocalEnvironment(cwd="/app", timeout=60, env=cfg["environment"]["env"])
-            agent = DefaultAgent(model, env, **agent_cfg)
-            info = agent.run(instruction)
+                for argv in job["solution"]:
+                    subprocess.run(argv, cwd="/app", stdin=subprocess.DEVNULL, capture_output=True, timeout=600,
+                                   env={"PATH": os.environ["PATH"], "HOME": "/root", "PAGER": "cat", "LANG": "C.UTF-8"})
+                status, calls = "bare", 0
+            else:
+                cfg = cfgs[job["mode"]]
+                agent_cfg = {**cfg["agent"], "step_limit": 200, "cost_limit": 0}
+                agent_cfg.pop("mode", None)  # the interactive agent's setting
+                model_cls = LitellmModel if job["mode"] == "native" else LitellmTextbasedModel
+                model = model_cls(model_name="openai/solution", cost_tracking="ignore_errors",
+                                  model_kwargs={**cfg["model"].get("model_kwargs", {}), "api_base": base_url,
+                                                "api_key": KEY, "extra_headers": {"X-Agentrig-Task": job["task"],
+                                                                                  "X-Agentrig-Role": "agent"}},
+                                  **{k: v for k, v in cfg["model"].items() if k != "model_kwargs"})
+                env = LocalEnvironment(cwd="/app", timeout=120, env=cfg["environment"]["env"])
+                agent = DefaultAgent(model, env, **agent_cfg)
+                info = agent.run(job["instruction"])
+                status, calls = info.get("exit_status"), agent.n_calls
             agent_s = time.perf_counter() - started
-            results.put({"task": task_id, "status": info.get("exit_status"), "solved": _tests_pass(),
-                         "calls": agent.n_calls, "seconds": time.perf_counter() - started, "agent_s": agent_s})
+            solved, tail = _tests_pass(pytest_python)
+            results.put({"task": job["task"], "mode": job["mode"], "status": str(status), "calls": calls,
+                         "solved": solved, "tail": tail, "agent_s": agent_s, "seconds": time.perf_counter() - started})
         finally:
             subprocess.run(["umount", "/tests"], check=False)
             subprocess.run(["umount", "/app"], check=False)
             shutil.rmtree(trial, ignore_errors=True)
-    results.put({"rss_mb": _rss_mb(), "cpu_s": _cpu_s() - cpu, "own_cpu_s": _cpu_s(resource.RUSAGE_SELF) - own})
 
-
-def _tests_pass() -> bool:
-    """The task's tests as agentrig's cold verifier command runs them (a fresh pytest from /app)."""
-    verdict = subprocess.run([sys.executable, "-s", "-P", "-m", "pytest", "-p", "no:cacheprovider",
-                              "--confcutdir=/tests", "-c", "/dev/null", "--rootdir=.", "/tests/test_outputs.py",
-                              "-rA"], cwd="/app", capture_output=True, text=True, timeout=120,
-                             env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    return verdict.returncode == 0
-
-
-def _solution_argvs(task) -> list[list[str]]:
-    """The task's own solution as commands: its script run by bash, or each solution.yaml entry."""
-    if task.solution_script is not None:
-        return [["bash", str(task.solution_script)]]
-    return [["bash", "-c", step.command] for step in task.solution or []]
-
-
-def _mini(work: Path, base_url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
-          tasks: Path | None, kind: str = "mini", build_network: str = "true") -> dict:
-    from agentrig.bench.terminal.sandbox import SandboxSettings, build_plan
-    from agentrig.bench.terminal.sandbox.build import ensure_layer
-    from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir, load_tasks
-
-    loaded, _ = load_tasks(tasks or builtin_tasks_dir(), task_ids=task_ids)
-    settings = SandboxSettings(cache_dir=work / "cache", build_network=json.loads(build_network))
-    templates = {}
-    for t in loaded:  # the task's /app as its Dockerfile builds it (agentrig's build layer): not timed
-        layer = asyncio.run(ensure_layer(t, build_plan(t), settings))
-        templates[t.id] = (str(layer.path / "top" / "app"), str(t.tests_dir))
-    ctx = mp.get_context("spawn")
-    jobs, results, ready, go = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event()
-    workers = [ctx.Process(target=_mini_worker, args=(jobs, results, ready, go, base_url, mode, kind))
-               for _ in range(concurrency)]
-    for w in workers:
-        w.start()
-    for _ in workers:
-        ready.get(timeout=120)  # imports (litellm) done in every worker
-    scratch = work / "mini"
-    scratch.mkdir(exist_ok=True)
-    for _k in range(trials):
-        for t in loaded:
-            jobs.put((t.id, t.instruction, templates[t.id][0], templates[t.id][1], str(scratch), _solution_argvs(t)))
-    for _ in workers:
-        jobs.put(None)
-    cpu_all = _cpu_s()
-    started = time.perf_counter()
-    go.set()
-    done: list[dict] = []
-    ends: list[dict] = []
-    while len(done) < trials * len(loaded):  # a worker's last message (peak RSS, CPU) may come first
-        msg = results.get()
-        (ends.append(msg) if "rss_mb" in msg else done.append(msg))
-    elapsed = time.perf_counter() - started
-    cpu_all = _cpu_s() - cpu_all
-    ends += [results.get() for _ in range(len(workers) - len(ends))]
-    rss = [e["rss_mb"] for e in ends]
-    n = max(1, len(done))
-    parts = {"trial": sum(d["seconds"] for d in done) / n, "agent": sum(d["agent_s"] for d in done) / n,
-             "verifier": sum(d["seconds"] - d["agent_s"] for d in done) / n}
-    for w in workers:
-        w.join()
-    return {"trials": len(done), "solved": sum(d["solved"] for d in done), "seconds": elapsed,
-            "unsolved": sorted(d["task"] for d in done if not d["solved"]),
-            "model_calls": sum(d["calls"] for d in done), "rss_mb": sum(rss) + _rss_mb(), "workers": concurrency,
-            "statuses": sorted({str(d["status"]) for d in done}),
-            "cpu_s": cpu_all if _CPUACCT is not None else sum(e["cpu_s"] for e in ends),
-            "own_cpu_s": sum(e["own_cpu_s"] for e in ends),
-            "parts": parts}
-
-
-# ---------------------------------------------------------------- driver
 
 def side(args) -> None:
-    work = Path(tempfile.mkdtemp(prefix=f"agentrig-vs-mini-{args.side}-"))
-    _own_cpuacct()
-    try:
-        task_ids = args.task_ids.split(",")
-        tasks = Path(args.tasks) if args.tasks else None
-        if args.side in ("agentrig", "agentrig-cold"):
-            out = asyncio.run(_agentrig(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks,
-                                        args.build_network, warm=args.side == "agentrig"))
-        else:
-            out = _mini(work, args.base_url, args.mode, args.trials, args.concurrency, task_ids, tasks, args.side,
-                        args.build_network)
-        out["cpu_method"] = "cpuacct cgroup" if _CPUACCT is not None else "rusage"
-        out["cgroup"] = str(_CPUACCT) if _CPUACCT is not None else None
-        print(json.dumps(out))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    """One side's command (mini or bare): play the jobs of ``--jobs`` in N workers, print a JSON line."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # litellm: no download of its price table at import
+    spec = json.loads(Path(args.jobs).read_text())
+    ctx = mp.get_context("spawn")
+    jobs, results = ctx.Queue(), ctx.Queue()
+    for job in spec["jobs"]:
+        jobs.put(job)
+    workers = [ctx.Process(target=_worker, args=(jobs, results, args.side, spec["base_url"], spec["pytest_python"]))
+               for _ in range(spec["concurrency"])]
+    for _ in workers:
+        jobs.put(None)
+    for w in workers:
+        w.start()
+    done = [results.get() for _ in spec["jobs"]]
+    for w in workers:
+        w.join()
+    print(json.dumps({"trials": len(done), "solved": sum(d["solved"] for d in done),
+                      "unsolved": sorted(f"{d['task']} ({d['mode']})" for d in done if not d["solved"]),
+                      "statuses": sorted({d["status"] for d in done}),
+                      "model_calls": sum(d["calls"] for d in done),
+                      "trial_s": sum(d["seconds"] for d in done) / max(1, len(done)),
+                      "verifier_s": sum(d["seconds"] - d["agent_s"] for d in done) / max(1, len(done)),
+                      "failures": {f"{d['task']} ({d['mode']})": d["tail"] for d in done if not d["solved"]},
+                      "task_s": {d["task"]: round(max(e["seconds"] for e in done if e["task"] == d["task"]), 2)
+                                 for d in done}}))
 
 
-def measure(which: str, url: str, mode: str, trials: int, concurrency: int, task_ids: list[str],
-            tasks: Path | None = None, build_network: str = "true") -> dict:
-    cmd = [sys.executable, __file__, "--side", which, "--base-url", url, "--mode", mode, "--trials", str(trials),
-           "--concurrency", str(concurrency), "--task-ids", ",".join(task_ids), "--build-network", build_network]
-    if tasks is not None:
-        cmd += ["--tasks", str(tasks)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+# ---------------------------------------------------------------- the driver
+
+def measured(cmd: list[str], env: dict, label: str, cwd: str | None = None) -> dict:
+    """Run one command in a cpuacct cgroup of its own; its whole tree's CPU, its wall time, the load."""
+    cg = CPUACCT / f"agentrig-bench-{label}-{os.getpid()}-{time.monotonic_ns()}"
+    cg.mkdir()
+    load0 = os.getloadavg()[0]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                            preexec_fn=lambda: (cg / "cgroup.procs").write_text(str(os.getpid())))
+    stdout, stderr = proc.communicate(timeout=3600)
+    wall = time.perf_counter() - started
+    left = [p for p in (cg / "cgroup.procs").read_text().split()]
+    for _ in range(100):  # processes the command left behind still count, until they are gone
+        if not left:
+            break
+        time.sleep(0.1)
+        left = (cg / "cgroup.procs").read_text().split()
+    cpu = int((cg / "cpuacct.usage").read_text()) / 1e9
+    stat = dict(line.split() for line in (cg / "cpuacct.stat").read_text().splitlines())
+    hz = os.sysconf("SC_CLK_TCK")
     try:
-        stdout, stderr = proc.communicate(timeout=1800)
-    finally:  # the side's cpuacct cgroup (named by its pid) goes also when the side failed
-        _remove_cgroup(Path("/sys/fs/cgroup/cpuacct") / f"agentrig-vs-mini-{proc.pid}")
+        cg.rmdir()
+    except OSError:
+        pass
     if proc.returncode != 0:
-        raise SystemExit(f"{which} side failed:\n{stderr[-3000:]}")
-    return json.loads(stdout.strip().splitlines()[-1])
+        raise SystemExit(f"{label}: {' '.join(cmd)} exited {proc.returncode}:\n{stderr[-4000:]}")
+    return {"cpu_s": cpu, "user_s": int(stat["user"]) / hz, "system_s": int(stat["system"]) / hz, "wall_s": wall,
+            "load": [round(load0, 2), round(os.getloadavg()[0], 2)], "left_processes": len(left),
+            "stdout": stdout, "stderr": stderr}
 
 
-def verdict(ours: float, mini: float) -> str:
-    """agentrig's CPU above the bare cost against the target (at most a third of mini's)."""
-    if ours <= 0:
-        return "below the bare cost: within the one-third target whatever mini's overhead"
-    if mini <= 0:
-        return (f"+{ours:.3f} s above the bare cost while mini's is not above it ({mini:.3f}, within noise): "
-                "ABOVE the one-third target")
-    ratio = ours / mini
-    return f"{ratio:.2f} of mini's ({'within' if ratio <= 1 / 3 else 'ABOVE'} the one-third target)"
+def start_endpoint(flavor: str, tasks: Path) -> tuple[subprocess.Popen, str]:
+    cmd = [sys.executable, "-m", "agentrig.bench.terminal.scripted.solution_endpoint", "--no-auth", "--flavor", flavor,
+           "--tasks", str(tasks)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--concurrency", type=int, default=4)
-    ap.add_argument("--trials", type=int, default=2, help="trials per task")
-    ap.add_argument("--mode", choices=["native", "text", "both"], default="both")
-    ap.add_argument("--steps", type=int, default=30, help="commands in the per-step task (concurrency 1)")
-    ap.add_argument("--side", choices=["agentrig", "agentrig-cold", "mini", "bare"], help=argparse.SUPPRESS)
-    ap.add_argument("--base-url", help=argparse.SUPPRESS)
-    ap.add_argument("--tasks", help="a directory of real tasks (e.g. Terminal-Bench's tasks/, fetched; default: the "
-                                    "built-in tasks); then the bare cost is measured too, and no per-step figure")
-    ap.add_argument("--task-ids", help="comma-separated task ids (default: 8 built-in tasks; with --tasks: all)")
-    ap.add_argument("--build-network", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.build_network is None:  # real tasks' RUN pip/apt steps reach the registries with the host's settings
-        args.build_network = '"host-settings"' if args.tasks else "true"
-    if args.task_ids is None and not args.side:
-        args.task_ids = ",".join(TASK_IDS) if not args.tasks else ",".join(sorted(
-            p.name for p in Path(args.tasks).iterdir() if (p / "task.yaml").is_file() or (p / "task.toml").is_file()))
-    if args.side:
-        return side(args)
-    try:
-        import minisweagent
-    except ImportError:
-        raise SystemExit("mini-SWE-agent is not installed: .venv/bin/python -m pip install mini-swe-agent") from None
-    if os.geteuid() != 0:
-        raise SystemExit("needs root: agentrig's bwrap sandbox and mini's per-worker mount namespaces")
-    print(f"machine: {platform.machine()} {os.cpu_count()} cores ({_cpu()}), Python {platform.python_version()}, "
-          f"{platform.system()} {platform.release()}; load average {os.getloadavg()[0]:.2f}; "
-          f"mini-swe-agent {minisweagent.__version__}")
-    scratch = Path(tempfile.mkdtemp(prefix="agentrig-vs-mini-"))
-    tasks = Path(args.tasks).resolve() if args.tasks else None
-    task_ids = args.task_ids.split(",")
-    servers = {f: start_endpoint(f, tasks) for f in ("agentrig", "mini")}
-    step_servers = {f: start_endpoint(f, scratch) for f in ("agentrig", "mini")} if tasks is None else {}
-    steps_task(scratch, args.steps)
-    try:
-        modes = ["native", "text"] if args.mode == "both" else [args.mode]
-        rows = []
-        for mode in modes:
-            for which in ("agentrig", "mini"):
-                r = measure(which, servers[which][1], mode, args.trials, args.concurrency, task_ids, tasks,
-                            args.build_network)
-                if tasks is None:
-                    steps = [measure(which, step_servers[which][1], mode, 1, 1, ["many-steps"], scratch) for _ in range(3)]
-                    per_step = statistics.median(x["seconds"] / max(1, x["model_calls"]) * 1000 for x in steps)
-                else:
-                    per_step = float("nan")
-                rows.append((mode, which, r, per_step))
-        bare = cold = None
-        if tasks is not None:  # the bare cost, and agentrig with a fresh pytest per verifier as the bare side runs it
-            bare = measure("bare", "-", "native", args.trials, args.concurrency, task_ids, tasks, args.build_network)
-            cold = {m: measure("agentrig-cold", servers["agentrig"][1], m, args.trials, args.concurrency, task_ids, tasks,
-                               args.build_network) for m in modes}
-        what = f"{len(task_ids)} tasks of {tasks}" if tasks else f"{len(task_ids)} built-in tasks"
-        print(f"\n{what} × {args.trials} trials, concurrency {args.concurrency}; "
-              + (f"per step: one trial of {args.steps} commands at concurrency 1 (median of 3)" if tasks is None else
-                 "bare: the task's own solution and tests, no harness, in the same run"))
-        head = f"{'mode':<7}{'harness':<10}{'trials':>7}{'solved':>7}{'seconds':>9}{'trials/s':>10}{'CPU s/trial':>12}" \
-               f"{'peak RSS MB':>13}{'ms/step':>9}{'ratio':>7}"
-        print(head + "\n" + "-" * len(head))
-        for mode in modes:
-            pair = {w: (r, s) for m, w, r, s in rows if m == mode}
-            base_rate = pair["mini"][0]["trials"] / pair["mini"][0]["seconds"]
-            for which in ("agentrig", "mini"):
-                r, per_step = pair[which]
-                rate = r["trials"] / r["seconds"]
-                print(f"{mode:<7}{which:<10}{r['trials']:>7}{r['solved']:>7}{r['seconds']:>9.2f}{rate:>10.2f}"
-                      f"{r['cpu_s'] / r['trials']:>12.2f}{r['rss_mb']:>13.0f}{per_step:>9.1f}{rate / base_rate:>6.2f}×")
-        print("\nwhere a trial's wall time goes (mean seconds per trial at this concurrency):")
-        for mode, which, r, _ in rows:
-            print(f"  {mode:<7}{which:<10}" + "  ".join(f"{k} {v:.3f}" for k, v in r["parts"].items())
-                  + f"  | CPU s/trial: harness process(es) {r['own_cpu_s'] / r['trials']:.3f}, "
-                    f"subprocesses {(r['cpu_s'] - r['own_cpu_s']) / r['trials']:.3f}")
-        if bare is not None:
-            base = bare["cpu_s"] / max(1, bare["trials"])
-            print(f"\nbare cost (the task's solution and tests, no harness): {base:.2f} CPU s/trial, "
-                  f"{bare['solved']}/{bare['trials']} solved")
-            print(f"  unsolved: bare {bare['unsolved']}, " + ", ".join(
-                f"{w} ({m}) {r['unsolved']}" for m, w, r, _ in rows) + ", " + ", ".join(
-                f"agentrig-cold ({m}) {r['unsolved']}" for m, r in cold.items()))
-            for mode in modes:
-                over = {w: r["cpu_s"] / max(1, r["trials"]) - base for m, w, r, _ in rows if m == mode}
-                over["agentrig-cold"] = cold[mode]["cpu_s"] / max(1, cold[mode]["trials"]) - base
-                print(f"  {mode}: CPU s per trial above the bare cost — mini {over['mini']:.3f}; agentrig "
-                      f"{over['agentrig']:.3f} (warm verifier), {over['agentrig-cold']:.3f} (a fresh pytest per "
-                      f"verifier, as the bare side runs the tests)")
-                for which in ("agentrig", "agentrig-cold"):
-                    print(f"    {which}: {verdict(over[which], over['mini'])}")
-        print(f"\nCPU measured with: {rows[0][2].get('cpu_method', 'rusage')}")
-        print("agentrig: bwrap sandbox per trial (own mount/pid/net namespaces, overlay layer); verifier: the warm "
-              "verifier (pytest forked into the sandbox) for plain-pytest tasks, else a fresh process; peak RSS includes "
-              "its long-lived helpers (spawner factory, warm verifier); mini: LocalEnvironment (commands on the host; "
-              "/app and /tests bind-mounted per trial), cold pytest")
-        for mode, which, r, _ in rows:
-            if which == "agentrig":
-                print(f"  {mode}: {r.get('warm_trials', 0)} of {r['trials']} trials verified warm")
-    finally:
-        for proc, _ in [*servers.values(), *step_servers.values()]:
-            proc.terminate()
-            proc.wait()
-        shutil.rmtree(scratch, ignore_errors=True)
+def experiment_toml(tasks: Path, task_ids: list[str], modes: list[str], trials: int, concurrency: int,
+                    base_url: str, run_dir: Path) -> str:
+    """The experiment a user writes for this comparison (agentrig's defaults for everything else)."""
+    arms = "".join(f'\n[[arms]]\nname = "{m}"\nagent = {{ kind = "bash", tool_mode = "{m}" }}\n' for m in modes)
+    return (f'name = "vs-mini"\n\n[benchmark]\nkind = "terminal"\ntasks = "{tasks}"\ntask_ids = {json.dumps(task_ids)}\n\n'
+            f'[run]\ntrials = {trials}\nconcurrency = {concurrency}\ndir = "{run_dir}"\n\n'
+            f'[channel]\nbase_url = "{base_url}"\napi_key_env = "BENCH_KEY"\nmodel = "solution"\n{arms}')
 
 
-def _cpu() -> str:
+def prepare(tasks: Path, task_ids: list[str], allow_host_changes: bool = False) -> dict[str, dict]:
+    """Each task's instruction, solution commands, tests and /app (its layer built on the host's root)."""
+    import asyncio
+
+    from agentrig.bench.terminal.sandbox import SandboxSettings, build_plan
+    from agentrig.bench.terminal.sandbox.build import ensure_layer
+    from agentrig.bench.terminal.tasks.taskfile import load_tasks
+
+    loaded, invalid = load_tasks(tasks, task_ids=task_ids)
+    if invalid or len(loaded) != len(task_ids):
+        raise SystemExit(f"tasks not loaded from {tasks}: {invalid or sorted(set(task_ids) - {t.id for t in loaded})}")
+    settings = SandboxSettings(root="host")
+    out = {}
+    for t in loaded:
+        try:
+            layer = asyncio.run(ensure_layer(t, build_plan(t), settings))
+        except Exception as exc:  # noqa: BLE001 — a build the host's root cannot do: the task does not fit
+            print(f"  left out: {t.id}: its build on the host's root failed ({str(exc).splitlines()[0][:120]})",
+                  flush=True)
+            continue
+        app = layer.path / "top" / layer.workdir.lstrip("/")
+        solution = ([["bash", str(t.solution_script)]] if t.solution_script is not None
+                    else [["bash", "-c", step.command] for step in t.solution or []])
+        text = (t.solution_script.read_text(errors="replace") if t.solution_script is not None
+                else "\n".join(step.command for step in t.solution or []))
+        if HOST_CHANGES.search(text) and not allow_host_changes:
+            print(f"  left out: {t.id}: its solution changes the host's system ({HOST_CHANGES.search(text).group(0)!r}), "
+                  "and mini and the bare side run it on the host as root (--allow-host-changes to play it anyway)",
+                  flush=True)
+            continue
+        out[t.id] = {"task": t.id, "instruction": t.instruction, "app": str(app), "tests": str(t.tests_dir),
+                     "solution": solution}
+    return out
+
+
+def play(which: str, ctx: dict, rnd: int) -> dict:
+    """One side's whole command, measured; and its fixed cost (the same command playing nothing)."""
+    work: Path = ctx["work"] / f"{which}-{rnd}"
+    work.mkdir()
+    n = len(ctx["task_ids"]) * ctx["trials"] * len(ctx["modes"])
+    if which == "agentrig":
+        exp = work / "exp.toml"
+        exp.write_text(experiment_toml(ctx["tasks"], ctx["task_ids"], ctx["modes"], ctx["trials"], ctx["concurrency"],
+                                       ctx["urls"]["agentrig"], work / "run"))
+        cmd = [*ctx["agentrig"], "run", str(exp), "--json"]
+        env = {**os.environ, "BENCH_KEY": KEY}
+        m = measured(cmd, env, "agentrig", cwd=str(work))
+        doc = json.loads(m.pop("stdout"))
+        arms = doc["arms"]
+        m["trials"] = sum(a["valid"] for a in arms.values())
+        m["invalid"] = sum(a["invalid"] for a in arms.values())
+        m["solved"] = sum(round((a["mean_reward"] or 0) * a["valid"]) for a in arms.values())
+        m["per_arm"] = {k: {"valid": a["valid"], "mean_reward": a["mean_reward"]} for k, a in arms.items()}
+        m.update(stored(work / "run"))
+        fixed = measured(cmd, env, "agentrig-fixed", cwd=str(work))
+        fixed.pop("stdout")
+    else:
+        def spec(jobs: list) -> Path:
+            path = work / f"jobs-{len(jobs)}.json"
+            path.write_text(json.dumps({"jobs": jobs, "concurrency": ctx["concurrency"], "pytest_python": sys.executable,
+                                        "base_url": ctx["urls"]["mini"]}))
+            return path
+
+        (work / "scratch").mkdir()
+        jobs = [{**ctx["prepared"][t], "mode": mode, "scratch": str(work / "scratch")}
+                for _ in range(ctx["trials"]) for mode in ctx["modes"] for t in ctx["task_ids"]]
+        python = ctx["mini_python"] if which == "mini" else sys.executable
+        env = {"PATH": ctx["path"], "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
+        cmd = [python, str(Path(__file__).resolve()), "--side", which, "--jobs"]
+        m = measured([*cmd, str(spec(jobs))], env, which)
+        m.update(json.loads(m.pop("stdout").strip().splitlines()[-1]))
+        fixed = measured([*cmd, str(spec([]))], env, f"{which}-fixed")
+        fixed.pop("stdout")
+    m.pop("stderr", None)
+    fixed.pop("stderr", None)
+    m["fixed"] = fixed
+    m["expected"] = n
+    shutil.rmtree(work, ignore_errors=True)
+    return m
+
+
+def stored(run_dir: Path) -> dict:
+    """From the run's records: the unsolved trials, and where a trial's wall time went (means)."""
+    from agentrig.store.rundir import open_run_dir
+
+    store, _ = open_run_dir(run_dir)
+    recs = list(store.records(valid=True))
+    n = max(1, len(recs))
+    events = [e for r in recs for e in r.trajectory.events]
+    return {"unsolved": sorted(f"{r.key.task_id} ({r.key.arm})" for r in recs if r.verdict.reward < 1),
+            "trial_s": sum(r.duration_s for r in recs) / n,
+            "verifier_s": sum(e.data.get("duration_s", 0) for e in events if e.plugin == "verifier") / n,
+            "commands_s": sum(e.data.get("duration_s", 0) for e in events if e.kind == "command") / n,
+            "model_s": sum(c.latency_s or 0 for r in recs for c in r.trajectory.model_calls) / n,
+            "timed_out": sorted(f"{r.key.task_id} ({r.key.arm}, {e.plugin} {e.kind}, {r.duration_s:.0f} s)" for r in recs
+                                for e in r.trajectory.events if e.data.get("timed_out")),
+            "task_s": {r.key.task_id: round(max(x.duration_s for x in recs if x.key.task_id == r.key.task_id), 2)
+                       for r in recs}}
+
+
+def verdicts(agentrig_over: float, mini_over: float, rate_ratio: float) -> list[str]:
+    if mini_over <= 0:
+        cpu = (f"CPU above bare: agentrig {agentrig_over:+.3f} s, mini {mini_over:+.3f} s (mini not above the bare cost): "
+               + ("MET (agentrig not above it either)" if agentrig_over <= 0 else "NOT MET"))
+    else:
+        ratio = agentrig_over / mini_over
+        cpu = (f"CPU above bare: agentrig {agentrig_over:+.3f} s = {ratio:.2f} of mini's {mini_over:+.3f} s "
+               f"(target ≤ 0.50): {'MET' if ratio <= 0.5 else 'NOT MET'}")
+    rate = f"trials/s: agentrig {rate_ratio:.2f}× mini's (target ≥ 1.20×): {'MET' if rate_ratio >= 1.2 else 'NOT MET'}"
+    return [cpu, rate]
+
+
+def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -499,6 +414,143 @@ def _cpu() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tasks", help="Terminal-Bench's tasks/ folder (see the docstring: fetched, never committed)")
+    ap.add_argument("--task-ids", help=f"comma-separated task ids (default: the {len(DEFAULT_TASKS)} of DEFAULT_TASKS)")
+    ap.add_argument("--trials", type=int, default=2, help="trials per task and tool mode (k)")
+    ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--mode", choices=["native", "text", "both"], default="both")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds, the order of the sides alternated")
+    ap.add_argument("--sides", default="bare,mini,agentrig", help="the sides, in round 1's order")
+    ap.add_argument("--mini-python", help="a Python with mini-swe-agent (default: tests/anchors.py's venv)")
+    ap.add_argument("--agentrig", help="the agentrig command (default: the console script beside this Python)")
+    ap.add_argument("--allow-host-changes", action="store_true",
+                    help="play tasks whose solution installs packages or starts services (on the host, as root!)")
+    ap.add_argument("--json", dest="json_out", help="write every measurement to this file")
+    ap.add_argument("--side", choices=["mini", "bare"], help=argparse.SUPPRESS)
+    ap.add_argument("--jobs", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.side:
+        return side(args)
+    if not args.tasks:
+        raise SystemExit("--tasks DIR: Terminal-Bench's tasks/ folder (the docstring says how to get it)")
+    if os.geteuid() != 0 or not (CPUACCT / "cpuacct.usage").exists():
+        raise SystemExit("needs root and a cgroup v1 cpuacct hierarchy at /sys/fs/cgroup/cpuacct")
+    tasks = Path(args.tasks).resolve()
+    task_ids = args.task_ids.split(",") if args.task_ids else list(DEFAULT_TASKS)
+    modes = list(MODES) if args.mode == "both" else [args.mode]
+    sides = args.sides.split(",")
+    mini_python = args.mini_python
+    if mini_python is None and "mini" in sides:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.anchors import python_of
+
+        mini_python = str(python_of())
+    if "mini" in sides:
+        probe = subprocess.run([mini_python, "-c", "import minisweagent; print(minisweagent.__version__)"],
+                               capture_output=True, text=True, env={"PATH": PLAIN_PATH, "HOME": os.environ.get("HOME", "/root")})
+        if probe.returncode != 0:
+            raise SystemExit(f"--mini-python {mini_python}: no mini-swe-agent ({probe.stderr.strip()[-300:]})")
+        mini_version = probe.stdout.strip().splitlines()[-1]
+    else:
+        mini_version = None
+    agentrig = args.agentrig.split() if args.agentrig else [str(Path(sys.executable).parent / "agentrig")]
+    facts = {"cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
+             "system": f"{platform.system()} {platform.release()}", "mini_swe_agent": mini_version,
+             "mini_python": mini_python, "agentrig": " ".join(agentrig),
+             "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
+    print(f"machine: {facts['cores']} cores ({facts['cpu']}), Python {facts['python']}, {facts['system']}; "
+          f"mini-swe-agent {mini_version}; load {os.getloadavg()[0]:.2f}; {facts['started_utc']} UTC", flush=True)
+    print(f"{len(task_ids)} tasks × {args.trials} trials × {len(modes)} mode(s), concurrency {args.concurrency}, "
+          f"{args.rounds} round(s); preparing (builds, not timed) …", flush=True)
+    prepared = prepare(tasks, task_ids, args.allow_host_changes)
+    task_ids = [t for t in task_ids if t in prepared]
+    work = Path(tempfile.mkdtemp(prefix="agentrig-vs-mini-"))
+    servers = {f: start_endpoint(f, tasks) for f in ("agentrig", "mini")}
+    (work / "bin").mkdir()  # `python`, as TB's images have it (the host has only python3)
+    (work / "bin" / "python").symlink_to("/usr/bin/python3")
+    ctx = {"path": f"{work / 'bin'}:{PLAIN_PATH}", "work": work, "tasks": tasks, "task_ids": task_ids, "modes": modes, "trials": args.trials,
+           "concurrency": args.concurrency, "urls": {f: s[1] for f, s in servers.items()}, "prepared": prepared,
+           "mini_python": mini_python, "agentrig": agentrig}
+    rows: list[dict] = []
+    try:
+        if "agentrig" in sides:  # agentrig's layers for these tasks (its experiment's build check), not timed
+            warm = work / "warm"
+            warm.mkdir()
+            exp = warm / "exp.toml"
+            exp.write_text(experiment_toml(tasks, task_ids, modes[:1], 1, args.concurrency, ctx["urls"]["agentrig"],
+                                           warm / "run"))
+            from agentrig.run import experiment
+
+            experiment.load(exp)  # builds what the run will use
+        for rnd in range(1, args.rounds + 1):
+            order = sides if rnd % 2 else sides[::-1]
+            for which in order:
+                m = play(which, ctx, rnd)
+                m.update(side=which, round=rnd)
+                rows.append(m)
+                print(f"  round {rnd} {which:<9} {m['trials']:>3} trials ({m['solved']} solved) "
+                      f"{m['cpu_s']:7.2f} CPU s {m['wall_s']:7.2f} s wall, load {m['load'][0]:.2f}→{m['load'][1]:.2f}; "
+                      f"fixed {m['fixed']['cpu_s']:.2f} CPU s {m['fixed']['wall_s']:.2f} s", flush=True)
+    finally:
+        for proc, _ in servers.values():
+            proc.terminate()
+            proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    report(rows, sides, args, facts, task_ids, modes)
+
+
+def report(rows: list[dict], sides: list[str], args, facts: dict, task_ids: list[str], modes: list[str]) -> None:
+    def per_side(which: str) -> dict:
+        rs = [r for r in rows if r["side"] == which]
+        trials = sum(r["trials"] for r in rs)
+        cpu, wall = sum(r["cpu_s"] for r in rs), sum(r["wall_s"] for r in rs)
+        fixed_cpu = sum(r["fixed"]["cpu_s"] for r in rs) / len(rs)
+        fixed_wall = sum(r["fixed"]["wall_s"] for r in rs) / len(rs)
+        return {"trials": trials, "solved": sum(r["solved"] for r in rs), "expected": sum(r["expected"] for r in rs),
+                "cpu_per_trial": cpu / max(1, trials), "trials_per_s": trials / wall if wall else 0.0,
+                "fixed_cpu_s": fixed_cpu, "fixed_wall_s": fixed_wall,
+                "per_trial_less_fixed": (cpu - fixed_cpu * len(rs)) / max(1, trials),
+                "rounds": [{"round": r["round"], "cpu_per_trial": r["cpu_s"] / max(1, r["trials"]),
+                            "trials_per_s": r["trials"] / r["wall_s"], "load": r["load"],
+                            "fixed_load": r["fixed"]["load"]} for r in rs]}
+
+    summary = {s: per_side(s) for s in sides}
+    base = summary["bare"]["cpu_per_trial"] if "bare" in summary else None
+    print(f"\n{len(task_ids)} tasks × {args.trials} trials × {len(modes)} mode(s) = "
+          f"{len(task_ids) * args.trials * len(modes)} trials per side per round, concurrency {args.concurrency}; "
+          f"each side's whole command in a cpuacct cgroup of its own")
+    head = (f"{'side':<10}{'solved':>9}{'CPU s/trial':>13}{'above bare':>12}{'trials/s':>10}"
+            f"{'fixed CPU s':>13}{'fixed wall s':>14}{'per trial less fixed':>22}   rounds (CPU s/trial, trials/s, load start→end)")
+    print(head + "\n" + "-" * len(head))
+    for s in sides:
+        x = summary[s]
+        above = x["cpu_per_trial"] - base if base is not None else float("nan")
+        x["above_bare"] = above
+        rounds = "; ".join(f"r{r['round']} {r['cpu_per_trial']:.3f}, {r['trials_per_s']:.2f}, "
+                           f"{r['load'][0]:.1f}→{r['load'][1]:.1f}" for r in x["rounds"])
+        print(f"{s:<10}{x['solved']:>4}/{x['expected']:<4}{x['cpu_per_trial']:>13.3f}{above:>+12.3f}{x['trials_per_s']:>10.2f}"
+              f"{x['fixed_cpu_s']:>13.2f}{x['fixed_wall_s']:>14.2f}{x['per_trial_less_fixed']:>22.3f}   {rounds}")
+    print("\nper trial (means over the rounds; seconds of wall at this concurrency) and the trials not solved:")
+    for s in sides:
+        rs = [r for r in rows if r["side"] == s]
+        parts = "  ".join(f"{k[:-2]} {sum(r.get(k, 0) for r in rs) / len(rs):.2f}"
+                          for k in ("trial_s", "verifier_s", "commands_s", "model_s") if k in rs[0])
+        slow = max(((v, t) for r in rs for t, v in r.get("task_s", {}).items()), default=None)
+        print(f"  {s:<9} {parts}; slowest {slow[1]} {slow[0]:.1f} s" if slow else f"  {s:<9} {parts}",
+              f"; unsolved: {sorted({u for r in rs for u in r.get('unsolved', [])}) or 'none'}")
+    lines = []
+    if {"agentrig", "mini", "bare"} <= set(sides):
+        lines = verdicts(summary["agentrig"]["above_bare"], summary["mini"]["above_bare"],
+                         summary["agentrig"]["trials_per_s"] / summary["mini"]["trials_per_s"])
+        print("\nacceptance:\n  " + "\n  ".join(lines))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({"facts": facts, "task_ids": task_ids, "modes": modes,
+                                                   "trials": args.trials, "concurrency": args.concurrency,
+                                                   "summary": summary, "verdicts": lines, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":
