@@ -27,7 +27,7 @@ _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
 
 def register_secret(value: str | None) -> None:
     global _pattern
-    if not value or len(value.strip()) < 4:
+    if not value or value in _secrets or len(value.strip()) < 4:  # known (its stripped form too)
         return
     with _lock:
         before = len(_secrets)

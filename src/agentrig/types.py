@@ -31,7 +31,9 @@ class CallContext(Strict):
         for name in ("run", "arm", "domain", "task", "trial", "role"):
             value = getattr(self, name)
             if value is not None:
-                text = "".join(ch for ch in str(value) if 32 <= ord(ch) < 127)
+                text = str(value)
+                if not (text.isascii() and text.isprintable()):  # printable ASCII is 32..126
+                    text = "".join(ch for ch in text if 32 <= ord(ch) < 127)
                 out[f"X-Agentrig-{name.capitalize()}"] = text[:HEADER_MAX]
         return out
 

@@ -2,7 +2,8 @@
 
 ``load_db(path)`` parses ``db.json`` / ``db.toml`` the first time it sees a file (keyed by the
 resolved path, its mtime and size, and the normalizer), keeps a ``marshal`` blob of the result
-and returns a fresh, independent copy per call. ``marshal.loads`` of airline's 7 MB db takes ~10 ms
+and returns a fresh, independent copy per call; ``shared_db(path)`` keeps the parsed file itself
+(read only), made from the blob when there is one and the blob from it when it comes first. ``marshal.loads`` of airline's 7 MB db takes ~10 ms
 with the cyclic garbage collector paused (it is, for the duration of the copy: a copy allocates
 ~10^5 containers, and letting the collector run in the middle triples the cost); ``copy.deepcopy``
 takes ~1 s, ``json.loads`` ~40 ms.
@@ -107,6 +108,14 @@ def _resolved(path: str) -> str:
     return str(Path(path).resolve())
 
 
+def _parse(resolved: str, normalize: Normalizer | None) -> dict:
+    """The file parsed and normalized, the collector paused (the ~10^5 containers it makes are all
+    alive at the end: a collection in the middle would only walk them)."""
+    with gc_paused():
+        data = parse_db_file(Path(resolved))
+        return normalize(data) if normalize is not None else data
+
+
 def _blob_for(path: Path, normalize: Normalizer | None) -> tuple[str, bytes]:
     key = _resolved(str(path))
     stamp = _stamp(key)
@@ -114,9 +123,10 @@ def _blob_for(path: Path, normalize: Normalizer | None) -> tuple[str, bytes]:
         entry = _blobs.get(key)
         if entry is not None and entry[0] == stamp and normalize in entry[1]:
             return entry[1][normalize]
-    data = parse_db_file(Path(key))
-    if normalize is not None:
-        data = normalize(data)
+    with _lock:
+        shared = _shared.get((key, normalize))
+    # the shared state is the parsed file, unchanged (read only): its blob is the file's
+    data = shared[1] if shared is not None and shared[0] == stamp else _parse(key, normalize)
     blob = _dump(data)
     with _lock:
         entry = _blobs.get(key)
@@ -216,7 +226,12 @@ def shared_db(path: Path, normalize: Normalizer | None = None) -> dict:
         entry = _shared.get(key)
         if entry is not None and entry[0] == stamp:
             return entry[1]
-    data = load_db(path, normalize)
+    with _lock:
+        blobs = _blobs.get(key[0])
+    if blobs is not None and blobs[0] == stamp and normalize in blobs[1]:
+        data = _load(blobs[1][normalize])
+    else:  # the parsed file itself: no copy of it to make
+        data = _parse(key[0], normalize)
     with _lock:
         _shared[key] = (stamp, data)
     return data

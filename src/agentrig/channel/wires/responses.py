@@ -26,7 +26,6 @@ What maps to what (the channel keeps chat-style messages; see docs/channel.md):
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import openai
@@ -36,6 +35,7 @@ from agentrig.config import ResolvedRole
 from agentrig.redact import redact
 from agentrig.types import AssistantMessage, ToolCall, Usage
 from agentrig.channel.parse import Malformed, load_reply, not_a_reply, parse_arguments, parse_usage
+from agentrig.channel import body
 from agentrig.channel.faults import Fault
 from agentrig.channel.wires.common import classify_api, text_of
 
@@ -127,7 +127,7 @@ async def request(client: openai.AsyncOpenAI, rr: ResolvedRole, params: dict[str
     payload = build_request(params)
     if rr.extra_body:
         payload.update(rr.extra_body)
-    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    data = body.dumps(payload).encode()
     raw = await client.post(PATH, cast_to=_RAW, content=data,
                             options={"headers": {**headers, "Content-Type": "application/json"}, "timeout": timeout_s})
     return raw.content, raw.headers.get("x-request-id")
