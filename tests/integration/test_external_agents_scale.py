@@ -1,8 +1,17 @@
-"""Issue 35's scale acceptance in one ``agentrig run`` (a subprocess): agentrig's LLM agent (the
-reference), the two Python example agents (plain ``openai``; the Agents SDK in Chat Completions) and
-the real Codex CLI and Claude Code, on 20 τ²-bench tasks of each of airline, retail and telecom, all
-through the gold endpoint (its own process) answering a fifth of the requests with 429 / 500 /
-malformed.
+"""Issue 35's scale acceptance: agentrig's LLM agent (the reference), the two Python example agents
+(plain ``openai``; the Agents SDK in Chat Completions) and the real Codex CLI and Claude Code on
+τ²-bench tasks of airline, retail and telecom, all through the gold endpoint (its own process)
+answering a fifth of the requests with 429 / 500 / malformed — two ``agentrig run`` subprocesses side
+by side, so that every kind plays while the others do: the LLM agent and the plain-``openai`` Python
+agent on 20 tasks of each domain (120 trials); the Agents SDK agent, Codex and Claude Code on every
+fourth of them, 5 per domain (45 trials).
+
+Issue 36 (the suite's time) cut those three from all 60 tasks each (300 trials in one run): they are
+the costly ones per trial (the SDK agent's process imports the Agents SDK; Codex and Claude Code
+start afresh every turn — together three quarters of the old run's trial time), and each task of
+a domain goes through the same runner or CLI, MCP tools, proxy and channel, so 15 tasks each, amid
+the others' trials and the faults, prove what 60 did. The Python agent protocol itself keeps all
+60 tasks (plain ``openai``), as does the reference.
 
 The tasks, a fixed choice: airline and retail have only a ``train`` split in the shared data copy,
 so their first 20 train-split ids in file order; telecom the first 10 ``test``-split and the first
@@ -11,9 +20,9 @@ are covered for all four kinds by tests/bench/appworld/.)
 
 Checked: every trial valid and stored once; each external arm's reward per task equals the LLM
 agent's (the gold's); the channel's retries equal the faults the endpoint injected, and the external
-arms' are counted; no fault reached an agent (no ``agent``/``error`` event of a Python agent; each
-Codex / Claude Code turn's own record holds no error nor failed tool call); the key nowhere in the
-run directory."""
+arms' are counted (each of the three on fewer tasks drew some); no fault reached an agent (no
+``agent``/``error`` event of a Python agent; each Codex / Claude Code turn's own record holds no
+error nor failed tool call); the key nowhere in either run directory."""
 
 from __future__ import annotations
 
@@ -34,7 +43,9 @@ from tests.integration.test_gold_runs import KEY_ENV, GoldServer, _agentrig, _en
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "python_agents"
 PER_DOMAIN = 20
+EVERY = 4  # the Agents SDK agent, Codex and Claude Code play every fourth of the chosen tasks: 5 per domain
 PY_ARMS = ("py-openai", "py-sdk-chat")
+FEWER = ("py-sdk-chat", *CLI_KINDS)  # the arms of the second run, on fewer tasks
 EXTERNAL = (*PY_ARMS, *CLI_KINDS)
 
 
@@ -52,7 +63,12 @@ def scale_task_ids(root: Path) -> dict[str, list[str]]:
     return ids
 
 
-def _experiment(path: Path, base_url: str, root: Path, task_ids: dict[str, list[str]]) -> Path:
+def fewer_task_ids(task_ids: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {d: ids[::EVERY] for d, ids in task_ids.items()}  # telecom: 3 test-split, 2 train-split
+
+
+def _experiment(path: Path, base_url: str, root: Path, task_ids: dict[str, list[str]], names: tuple[str, ...],
+                concurrency: int) -> Path:
     paths = json.dumps([str(EXAMPLES)])
     agents = {
         "llm": '{ kind = "llm" }',
@@ -60,11 +76,10 @@ def _experiment(path: Path, base_url: str, root: Path, task_ids: dict[str, list[
         "py-sdk-chat": f'{{ kind = "python", entry = "agents_sdk_agent:make", path = {paths}, settings = {{ api = "chat" }} }}',
         **{k: f'{{ kind = "{k}" }}' for k in CLI_KINDS},
     }
-    arms = "\n".join(f'[[arms]]\nname = "{name}"\nagent = {spec}\n' for name, spec in agents.items())
+    arms = "\n".join(f'[[arms]]\nname = "{name}"\nagent = {agents[name]}\n' for name in names)
     task_table = ", ".join(f"{d} = {json.dumps(ids)}" for d, ids in task_ids.items())
-    # concurrency 6 on 2 cores: Codex and Claude Code start a process per turn, mostly waiting on I/O
     path.write_text(f"""
-name = "external-scale"
+name = "{path.stem}"
 
 [benchmark]
 data = "{root}"
@@ -74,7 +89,7 @@ task_ids = {{ {task_table} }}
 [run]
 trials = 1
 seed = 3535
-concurrency = 6
+concurrency = {concurrency}
 max_invalid_retries = 3
 
 [channel]
@@ -105,25 +120,41 @@ def _tool_errors(record) -> list[str]:
 @pytest.mark.slow
 def test_external_agents_earn_the_gold_s_reward_at_scale_through_faults(installed, tau2_root, tmp_path):  # noqa: F811
     task_ids = scale_task_ids(tau2_root)
+    few_ids = fewer_task_ids(task_ids)
     log = tmp_path / "endpoint.jsonl"
     server = GoldServer(tau2_root, "--fault-rate", "0.2", "--fault-kinds", "rate_limit,server_error,malformed",
                         "--seed", "35", "--log", str(log))
     try:
-        toml = _experiment(tmp_path / "scale.toml", server.base_url, tau2_root, task_ids)
-        done = subprocess.run([*_agentrig(), "run", str(toml), "--json"], capture_output=True, text=True,
-                              timeout=3600, env=_env())
+        # 7 trials at a time on 2 cores: Codex and Claude Code start a process per turn, mostly waiting on I/O
+        tomls = (_experiment(tmp_path / "scale.toml", server.base_url, tau2_root, task_ids, ("llm", "py-openai"), 4),
+                 _experiment(tmp_path / "scale-fewer.toml", server.base_url, tau2_root, few_ids, FEWER, 3))
+        procs = [subprocess.Popen([*_agentrig(), "run", str(t), "--json"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=_env()) for t in tomls]
+        try:
+            dones = [(p, *p.communicate(timeout=3600)) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
     finally:
         server.stop()
-    assert done.returncode == 0, f"agentrig run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    out = json.loads(done.stdout)
-    assert out["status"] == "done"
-    run_dir = Path(out["run_dir"])
-    with Store.open(run_dir / "trials.sqlite", create=False) as store:
-        records = list(store.records())
-        calls = store.model_call_rows()
+    outs = []
+    for p, stdout, stderr in dones:
+        assert p.returncode == 0, f"agentrig run failed ({p.returncode}):\n{stdout[-3000:]}\n{stderr[-3000:]}"
+        outs.append(json.loads(stdout))
+        assert outs[-1]["status"] == "done"
+    run_dirs = [Path(out["run_dir"]) for out in outs]
+    records, calls = [], []
+    for run_dir in run_dirs:
+        with Store.open(run_dir / "trials.sqlite", create=False) as store:
+            records += list(store.records())
+            calls += store.model_call_rows()
+    arms_out = {arm: summary for out in outs for arm, summary in out["arms"].items()}
 
     # every trial valid, each stored once
-    planned = {(arm, d, t) for arm in ("llm", *EXTERNAL) for d, ids in task_ids.items() for t in ids}
+    planned = ({(arm, d, t) for arm in ("llm", "py-openai") for d, ids in task_ids.items() for t in ids}
+               | {(arm, d, t) for arm in FEWER for d, ids in few_ids.items() for t in ids})
     assert all(r.verdict.valid for r in records), [(r.key, r.verdict.invalid_cause) for r in records if not r.verdict.valid]
     keys = [(r.key.arm, r.key.domain, r.key.task_id) for r in records]
     assert sorted(keys) == sorted(planned)
@@ -131,7 +162,8 @@ def test_external_agents_earn_the_gold_s_reward_at_scale_through_faults(installe
     # each external arm earns, task by task, what the LLM agent earns playing the same gold conversation
     reward = {(r.key.arm, r.key.domain, r.key.task_id): r.verdict.reward for r in records}
     for arm in EXTERNAL:
-        off = {(d, t): (reward[(arm, d, t)], reward[("llm", d, t)]) for d, ids in task_ids.items() for t in ids
+        played = few_ids if arm in FEWER else task_ids
+        off = {(d, t): (reward[(arm, d, t)], reward[("llm", d, t)]) for d, ids in played.items() for t in ids
                if reward[(arm, d, t)] != reward[("llm", d, t)]}
         assert not off, (arm, off)
     assert sum(reward.values()) >= 0.8 * len(reward)  # the gold earns nearly every task
@@ -158,8 +190,13 @@ def test_external_agents_earn_the_gold_s_reward_at_scale_through_faults(installe
     injected = Counter(x["fault"] for x in lines if x.get("fault"))
     causes = Counter(c for row in calls for c in (row["retry_causes"] or "").split(",") if c)
     assert sum(injected.values()) > 0
-    assert sum(row["retries"] for row in calls) == sum(injected.values())
+    # besides them, only slow answers the channel's adaptive limit cut (a starved 2-core machine: the
+    # endpoint answered, late; the same load-born retries test_outages' hung requests allow)
+    cut = causes.pop("timeout", 0)
+    assert sum(row["retries"] for row in calls) == sum(injected.values()) + cut
     assert causes == Counter({"rate_limited": injected["rate_limit"], "server_error": injected["server_error"],
                               "malformed": injected["malformed"]})
-    assert sum(out["arms"][arm]["retries"] for arm in EXTERNAL) > 0
-    assert_no_key(run_dir)
+    assert all(arms_out[arm]["retries"] > 0 for arm in FEWER)  # the fewer trials' calls drew faults too
+    assert sum(arms_out[arm]["retries"] for arm in EXTERNAL) > 0
+    for run_dir in run_dirs:
+        assert_no_key(run_dir)

@@ -194,11 +194,16 @@ def cluster(tau2_root, tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail("Ray is not installed; `make test` installs it (pip install -e '.[test,ray]')")
         pytest.skip("Ray is not installed (pip install 'agentrig[ray]')")
+    from agentrig.bench.terminal.images import images_dir
     from agentrig.bench.terminal.tasks.taskfile import builtin_tasks_dir
     from tests.run.ray_cluster import LocalCluster
 
-    # the nodes never see the key (it comes with the job); the worker node sees none of the task files
-    c = LocalCluster(_env(**{KEY_ENV: ""}), hide=[tau2_root, builtin_tasks_dir(), tmp_path_factory.getbasetemp()])
+    # the nodes never see the key (it comes with the job); the worker node sees none of the task files.
+    # The base roots are the machine's, built once (as `agentrig images build` on a node makes them
+    # before its first terminal trial): with the worker node's HOME alone, every session built TB's
+    # ubuntu root there with mmdebstrap (a minute of both cores); its layers stay its own
+    c = LocalCluster(_env(**{KEY_ENV: "", "AGENTRIG_IMAGES_DIR": str(images_dir())}),
+                     hide=[tau2_root, builtin_tasks_dir(), tmp_path_factory.getbasetemp()])
     yield c
     left = c.stop()
     assert not left, f"Ray processes left running: {left}"

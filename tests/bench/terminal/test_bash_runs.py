@@ -485,12 +485,15 @@ def test_the_terminal_examples_pass_their_smoke_check(tmp_path, name):
     example command agent) against an endpoint named by $OPENAI_BASE_URL (the solution endpoint
     serving its model id), examples/terminal_reference.toml with no model at all."""
     from agentrig.agents.installed.toolroot import agents_dir
+    from agentrig.bench.terminal.images import images_dir
 
     example = Path(__file__).resolve().parents[3] / "examples" / name
     server = SolutionServer("--models", "gpt-4.1")
     try:
+        # a cache of its own (the task's layers), the machine's base roots and installed agents'
+        # roots (built once; a fresh cache made every parameter build TB's ubuntu root with mmdebstrap)
         env = {**_env(), "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY,
-               "AGENTRIG_AGENTS_DIR": str(agents_dir()),  # the installed agents' roots: the shared cache
+               "AGENTRIG_AGENTS_DIR": str(agents_dir()), "AGENTRIG_IMAGES_DIR": str(images_dir()),
                "XDG_CACHE_HOME": str(tmp_path / "cache")}
         exe = str(Path(sys.executable).with_name("agentrig"))
         done = subprocess.run([exe, "run", str(example), "--smoke", "--json", "--dir", str(tmp_path / "run")],
