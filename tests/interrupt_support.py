@@ -42,12 +42,18 @@ class Row:
     ended: float  # epoch seconds: started_at + duration_s
 
 
-def rows(store_path: Path) -> list[Row]:
-    """The trial rows of the store (none while it does not exist or has no schema yet)."""
+def rows(store_path: Path, timeout: float = 5.0) -> list[Row]:
+    """The trial rows of the store (none while it does not exist, has no schema yet or is busy).
+
+    Read right before the signal and while polling, it must not wait on the run's lock
+    (``timeout`` 0.05 there): a wait (SQLite's busy timeout,
+    while the run creates its store) delayed the Ctrl-C by seconds — long enough for a fast τ² run
+    to finish unsignalled (exit 0), or for the signal to land in another phase than the chosen one.
+    Rows missed here are harmless: "stored after the signal" is judged by each row's own end time."""
     if not Path(store_path).is_file():
         return []
     try:
-        conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=5)
+        conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=timeout)
     except sqlite3.Error:
         return []
     try:
@@ -83,7 +89,7 @@ class View:
     @property
     def rows(self) -> list[Row]:
         if self._rows is None:
-            self._rows = rows(self.store_path)
+            self._rows = rows(self.store_path, timeout=0.05)
         return self._rows
 
     def running(self, token: str) -> bool:
@@ -150,7 +156,7 @@ def interrupt(argv: list[str], store_path: Path, until: Callable[[View], bool], 
             time.sleep(0.02)
         if reached and jitter_s:
             time.sleep(jitter_s)
-        before = rows(store_path)
+        before = rows(store_path, timeout=0.05)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
         signal_at = time.time()
