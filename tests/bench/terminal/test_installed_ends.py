@@ -142,22 +142,6 @@ def _run(toml: Path, timeout: float = 300, **env: str) -> subprocess.CompletedPr
                           env={**_env(), **env})
 
 
-def _run_together(*tomls: Path, timeout: float = 300) -> list[subprocess.CompletedProcess]:
-    """`agentrig run --json` of each experiment, the runs side by side (their own run directories;
-    a shared layer cache is locked by its builder), each run's outcome in order."""
-    exe = str(Path(sys.executable).with_name("agentrig"))
-    procs = [subprocess.Popen([exe, "run", str(t), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=_env()) for t in tomls]
-    try:
-        outs = [p.communicate(timeout=timeout) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return [subprocess.CompletedProcess(p.args, p.returncode, out, err) for p, (out, err) in zip(procs, outs)]
-
-
 def _stop_events(record) -> list[dict]:
     return [e.data for e in record.trajectory.events if (e.plugin, e.kind) == ("agent", "stop")]
 
@@ -186,12 +170,13 @@ def _ends(tmp_path: Path, sandbox: str) -> None:
                    + _arm("leaves", "leave", agent_dir, marker))
         toml = experiment(tmp_path, f"limits-{sandbox}", limits, cache=cache, tasks=tasks, sandbox=box,
                           benchmark='task_ids = ["ends-long"]', run="concurrency = 3")
+        done = _run(toml)
+        assert done.returncode == 0, done.stderr[-3000:]
         hangs = (_channel(server.base_url) + _arm("hangs", "hang", agent_dir, marker)
                  + _arm("setsid", "setsid", agent_dir, marker))
         toml2 = experiment(tmp_path, f"timeouts-{sandbox}", hangs, cache=cache, tasks=tasks, sandbox=box,
                            benchmark='task_ids = ["ends-short"]', run="concurrency = 2")
-        done, done2 = _run_together(toml, toml2)  # side by side: the timeouts' run waits out its 4 s
-        assert done.returncode == 0, done.stderr[-3000:]
+        done2 = _run(toml2)
         assert done2.returncode == 0, done2.stderr[-3000:]
     finally:
         server.stop()
@@ -417,13 +402,13 @@ def _installed_ends(tmp_path: Path, kind: str, sandbox: str) -> None:
         limited = channel + f'[[arms]]\nname = "limited"\nagent = {{ kind = "{kind}", {field} = {value} }}\n'
         toml = experiment(tmp_path, "limited", limited, cache=tmp_path / "cache", tasks=tasks, sandbox=box,
                           benchmark='task_ids = ["ends-done"]')
+        done = _run(toml, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
         lifted = ', config = { "environment.timeout" = 3600 }' if kind == "mini-swe-agent" else ""
         stuck = channel + f'[[arms]]\nname = "stuck"\nagent = {{ kind = "{kind}"{lifted} }}\n'
         toml2 = experiment(tmp_path, "stuck", stuck, cache=tmp_path / "cache", tasks=tasks, sandbox=box,
                            benchmark='task_ids = ["ends-stuck"]')
-        # side by side: the limited run ends while the stuck one waits out its agent timeout
-        done, done2 = _run_together(toml, toml2, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
+        done2 = _run(toml2, timeout=600)
         assert done2.returncode == 0, done2.stderr[-3000:]
     finally:
         server.stop()
