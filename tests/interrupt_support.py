@@ -138,6 +138,14 @@ class Interrupted:
         return [r for r in self.after if r.id not in known]
 
 
+def _as_a_terminal_starts_it() -> None:
+    """The child's SIGINT as a terminal's foreground job has it: default. A suite started in the
+    background of a non-interactive shell (``make test &``, ``nohup … &``) has SIGINT ignored, and
+    an ignored disposition is inherited across exec — the run would then ignore a Ctrl-C until its
+    own handler is in place (the start-phase tries failed so, though the code under test is right)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(argv: list[str], store_path: Path, until: Callable[[View], bool], *, env: dict[str, str],
               jitter_s: float = 0.0, workdir: Path | None = None) -> Interrupted:
     """Start ``agentrig ARGV`` in a new process group, wait for ``until``, then SIGINT the group."""
@@ -145,7 +153,7 @@ def interrupt(argv: list[str], store_path: Path, until: Callable[[View], bool], 
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as err, open(os.devnull, "w") as out:
         proc = subprocess.Popen([AGENTRIG, *map(str, argv)], stdout=out, stderr=err, env=env,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_as_a_terminal_starts_it)
     reached = False
     try:
         deadline = time.monotonic() + PHASE_TIMEOUT_S
