@@ -47,30 +47,31 @@ def _tools_json(tools: list) -> str:
     return out
 
 
-def _message(m: Any) -> str:
-    if type(m) is not dict:
-        return _encode(m)
+def _object(d: Any, value: Any) -> str:
+    """A dict's JSON as ``_encode`` gives it, each value by ``value(key, v)``; anything else (or a
+    dict with a key that is not a string) encoded whole."""
+    if type(d) is not dict:
+        return _encode(d)
     parts = []
-    for k, v in m.items():
+    for k, v in d.items():
         if type(k) is not str:
-            return _encode(m)
-        parts.append(_encode(k) + ":" + (_string(v) if type(v) is str and len(v) >= LONG else _encode(v)))
+            return _encode(d)
+        parts.append(_encode(k) + ":" + value(k, v))
     return "{" + ",".join(parts) + "}"
+
+
+def _message_value(_k: str, v: Any) -> str:
+    return _string(v) if type(v) is str and len(v) >= LONG else _encode(v)
+
+
+def _payload_value(k: str, v: Any) -> str:
+    if k == "tools" and type(v) is list:
+        return _tools_json(v)
+    if k in ("messages", "input") and type(v) is list:
+        return "[" + ",".join(_object(m, _message_value) for m in v) + "]"
+    return _encode(v)
 
 
 def dumps(payload: Any) -> str:
     """``json.dumps(payload, ensure_ascii=False, separators=(",", ":"))``, character for character."""
-    if type(payload) is not dict:
-        return _encode(payload)
-    parts = []
-    for k, v in payload.items():
-        if type(k) is not str:
-            return _encode(payload)
-        if k == "tools" and type(v) is list:
-            value = _tools_json(v)
-        elif k in ("messages", "input") and type(v) is list:
-            value = "[" + ",".join(_message(m) for m in v) + "]"
-        else:
-            value = _encode(v)
-        parts.append(_encode(k) + ":" + value)
-    return "{" + ",".join(parts) + "}"
+    return _object(payload, _payload_value)
