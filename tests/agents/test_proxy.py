@@ -126,8 +126,14 @@ async def test_faults_are_ridden_out_unseen_and_counted(fake, wire, up):
 
 async def test_an_outage_is_ridden_out_behind_the_proxy(fake):
     """A run of 503s past max_attempts opens the channel's breaker; the agent's streamed calls wait
-    and get their answers, as a built-in agent's would."""
-    async with serving(fake, channel=dict(max_attempts=2, outage_wait_s=60)) as proxy:
+    and get their answers, as a built-in agent's would.
+
+    max_attempts is the breaker's threshold (5 outage faults in a row), so the breaker opens however
+    the four calls interleave: with 2, a call whose retry came before the other calls' first attempts
+    (a loaded machine) used up its attempts at a streak of 2 and failed, as it should."""
+    from agentrig.channel.breaker import THRESHOLD
+
+    async with serving(fake, channel=dict(max_attempts=THRESHOLD, outage_wait_s=60)) as proxy:
         step, _ = STEPS["anthropic"]
         await step(proxy, [], True)  # the endpoint has answered: the breaker is armed
         fake.push(*[Fault("server_error", status=503)] * 8)
