@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 from typing import Any
 
 from agentrig.agents.base import AgentSettings, AgentStop
@@ -125,6 +126,188 @@ class _Capture:
         return text
 
 
+# ------------------------------------------------------------------------------ the starter
+STARTER_OFF_ENV = "AGENTRIG_PYTHON_AGENT_FORKS"  # "0": every trial's interpreter starts afresh
+STARTER_TIMEOUT_S = 180.0  # the starter's imports (as the preflight's: a large agent takes a while)
+PER_TRIAL_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "AGENTRIG_MODEL")
+
+
+class ForkedProcess:
+    """A trial's agent process forked by a ``Starter``: what ``AgentProcess`` uses of asyncio's
+    ``Process`` (``pid``, ``returncode``, ``wait()``, ``kill()``, ``stdout``/``stderr``). Its exit
+    code comes from the starter, its parent."""
+
+    def __init__(self, pid: int, exited: asyncio.Future, stdout: asyncio.StreamReader, stderr: asyncio.StreamReader):
+        self.pid, self._exited, self.stdout, self.stderr = pid, exited, stdout, stderr
+
+    @property
+    def returncode(self) -> int | None:
+        return self._exited.result() if self._exited.done() and not self._exited.cancelled() else None
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._exited)
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+class Starter:
+    """One long-lived runner (``runner.py --starter``) per interpreter, entry, path and environment
+    in this process and event loop: it has imported the libraries the entry uses, and forks each
+    trial's process (``fork``). Declined (``ok`` false: a library's import started a thread, or no
+    fork there), the trials start their interpreter as before. It exits when this process closes
+    its end of the socket (at exit, or ``close``)."""
+
+    def __init__(self) -> None:
+        self.ok = False  # it answered and serves forks
+        self.gone = False  # it has ended (or was closed): another is started when one is needed
+        self.why = ""
+        self.loop = asyncio.get_running_loop()
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self._ids = 0
+        self._started: dict[int, asyncio.Future] = {}
+        self._exits: dict[int, asyncio.Future] = {}
+        self._reader: asyncio.Task | None = None
+        self._lock = asyncio.Lock()
+
+    async def open(self, argv: list[str], env: dict[str, str]) -> None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            # a plain Popen, bound to no event loop: it outlives the loop that started it (until its
+            # socket closes), and Python's subprocess module reaps it once it is dropped
+            self.proc = subprocess.Popen(
+                [*argv, "--fd", str(theirs.fileno())], pass_fds=(theirs.fileno(),), start_new_session=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        except OSError as exc:
+            mine.close()
+            self.why = f"cannot start it: {exc}"
+            return
+        finally:
+            theirs.close()
+        mine.setblocking(False)
+        self.sock = mine
+        try:
+            first = json.loads(await asyncio.wait_for(self.loop.sock_recv(mine, 65536), STARTER_TIMEOUT_S) or b"{}")
+        except (TimeoutError, ValueError, OSError) as exc:
+            first = {"why": f"no answer ({type(exc).__name__})"}
+        self.ok = first.get("type") == "starter" and first.get("ok") is True
+        if not self.ok:
+            self.why = str(first.get("why") or "it ended without answering")
+            self.close()
+            self.gone = False  # declined: this key's trials start their own interpreters
+            return
+        self._reader = self.loop.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.sock is not None
+        try:
+            while True:
+                data = await self.loop.sock_recv(self.sock, 65536)
+                if not data:
+                    break
+                msg = json.loads(data)
+                if msg.get("type") == "started":
+                    fut = self._started.pop(msg.get("id"), None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(int(msg["pid"]))
+                elif msg.get("type") == "exit":
+                    fut = self._exits.setdefault(int(msg["pid"]), self.loop.create_future())
+                    if not fut.done():
+                        fut.set_result(int(msg["code"]))
+        except (OSError, ValueError):
+            pass
+        finally:  # the starter is gone (it ended, idle, or was closed): nothing more forks here
+            self.ok, self.gone = False, True
+            for fut in self._started.values():
+                if not fut.done():
+                    fut.set_exception(ConnectionError("the Python agent's starter ended"))
+            # what it forked and had not reported ended stays unknown (None): each trial still kills
+            # its own process group at its end
+
+    async def fork(self, env: dict[str, str]) -> tuple[ForkedProcess, socket.socket]:
+        """A trial's process, forked with ``env``, and agentrig's end of its protocol socket.
+        Raises ``ConnectionError`` when the starter is gone."""
+        import array
+
+        parent, child = socket.socketpair()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            async with self._lock:
+                if not self.ok or self.sock is None:
+                    raise ConnectionError("the Python agent's starter ended")
+                self._ids += 1
+                rid = self._ids
+                fut = self.loop.create_future()
+                self._started[rid] = fut
+                data = json.dumps({"type": "fork", "id": rid, "env": env}).encode()
+                fds = array.array("i", [child.fileno(), out_w, err_w])
+                while True:
+                    try:
+                        self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+                        break
+                    except BlockingIOError:
+                        await asyncio.sleep(0.005)
+            pid = await fut
+        except BaseException:
+            parent.close()
+            for fd in (out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            child.close()
+            for fd in (out_w, err_w):
+                os.close(fd)
+        exited = self._exits.setdefault(pid, self.loop.create_future())
+        streams = []
+        for fd in (out_r, err_r):
+            reader = asyncio.StreamReader(limit=LINE_LIMIT)
+            await self.loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), os.fdopen(fd, "rb", 0))
+            streams.append(reader)
+        return ForkedProcess(pid, exited, *streams), parent
+
+    def close(self) -> None:
+        if self._reader is not None and not self._reader.done():
+            with contextlib.suppress(RuntimeError):  # its loop has been closed
+                self._reader.cancel()
+        if self.sock is not None:
+            self.sock.close()  # the starter reads the end and exits
+            self.sock = None
+        self.ok, self.gone = False, True
+        if self.proc is not None and self.proc.poll() is None:
+            _exiting.append(self.proc)  # reaped by a later look-up (it exits on its own)
+
+
+_exiting: list[subprocess.Popen] = []  # closed starters not yet reaped
+
+
+_starters: dict[tuple, Starter] = {}
+
+
+async def starter_for(argv: list[str], env: dict[str, str]) -> Starter | None:
+    """This process's starter for ``argv`` (the runner's, ``--starter ENTRY``…) and ``env`` (the
+    agent's environment without the trial's own variables) in the running loop; started once
+    (concurrent trials wait for it). None: turned off (``AGENTRIG_PYTHON_AGENT_FORKS=0``), or it
+    declined — then the trial starts its own interpreter."""
+    if os.environ.get(STARTER_OFF_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    _exiting[:] = [p for p in _exiting if p.poll() is None]
+    key = (tuple(argv), tuple(sorted(env.items())))
+    loop = asyncio.get_running_loop()
+    found = _starters.get(key)
+    if found is not None and (found.loop is not loop or found.gone):  # another loop's, or ended
+        found.close()
+        found = None
+    if found is None:
+        found = _starters[key] = Starter()
+        found.opening = loop.create_task(found.open(argv, env))  # type: ignore[attr-defined]
+    await asyncio.shield(found.opening)  # type: ignore[attr-defined]
+    return found if found.ok else None
+
+
 class AgentProcess:
     """The machinery of one trial's Python agent, whatever the benchmark: its proxy, its process,
     the socket, its output, how it fails and ends (see the package's docstring). A benchmark's side
@@ -141,7 +324,7 @@ class AgentProcess:
         self.settings = settings
         self.ctx = ctx
         self.proxy: Any = None
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: asyncio.subprocess.Process | ForkedProcess | None = None
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read: asyncio.Future | None = None
@@ -167,22 +350,31 @@ class AgentProcess:
         argv = [python, str(RUNNER)]
         for p in a.path:
             argv += ["--path", p]
-        parent, child = socket.socketpair()
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                *argv, "--fd", str(child.fileno()), pass_fds=(child.fileno(),), start_new_session=True,
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env=agent_environment(ctx, base_url, self.proxy.token, model))
-        except OSError as exc:
-            parent.close()
-            raise ConfigError(f"agent.python: cannot start {python}: {exc.strerror or exc} "
-                              "(fix: give the path of a Python interpreter, e.g. your venv's bin/python)") from None
-        finally:
-            child.close()
+        env = agent_environment(ctx, base_url, self.proxy.token, model)
+        parent = None
+        starter = await starter_for([*argv, "--client", a.client, "--starter", (a.entry or "").strip()],
+                                    {k: v for k, v in env.items() if k not in PER_TRIAL_ENV})
+        if starter is not None:
+            with contextlib.suppress(ConnectionError):  # the starter died: this trial starts its own
+                self.proc, parent = await starter.fork(env)
+        if parent is None:
+            parent, child = socket.socketpair()
+            try:
+                self.proc = await asyncio.create_subprocess_exec(
+                    *argv, "--fd", str(child.fileno()), pass_fds=(child.fileno(),), start_new_session=True,
+                    stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                    env=env)
+            except OSError as exc:
+                parent.close()
+                raise ConfigError(f"agent.python: cannot start {python}: {exc.strerror or exc} "
+                                  "(fix: give the path of a Python interpreter, e.g. your venv's bin/python)") from None
+            finally:
+                child.close()
         self._reader, self._writer = await asyncio.open_connection(sock=parent, limit=LINE_LIMIT)
         self._pumps = [asyncio.ensure_future(self._pump(self.proc.stdout, self._out["stdout"])),
                        asyncio.ensure_future(self._pump(self.proc.stderr, self._out["stderr"]))]
-        ctx.event("agent", "start", agent="python", entry=a.entry, python=python, pid=self.proc.pid)
+        ctx.event("agent", "start", agent="python", entry=a.entry, python=python, pid=self.proc.pid,
+                  forked=isinstance(self.proc, ForkedProcess))
         await self._send({"type": "init", "entry": (a.entry or "").strip(), "settings": a.settings, "model": model,
                           "client": a.client, "base_url": base_url, "token": self.proxy.token,
                           "turn": self.TURN, "reply": self.REPLY, "context": context})

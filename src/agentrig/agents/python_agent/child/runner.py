@@ -5,6 +5,24 @@ and ``agentrig_agent.py``, the protocol's types).
     python runner.py --fd N [--path DIR]...                   one trial: the protocol on socket fd N
     python runner.py --check ENTRY [--client KIND] [--path DIR]...   can ENTRY be imported here?
                                                               (one JSON line on stdout)
+    python runner.py --starter ENTRY --fd N [--client KIND] [--path DIR]...
+                                                              the run's starter: imports once the
+                                                              libraries ENTRY uses, then forks one
+                                                              process per trial (below)
+
+The starter (a fork server; socket fd N is SOCK_SEQPACKET, one JSON message per packet). It learns
+which *installed* modules ENTRY imports (site-packages, the standard library; never ENTRY's own
+package nor a module under ``--path``) in a forked probe that imports ENTRY and is gone, imports
+those in itself, and says ``{"type": "starter", "ok": true, "preloaded": N}`` — or ``ok: false``
+with ``why`` (a thread was started by an import: forking would be unsafe), and exits. Then per
+trial agentrig sends ``{"type": "fork", "id", "env"}`` with three file descriptors (the trial's
+protocol socket, its stdout and stderr); the starter forks a child, answers ``{"type": "started",
+"id", "pid"}``, and ``{"type": "exit", "pid", "code"}`` when the child ends. The child is what
+``--fd`` starts, without the imports: a session of its own, the trial's environment exactly
+(``os.environ``), ``random``'s (and numpy's) generator seeded afresh, ENTRY imported anew (its
+module-level code runs per trial, with the trial's environment), then the trial's protocol. The
+starter exits when agentrig closes its end, or after ``STARTER_IDLE_S`` with no trial asked for and
+none of its children running (agentrig starts another when it needs one).
 
 The trial's protocol is JSON lines on the socket agentrig passed (never stdout/stderr, which are
 the agent's own and are recorded by agentrig):
@@ -43,6 +61,7 @@ from typing import Any, Dict, List, Optional, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACEBACK_CHARS = 20000
 PROTOCOL = 2
+STARTER_IDLE_S = 60.0  # a starter with no trial running and none asked for this long exits
 
 
 def _setup_path(paths: List[str]) -> None:
@@ -288,14 +307,184 @@ def serve(pipe: Pipe) -> int:
         pipe.send(reply)
 
 
+# ------------------------------------------------------------------------------ the starter
+
+
+def _library_modules(entry: str, paths: List[str], before: set) -> List[str]:
+    """The modules imported since ``before`` that are installed libraries (their file in a
+    site-packages/dist-packages directory or the standard library), in import order; never the
+    entry's own top-level package, nor a module under the agent's own directories."""
+    import sysconfig
+
+    own = entry.partition(":")[0].split(".")[0]
+    roots = [os.path.realpath(p) + os.sep for p in paths] + [HERE + os.sep]
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+    out = []
+    for name, module in list(sys.modules.items()):
+        if name in before or name.split(".")[0] in (own, "__main__", "agentrig_agent"):
+            continue
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str):
+            continue
+        real = os.path.realpath(file)
+        if any(real.startswith(r) for r in roots):
+            continue
+        parts = real.split(os.sep)
+        if "site-packages" in parts or "dist-packages" in parts or real.startswith(stdlib):
+            out.append(name)
+    return out
+
+
+def _probe(entry: str, client: str, paths: List[str]) -> List[str]:
+    """In a forked child that is gone after: import ENTRY (and the client's SDK), and say which
+    library modules that took."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the probe
+        os.close(r)
+        code = 0
+        try:
+            before = set(sys.modules)
+            try:
+                make_client(client, "http://127.0.0.1:9", "probe")
+                load_entry(entry)
+            except BaseException:  # noqa: BLE001 - the trial will say it; the libraries imported so far count
+                pass
+            with os.fdopen(w, "w") as f:
+                f.write(json.dumps(_library_modules(entry, paths, before)))
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    os.close(w)
+    with os.fdopen(r) as f:
+        text = f.read()
+    os.waitpid(pid, 0)
+    try:
+        names = json.loads(text)
+    except ValueError:
+        return []
+    return [n for n in names if isinstance(n, str)]
+
+
+def _exit_code(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def _send_packet(sock: socket.socket, message: Dict[str, Any]) -> None:
+    sock.sendall(json.dumps(message).encode("utf-8"))
+
+
+def starter(fd: int, entry: str, client: str, paths: List[str]) -> Tuple[str, int]:
+    """The run's starter (the module's docstring): ``("exit", code)`` when it is done, and in each
+    forked trial child ``("trial", fd)``, the trial's protocol socket to serve."""
+    import array
+    import selectors
+    import signal
+    import threading
+
+    ctl = socket.socket(fileno=fd)
+    ctl.setblocking(True)
+    if not hasattr(os, "fork") or not hasattr(socket, "CMSG_LEN"):
+        _send_packet(ctl, {"type": "starter", "ok": False, "why": "no fork here"})
+        return ("exit", 0)
+    for name in _probe(entry, client, paths):
+        try:
+            importlib.import_module(name)
+        except BaseException:  # noqa: BLE001 - left for the trial to import (and to fail in, if it does)
+            pass
+    if threading.active_count() > 1:  # a library's import started a thread: a fork would not have it
+        _send_packet(ctl, {"type": "starter", "ok": False, "why": "an import started a thread"})
+        return ("exit", 0)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _send_packet(ctl, {"type": "starter", "ok": True, "preloaded": len(sys.modules)})
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel = selectors.DefaultSelector()
+    sel.register(ctl, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    size = socket.CMSG_LEN(3 * array.array("i").itemsize)
+    live = set()
+    while True:
+        ready = sel.select(None if live else STARTER_IDLE_S)
+        if not ready and not live:  # nothing asked of it for a while, nothing of it running: done
+            return ("exit", 0)
+        for key, _ in ready:
+            if key.fileobj is ctl:
+                data, ancdata, _flags, _addr = ctl.recvmsg(1 << 22, size)
+                fds = array.array("i")
+                for level, kind, payload in ancdata:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+                if not data:  # agentrig closed its end
+                    return ("exit", 0)
+                request = json.loads(data)
+                if len(fds) != 3:
+                    for x in fds:
+                        os.close(x)
+                    continue
+                pid = os.fork()
+                if pid == 0:  # the trial's child
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    sel.close()
+                    ctl.close()
+                    os.close(wake_r)
+                    os.close(wake_w)
+                    os.setsid()
+                    null = os.open(os.devnull, os.O_RDONLY)
+                    os.dup2(null, 0)
+                    os.dup2(fds[1], 1)
+                    os.dup2(fds[2], 2)
+                    for x in (null, fds[1], fds[2]):
+                        os.close(x)
+                    os.environ.clear()
+                    os.environ.update(request.get("env") or {})
+                    import random
+
+                    random.seed()  # each trial its own generator, as a process of its own would have
+                    numpy_random = sys.modules.get("numpy.random")
+                    if numpy_random is not None and hasattr(numpy_random, "seed"):
+                        numpy_random.seed()
+                    return ("trial", fds[0])
+                for x in fds:
+                    os.close(x)
+                live.add(pid)
+                _send_packet(ctl, {"type": "started", "id": request.get("id"), "pid": pid})
+            else:
+                try:
+                    os.read(wake_r, 4096)
+                except BlockingIOError:
+                    pass
+                while True:
+                    try:
+                        pid, status = os.waitpid(-1, os.WNOHANG)
+                    except ChildProcessError:
+                        break
+                    if pid == 0:
+                        break
+                    live.discard(pid)
+                    _send_packet(ctl, {"type": "exit", "pid": pid, "code": _exit_code(status)})
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="runner.py")
     ap.add_argument("--fd", type=int)
     ap.add_argument("--check", metavar="ENTRY")
+    ap.add_argument("--starter", metavar="ENTRY")
     ap.add_argument("--client", default="auto")
     ap.add_argument("--path", action="append", default=[])
     args = ap.parse_args(argv)
     _setup_path(args.path)
+    if args.starter is not None:
+        if args.fd is None:
+            ap.error("--starter needs --fd N (agentrig's control socket)")
+        what, value = starter(args.fd, args.starter, args.client, args.path)
+        return serve(Pipe(value)) if what == "trial" else value
     if args.check is not None:
         out, sys.stdout = sys.stdout, sys.stderr  # what the module prints on import stays off the answer
         try:
