@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,ray]'
+	@# an editable install leaves agentrig's own modules uncompiled (a wheel's install compiles them):
+	@# compiled once here, not in every `agentrig` process the demo and the tests start
+	$(BIN)/python -m compileall -q src >/dev/null
 	@touch $(STAMP)
 
 # Debian's packages the tests need, each said before it is installed (scripts/install-debian.sh):

@@ -57,11 +57,26 @@ _LONG_FILES = ("tests/analysis/test_instability.py", "tests/test_demo.py", "test
 _DEADLINE_FILES = ("tests/bench/terminal/test_ctrl_c.py", "tests/bench/appworld/test_ctrl_c.py", "tests/run/test_ctrl_c.py")
 
 
+def _drop_superseded(config, items) -> None:
+    """A test marked ``superseded_by("name")`` — a fast sample of what the slow test ``name`` of
+    its file checks on the whole set — is deselected when that test is selected too (`make test`);
+    `-m 'not slow'` (`make test-fast`) keeps it. Every xdist worker collects the same and drops the same."""
+    selected = {(item.path, item.originalname) for item in items}
+    dropped = [item for item in items
+               if (m := item.get_closest_marker("superseded_by")) is not None and (item.path, m.args[0]) in selected]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected theirs
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`make test`: one file per worker at a time), hand out ``_DEADLINE_FILES``
     first, then the long files — those with a slow-marked test, then ``_LONG_FILES`` — so that no
     worker starts a minutes-long file when the others are nearly done. Only the order changes; a
-    serial run keeps the collection order."""
+    serial run keeps the collection order. First, a test superseded by a slow test that runs too
+    is left out (``_drop_superseded``)."""
+    _drop_superseded(config, items)
     if not hasattr(config, "workerinput"):
         return
     slow = {item.path for item in items if item.get_closest_marker("slow")}

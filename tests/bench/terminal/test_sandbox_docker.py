@@ -250,6 +250,7 @@ def test_docker_build_output_is_read_at_its_failing_step():
 BUILTIN_SAMPLE = ("csv-region-totals", "harbor-service-config", "read-only-tour")
 
 
+@pytest.mark.superseded_by("test_the_audit_of_every_builtin_task_is_the_same_on_docker_as_on_podman")
 async def test_docker_gives_the_builtin_tasks_podmans_verdicts(tmp_path, docker_daemon):
     """The audit (oracle solves, doing nothing fails) of a few built-in tasks — TB's and Harbor's
     formats, three base images — gives on docker what it gives on podman (all 15: the slow test)."""
