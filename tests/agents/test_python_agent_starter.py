@@ -80,3 +80,37 @@ async def test_with_forks_turned_off_each_trial_starts_its_interpreter(gold, mon
     records = await _trials(gold, 2)
     assert not any(_forked(r) for r in records)
     assert all(_process(r)["ppid"] == os.getpid() for r in records)  # started by agentrig itself
+
+
+async def test_a_starter_whose_imports_start_a_thread_declines_and_the_trials_start_afresh(gold, tmp_path, monkeypatch):  # noqa: F811
+    """A library that starts a thread when imported (a fork would not have the thread): the starter
+    says so and ends, and each trial starts its own interpreter — the start event says why. The
+    library is installed in a venv of its own (its site-packages), which reaches agentrig's venv's
+    packages (openai) through a .pth file; the agent's entry imports it."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    monkeypatch.delenv("AGENTRIG_PYTHON_AGENT_FORKS", raising=False)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "agentrig_ours.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (site / "threadlib.py").write_text("import threading, time\n"
+                                       "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+    mine = tmp_path / "agent"
+    mine.mkdir()
+    (mine / "thready_agent.py").write_text("import threadlib  # noqa: F401\nfrom probe_agent import make  # noqa: F401\n")
+    agent = probe(report_process=True)
+    agent = agent.model_copy(update={"entry": "thready_agent:make", "python": str(venv / "bin" / "python"),
+                                     "path": [str(mine), *agent.path]})
+    channel = channel_to(gold.base_url)
+    try:
+        records = [(await play(agent, channel))[1] for _ in range(2)]
+    finally:
+        await channel.aclose()
+    for record in records:
+        assert record.verdict.valid and record.verdict.reward == 1.0, record.verdict
+        (start,) = events(record, "start")
+        assert start.data["forked"] is False and start.data["not_forked"] == "an import started a thread"
+        assert _process(record)["ppid"] == os.getpid()

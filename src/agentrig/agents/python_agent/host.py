@@ -290,8 +290,8 @@ _starters: dict[tuple, Starter] = {}
 async def starter_for(argv: list[str], env: dict[str, str]) -> Starter | None:
     """This process's starter for ``argv`` (the runner's, ``--starter ENTRY``…) and ``env`` (the
     agent's environment without the trial's own variables) in the running loop; started once
-    (concurrent trials wait for it). None: turned off (``AGENTRIG_PYTHON_AGENT_FORKS=0``), or it
-    declined — then the trial starts its own interpreter."""
+    (concurrent trials wait for it). None: turned off (``AGENTRIG_PYTHON_AGENT_FORKS=0``); not
+    ``ok`` (it declined, ``why`` says why): the trial starts its own interpreter."""
     if os.environ.get(STARTER_OFF_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     _exiting[:] = [p for p in _exiting if p.poll() is None]
@@ -305,7 +305,7 @@ async def starter_for(argv: list[str], env: dict[str, str]) -> Starter | None:
         found = _starters[key] = Starter()
         found.opening = loop.create_task(found.open(argv, env))  # type: ignore[attr-defined]
     await asyncio.shield(found.opening)  # type: ignore[attr-defined]
-    return found if found.ok else None
+    return found
 
 
 class AgentProcess:
@@ -354,7 +354,7 @@ class AgentProcess:
         parent = None
         starter = await starter_for([*argv, "--client", a.client, "--starter", (a.entry or "").strip()],
                                     {k: v for k, v in env.items() if k not in PER_TRIAL_ENV})
-        if starter is not None:
+        if starter is not None and starter.ok:
             with contextlib.suppress(ConnectionError):  # the starter died: this trial starts its own
                 self.proc, parent = await starter.fork(env)
         if parent is None:
@@ -373,8 +373,9 @@ class AgentProcess:
         self._reader, self._writer = await asyncio.open_connection(sock=parent, limit=LINE_LIMIT)
         self._pumps = [asyncio.ensure_future(self._pump(self.proc.stdout, self._out["stdout"])),
                        asyncio.ensure_future(self._pump(self.proc.stderr, self._out["stderr"]))]
-        ctx.event("agent", "start", agent="python", entry=a.entry, python=python, pid=self.proc.pid,
-                  forked=isinstance(self.proc, ForkedProcess))
+        forked = isinstance(self.proc, ForkedProcess)
+        ctx.event("agent", "start", agent="python", entry=a.entry, python=python, pid=self.proc.pid, forked=forked,
+                  **({"not_forked": starter.why or "its starter had ended"} if starter is not None and not forked else {}))
         await self._send({"type": "init", "entry": (a.entry or "").strip(), "settings": a.settings, "model": model,
                           "client": a.client, "base_url": base_url, "token": self.proxy.token,
                           "turn": self.TURN, "reply": self.REPLY, "context": context})
