@@ -184,6 +184,33 @@ def test_the_environment_drops_every_known_secret():
     assert env["NO_PROXY"] == "corp,127.0.0.1,localhost"
 
 
+def test_a_key_under_another_name_is_dropped_before_any_call(monkeypatch):
+    """The channel's key is a secret under any name from the start: a trial's agent starts (and the
+    preflight imports the entry) before the channel has read the key for a first call. A value no
+    test has used before, so nothing registered it."""
+    import uuid
+
+    from agentrig.agents.python_agent.check import _environment
+
+    value = f"sk-fresh-{uuid.uuid4().hex}"
+    monkeypatch.setenv("MY_GATEWAY_KEY", value)
+    monkeypatch.setenv("COPY_OF_IT", value)
+    assert not {"MY_GATEWAY_KEY", "COPY_OF_IT"} & set(_environment(frozenset({"MY_GATEWAY_KEY"})))
+    from types import SimpleNamespace
+
+    from agentrig.agents.python_agent.check import channel_secrets
+
+    exp = SimpleNamespace(channel=ChannelSettings(api_key_env="MY_GATEWAY_KEY"),
+                          roles={"user": RoleConfig(api_key_env="USER_KEY", headers_from_env={"X-Org": "ORG_SECRET"})})
+    arm = SimpleNamespace(roles={"agent": RoleConfig(api_key_env="ARM_KEY")})
+    assert channel_secrets(exp, arm) >= {"MY_GATEWAY_KEY", "USER_KEY", "ORG_SECRET", "ARM_KEY"}
+    fresh = f"sk-fresh-{uuid.uuid4().hex}"
+    ctx = make_ctx(channel=channel_to("http://127.0.0.1:9/v1"))
+    env = agent_environment(ctx, "http://127.0.0.1:5", "agentrig-tok", "m",
+                            environ={KEY_ENV: fresh, "COPY_OF_IT": fresh, "PATH": "/bin"})
+    assert KEY_ENV not in env and "COPY_OF_IT" not in env and env["PATH"] == "/bin"
+
+
 # ------------------------------------------------------------------------------ how it ends
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.errors import ConfigError
-from agentrig.redact import redact
+from agentrig.redact import redact, register_secret
 
 RUNNER = Path(__file__).resolve().parent / "child" / "runner.py"
 PYTHON_FIELDS = ("entry", "settings", "python", "path", "client")  # kind python's own settings
@@ -63,17 +63,37 @@ def check_settings(agent: Any, where: str) -> None:
                               "  fix: give the directories your agent's modules are in (relative to the experiment file)")
 
 
-def _environment() -> dict[str, str]:
-    """The preflight's environment: no key agentrig knows of, none of its PYTHON* settings."""
+def _environment(secret: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The preflight's environment: no key agentrig knows of — ``secret``, the variables the run's
+    channel reads keys and secret headers from, and their values under any other name —, none of
+    its PYTHON* settings."""
+    for name in secret:
+        register_secret(os.environ.get(name))
     return {k: v for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP") and not k.startswith(("OPENAI_", "ANTHROPIC_",
-                                                                                           "AGENTRIG_SEALED_"))
-            and redact(v) == v}
+            if k not in secret and k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
+            and not k.startswith(("OPENAI_", "ANTHROPIC_", "AGENTRIG_SEALED_")) and redact(v) == v}
 
 
-def preflight(agent: Any, where: str) -> None:
+def channel_secrets(exp: Any, arm: Any) -> frozenset[str]:
+    """The variables the arm's channel may read keys and secret headers from: every layer's
+    (``[channel]``, ``[roles.X]``, the arm's ``roles.X``) ``api_key_env`` and ``headers_from_env``,
+    and the default key variable — a superset of what each role resolves to."""
+    from agentrig.config import DEFAULT_KEY_ENV
+
+    names: set[str] = {DEFAULT_KEY_ENV}
+    for layer in (exp.channel, *(exp.roles or {}).values(), *(getattr(arm, "roles", None) or {}).values()):
+        if layer is None:
+            continue
+        if getattr(layer, "api_key_env", None):
+            names.add(layer.api_key_env)
+        names |= set((getattr(layer, "headers_from_env", None) or {}).values())
+    return frozenset(names)
+
+
+def preflight(agent: Any, where: str, secret: frozenset[str] = frozenset()) -> None:
     """Start the runner with the agent's interpreter and import the entry there: a ConfigError naming
-    ``agent.python`` or ``agent.entry`` and the fix when it cannot."""
+    ``agent.python`` or ``agent.entry`` and the fix when it cannot. ``secret``: the channel's key
+    variables (``channel_secrets``), kept out of the runner's environment."""
     python = interpreter(agent)
     key = _key(agent)
     if key in _checked:
@@ -83,7 +103,7 @@ def preflight(agent: Any, where: str) -> None:
         argv += ["--path", p]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT_S,
-                              env=_environment(), stdin=subprocess.DEVNULL)
+                              env=_environment(secret), stdin=subprocess.DEVNULL)
     except OSError as exc:
         raise ConfigError(f"{where}: agent.python: cannot start {python}: {exc.strerror or exc}.\n"
                           "  fix: give the path of a Python interpreter (your venv's bin/python)") from None
@@ -135,9 +155,10 @@ def entry_sha(agent: Any) -> str | None:
         return None
 
 
-def check_agent(agent: Any, where: str) -> None:
+def check_agent(agent: Any, where: str, exp: Any = None, arm: Any = None) -> None:
     """What every benchmark checks of an arm's agent before the run: kind python's settings (and
-    none of them on another kind), then, for kind python, the preflight."""
+    none of them on another kind), then, for kind python, the preflight — its environment without
+    the keys of the arm's channel (``exp``, ``arm``) under any name."""
     check_settings(agent, where)
     if agent.kind == "python":  # its interpreter starts and imports the entry, before any trial
-        preflight(agent, where)
+        preflight(agent, where, channel_secrets(exp, arm) if exp is not None and arm is not None else frozenset())

@@ -18,7 +18,7 @@ from agentrig.agents.base import AgentSettings, AgentStop
 from agentrig.config import ROLES
 from agentrig.errors import ConfigError
 from agentrig.procs import abandon_process, finish_despite_cancel
-from agentrig.redact import redact
+from agentrig.redact import redact, register_secret
 from agentrig.types import Message, ToolCall, Transient
 
 from .check import RUNNER, interpreter
@@ -55,6 +55,12 @@ def agent_environment(ctx: Any, base_url: str, token: str, model: str,
     ``PYTHON*`` settings; with the trial's proxy and token under the names the SDKs read."""
     environ = dict(os.environ if environ is None else environ)
     secret = secret_variables(ctx)
+    # their values are secrets under any other name too — known now, not only once the channel has
+    # read them for a first call (a trial's agent starts before any)
+    channel_env = getattr(ctx.channel, "_env", None) or {}
+    for name in secret:
+        register_secret(environ.get(name))
+        register_secret(channel_env.get(name))
     env = {k: v for k, v in environ.items()
            if k not in secret and k not in DROPPED_VARS and not k.startswith(DROPPED_PREFIXES) and redact(v) == v}
     no_proxy = ",".join(x for x in (env.get("NO_PROXY") or env.get("no_proxy"), "127.0.0.1", "localhost") if x)

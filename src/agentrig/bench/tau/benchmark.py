@@ -182,7 +182,7 @@ class Tau2Benchmark(Benchmark):
         from agentrig.agents.installed.cli_trial import check_conversation_settings
         from agentrig.agents.python_agent import check_agent
 
-        check_agent(arm.agent, where)
+        check_agent(arm.agent, where, exp, arm)
         if arm.agent.kind in CONVERSATION_KINDS:
             check_conversation_settings(arm.agent, where)
         policy = arm.agent.policy

@@ -181,7 +181,7 @@ class TerminalBenchmark(Benchmark):
 
         from .installed import EXTERNAL_KINDS, check_settings
 
-        check_agent(arm.agent, where)
+        check_agent(arm.agent, where, exp, arm)
         if arm.agent.kind in EXTERNAL_KINDS:
             check_settings(arm.agent, where)
             if exp.sandbox.kind == "local":
