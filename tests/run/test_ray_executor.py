@@ -261,6 +261,25 @@ def test_cluster_runs_give_the_local_rewards_within_the_endpoint_bound_and_leak_
     assert_no_key(cluster.session_files() + [p for p in tmp_path.rglob("*") if p.is_file() and "runs" in p.parts])
 
 
+def test_a_python_agents_trials_on_the_cluster_are_forked_from_each_workers_starter(cluster, gold, tau2_root, tmp_path):
+    """The example plain-openai agent (agent kind python) on the cluster: each trial worker starts
+    its own starter (agents/python_agent/host.py) on its own event loop and forks its trials from
+    it; every trial valid and rewarded as the gold deserves."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "python_agents"
+    toml = tau_experiment(tmp_path / "py-ray.toml", gold.base_url, tau2_root, executor="ray", address=cluster.address)
+    text = toml.read_text(encoding="utf-8").replace(
+        'name = "gold-llm"\nagent = { kind = "llm", tool_mode = "native" }',
+        f'name = "py-openai"\nagent = {{ kind = "python", entry = "openai_agent:make", path = ["{examples}"] }}')
+    assert 'kind = "python"' in text
+    toml.write_text(text, encoding="utf-8")
+    doc = _run(toml)
+    assert doc["status"] == "done"
+    stored = rows(doc["run_dir"])
+    assert len(stored) == 10 and all(r.verdict.valid and r.verdict.reward == 1.0 for r in stored)
+    starts = [e.data for r in stored for e in r.trajectory.events if (e.plugin, e.kind) == ("agent", "start")]
+    assert len(starts) == 10 and all(s["forked"] for s in starts), starts
+
+
 @pytest.mark.slow
 def test_a_worker_killed_mid_trial_is_worker_lost_then_replayed_every_trial_valid_once(
         cluster, tau2_root, tmp_path):
