@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentrig.errors import ConfigError
@@ -63,15 +64,29 @@ def check_settings(agent: Any, where: str) -> None:
                               "  fix: give the directories your agent's modules are in (relative to the experiment file)")
 
 
+# variables never passed to the agent's interpreter (besides every variable holding a known secret):
+# agentrig's own Python settings, the SDKs' key variables and the sealed keys of a Ray worker
+DROPPED_VARS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONSAFEPATH")
+DROPPED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AGENTRIG_SEALED_")
+
+
+def without_secrets(environ: Mapping[str, str], secret: Iterable[str], *more: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without the variables ``secret`` names, without any variable whose value is a
+    secret — those variables' values (in ``environ`` and in each of ``more``) are registered first,
+    so they are dropped under any other name too —, and without ``DROPPED_VARS``/``DROPPED_PREFIXES``."""
+    secret = set(secret)
+    for name in secret:
+        for source in (environ, *more):
+            register_secret(source.get(name))
+    return {k: v for k, v in environ.items()
+            if k not in secret and k not in DROPPED_VARS and not k.startswith(DROPPED_PREFIXES) and redact(v) == v}
+
+
 def _environment(secret: frozenset[str] = frozenset()) -> dict[str, str]:
     """The preflight's environment: no key agentrig knows of — ``secret``, the variables the run's
     channel reads keys and secret headers from, and their values under any other name —, none of
     its PYTHON* settings."""
-    for name in secret:
-        register_secret(os.environ.get(name))
-    return {k: v for k, v in os.environ.items()
-            if k not in secret and k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
-            and not k.startswith(("OPENAI_", "ANTHROPIC_", "AGENTRIG_SEALED_")) and redact(v) == v}
+    return without_secrets(os.environ, secret)
 
 
 def channel_secrets(exp: Any, arm: Any) -> frozenset[str]:

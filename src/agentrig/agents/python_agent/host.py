@@ -3,6 +3,7 @@ machinery any benchmark's turn runs on, and ``PythonAgent``, τ²'s turn on it."
 
 from __future__ import annotations
 
+import array
 import asyncio
 import codecs
 import contextlib
@@ -18,20 +19,16 @@ from agentrig.agents.base import AgentSettings, AgentStop
 from agentrig.config import ROLES
 from agentrig.errors import ConfigError
 from agentrig.procs import abandon_process, finish_despite_cancel
-from agentrig.redact import redact, register_secret
+from agentrig.redact import redact
 from agentrig.types import Message, ToolCall, Transient
 
-from .check import RUNNER, interpreter
+from .check import RUNNER, interpreter, without_secrets
 
 OUTPUT_CHARS = 50_000  # of each of the agent's streams (stdout, stderr) kept per trial
 TRACEBACK_CHARS = 8_000  # of an agent's traceback kept in its error event
 LINE_LIMIT = 32 * 1024 * 1024  # the longest protocol line taken from the runner
 CLOSE_GRACE_S = 3.0  # how long an idle agent gets to run its close() and exit
 KILL_WAIT_S = 2.0
-# variables never passed to the agent's process (besides every variable holding a known secret):
-# agentrig's own Python settings and the sealed keys of a Ray worker
-DROPPED_VARS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONSAFEPATH")
-DROPPED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AGENTRIG_SEALED_")
 
 
 def secret_variables(ctx: Any) -> set[str]:
@@ -53,16 +50,10 @@ def agent_environment(ctx: Any, base_url: str, token: str, model: str,
     """The agent process's environment: agentrig's own, without any key or secret header it knows
     of (by the variable's name, and by its value: every secret read so far), without agentrig's
     ``PYTHON*`` settings; with the trial's proxy and token under the names the SDKs read."""
-    environ = dict(os.environ if environ is None else environ)
-    secret = secret_variables(ctx)
-    # their values are secrets under any other name too — known now, not only once the channel has
-    # read them for a first call (a trial's agent starts before any)
-    channel_env = getattr(ctx.channel, "_env", None) or {}
-    for name in secret:
-        register_secret(environ.get(name))
-        register_secret(channel_env.get(name))
-    env = {k: v for k, v in environ.items()
-           if k not in secret and k not in DROPPED_VARS and not k.startswith(DROPPED_PREFIXES) and redact(v) == v}
+    # the keys' values are secrets under any other name too — known now, not only once the channel
+    # has read them for a first call (a trial's agent starts before any)
+    env = without_secrets(os.environ if environ is None else environ, secret_variables(ctx),
+                          getattr(ctx.channel, "_env", None) or {})
     no_proxy = ",".join(x for x in (env.get("NO_PROXY") or env.get("no_proxy"), "127.0.0.1", "localhost") if x)
     env.update({"OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": token,
                 "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": token,
@@ -178,6 +169,7 @@ class Starter:
         self._exits: dict[int, asyncio.Future] = {}
         self._reader: asyncio.Task | None = None
         self._lock = asyncio.Lock()
+        self.opening: asyncio.Task | None = None  # open(), awaited by every trial that asks meanwhile
 
     async def open(self, argv: list[str], env: dict[str, str]) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -219,8 +211,11 @@ class Starter:
                     fut = self._started.pop(msg.get("id"), None)
                     if fut is not None and not fut.done():
                         fut.set_result(int(msg["pid"]))
-                elif msg.get("type") == "exit":
-                    fut = self._exits.setdefault(int(msg["pid"]), self.loop.create_future())
+                elif msg.get("type") == "exit":  # handed to its trial's process (kept until then)
+                    pid = int(msg["pid"])
+                    fut = self._exits.pop(pid, None)
+                    if fut is None:  # it ended before fork() took it
+                        fut = self._exits[pid] = self.loop.create_future()
                     if not fut.done():
                         fut.set_result(int(msg["code"]))
         except (OSError, ValueError):
@@ -236,8 +231,6 @@ class Starter:
     async def fork(self, env: dict[str, str]) -> tuple[ForkedProcess, socket.socket]:
         """A trial's process, forked with ``env``, and agentrig's end of its protocol socket.
         Raises ``ConnectionError`` when the starter is gone."""
-        import array
-
         parent, child = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -267,7 +260,9 @@ class Starter:
             child.close()
             for fd in (out_w, err_w):
                 os.close(fd)
-        exited = self._exits.setdefault(pid, self.loop.create_future())
+        exited = self._exits.pop(pid, None)  # done already when it ended before this line
+        if exited is None:
+            exited = self._exits[pid] = self.loop.create_future()
         streams = []
         for fd in (out_r, err_r):
             reader = asyncio.StreamReader(limit=LINE_LIMIT)
@@ -309,8 +304,9 @@ async def starter_for(argv: list[str], env: dict[str, str]) -> Starter | None:
         found = None
     if found is None:
         found = _starters[key] = Starter()
-        found.opening = loop.create_task(found.open(argv, env))  # type: ignore[attr-defined]
-    await asyncio.shield(found.opening)  # type: ignore[attr-defined]
+        found.opening = loop.create_task(found.open(argv, env))
+    assert found.opening is not None
+    await asyncio.shield(found.opening)
     return found
 
 
