@@ -38,6 +38,7 @@ bottom to top (docs/terminal.md, "The floors inside bench/terminal", draws them)
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -179,7 +180,11 @@ def under(graph: dict[str, set[str]], package: str) -> set[str]:
     return {m for m in graph if m == package or m.startswith(package + ".")}
 
 
-GRAPH = import_graph(SRC)
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """agentrig's import graph, read once per process when a test asks for it (not at collection:
+    every pytest-xdist worker collects every file)."""
+    return import_graph(SRC)
 
 
 def floor_of(module: str, floors: dict[str, tuple[int, tuple[str, ...]]] = FLOORS) -> str:
@@ -220,19 +225,16 @@ def inside(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
     return {m: graph[m] & mods for m in mods}
 
 
-GRAPH = import_graph(SRC)
-
-
 def test_the_graph_is_read_from_the_source():
     # a broken reader would find no edges and pass every rule below
-    assert len(GRAPH) > 80
-    assert "agentrig.report" in GRAPH["agentrig.run.session"]  # a deferred import, inside a function
-    assert "agentrig.store.rundir" in GRAPH["agentrig.report.collect"]
-    assert "agentrig.run.experiment" in GRAPH["agentrig.commands.run"]  # `from agentrig.run import experiment`
+    assert len(graph()) > 80
+    assert "agentrig.report" in graph()["agentrig.run.session"]  # a deferred import, inside a function
+    assert "agentrig.store.rundir" in graph()["agentrig.report.collect"]
+    assert "agentrig.run.experiment" in graph()["agentrig.commands.run"]  # `from agentrig.run import experiment`
 
 
 def test_every_module_is_on_a_floor():
-    for m in GRAPH:
+    for m in graph():
         floor_of(m)
 
 
@@ -257,31 +259,31 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path):
 
 
 def test_no_import_cycle_among_agentrig_modules():
-    found = [sorted(c) for c in cycles(GRAPH) if c not in ALLOWED_CYCLES]
+    found = [sorted(c) for c in cycles(graph()) if c not in ALLOWED_CYCLES]
     assert found == [], f"import cycles: {found}"
 
 
 def test_no_circle_among_folders():
-    found = [sorted(c) for c in cycles(folder_graph(GRAPH))]
+    found = [sorted(c) for c in cycles(folder_graph(graph()))]
     assert found == [], f"folders importing each other: {found}"
 
 
 def test_imports_go_down_the_floors():
-    assert wrong_way(GRAPH) == []
+    assert wrong_way(graph()) == []
 
 
 def test_every_named_exception_still_exists():
     # an exception whose edge is gone must leave the list (so the list never hides a new edge)
-    stale = [f"{a} → {b}" for a, b in EXCEPTIONS if b not in GRAPH.get(a, set())]
+    stale = [f"{a} → {b}" for a, b in EXCEPTIONS if b not in graph().get(a, set())]
     assert stale == [], f"remove these from EXCEPTIONS: {stale}"
 
 
 def test_analysis_and_report_never_reach_the_run_s_driver():
     # pure figures and the report are read-only consumers of a run: nothing they import, even
     # indirectly, plans or plays trials
-    driver = under(GRAPH, "agentrig.run") | under(GRAPH, "agentrig.commands")
+    driver = under(graph(), "agentrig.run") | under(graph(), "agentrig.commands")
     for package in ("agentrig.analysis", "agentrig.report"):
-        indirect = reachable(GRAPH, under(GRAPH, package)) & driver
+        indirect = reachable(graph(), under(graph(), package)) & driver
         assert indirect == set(), f"{package} reaches the run's driver through other modules: {sorted(indirect)}"
 
 
@@ -342,16 +344,16 @@ TERMINAL = PACKAGE_FLOORS[_T]
 def test_every_package_with_floors_exists_and_each_floor_holds_a_module():
     # a table naming a package or floor that moved away would check nothing
     for package, floors in PACKAGE_FLOORS.items():
-        assert package in GRAPH, f"PACKAGE_FLOORS names {package}, which is not a module"
-        mods = under(GRAPH, package)
+        assert package in graph(), f"PACKAGE_FLOORS names {package}, which is not a module"
+        mods = under(graph(), package)
         empty = [f for f in floors if not any(floor_of(m, floors) == f for m in mods)]
         assert empty == [], f"{package}: floors that hold no module: {empty}"
 
 
 def test_the_reader_sees_the_lazy_imports_inside_bench_terminal():
     # deferred imports, inside functions, are edges here too
-    assert f"{_T}.tasks.staging" in GRAPH[f"{_T}.tasks.taskmodel"]  # `from . import staging` inside support()
-    assert f"{_T}.sandbox.bwrap" in GRAPH[f"{_T}.sandbox"]  # inside open_sandbox
+    assert f"{_T}.tasks.staging" in graph()[f"{_T}.tasks.taskmodel"]  # `from . import staging` inside support()
+    assert f"{_T}.sandbox.bwrap" in graph()[f"{_T}.sandbox"]  # inside open_sandbox
 
 
 def test_the_floor_check_inside_bench_terminal_finds_an_upward_and_a_sideways_arrow():
@@ -366,12 +368,12 @@ def test_the_floor_check_inside_bench_terminal_finds_an_upward_and_a_sideways_ar
 
 @pytest.mark.parametrize("package", sorted(PACKAGE_FLOORS))
 def test_imports_go_down_the_floors_inside_a_package(package):
-    assert wrong_way(inside(GRAPH, package), PACKAGE_FLOORS[package]) == []
+    assert wrong_way(inside(graph(), package), PACKAGE_FLOORS[package]) == []
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGE_FLOORS))
 def test_no_circle_among_a_package_s_folders(package):
-    found = [sorted(c) for c in cycles(folder_graph(inside(GRAPH, package), PACKAGE_FLOORS[package]))]
+    found = [sorted(c) for c in cycles(folder_graph(inside(graph(), package), PACKAGE_FLOORS[package]))]
     assert found == [], f"{package}: folders importing each other: {found}"
 
 
@@ -422,7 +424,7 @@ def reaches_into_bench(graph: dict[str, set[str]], names: dict[str, set[str]]) -
 def test_nothing_outside_bench_reaches_a_benchmark_but_the_registry():
     names = named_modules(SRC)
     assert any(n.startswith("agentrig.bench.tau.") for n in names[REGISTRY])  # the strings are read
-    assert reaches_into_bench(GRAPH, names) == []
+    assert reaches_into_bench(graph(), names) == []
 
 
 def test_the_bench_check_finds_a_lazy_import_and_a_named_module(tmp_path):
