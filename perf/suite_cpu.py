@@ -49,6 +49,9 @@ _V3 = struct.Struct("<BBHIIIIIIf8H16s")
 _AFORK = 0x01  # the process forked and did not exec
 _TICKS = 100   # AHZ: comp_t and etime count in 1/100 s
 
+PYTHON = "other Python (AppWorld workers, scripted endpoints, Python agents, verifiers' pytest)"
+PYTHON_NAMES = {"python", "python3", "python3.11", "python3.12", "pytest", "pip"}  # split by parent in the summary
+
 # kinds, first match wins; a name not here is "shells, core utilities and the rest"
 KINDS: list[tuple[str, set[str], tuple[str, ...]]] = [
     ("agentrig commands (`agentrig …` processes: runs, in-process τ² trials, the channel)", {"agentrig"}, ()),
@@ -69,8 +72,7 @@ KINDS: list[tuple[str, set[str], tuple[str, ...]]] = [
       "resolver-execut", "task_event_buff", "client.poll0", "worker.user_obj", "nexting_thread", "PipeReaderThd"},
      ("ray::", "ray")),
     ("Chromium (the report's test)", {"chromium", "ThreadPoolForeg", "HangWatcher", "CrShutdownDetec"}, ("chrome",)),
-    ("other Python (AppWorld workers, scripted endpoints, Python agents, verifiers' pytest)",
-     {"python", "python3", "python3.11", "python3.12", "pytest", "pip"}, ()),
+    (PYTHON, PYTHON_NAMES, ()),
 ]
 REST = "shells, core utilities and the rest"
 PYTEST = "pytest itself (its main process and xdist workers: collection and in-process tests)"
@@ -83,9 +85,9 @@ def read_records(path: Path) -> list[dict]:
                          "this script reads Linux's acct_v3 format only")
     out = []
     for off in range(0, len(data) - _V3.size + 1, _V3.size):
-        (flag, _ver, _tty, exitcode, _uid, _gid, pid, ppid, btime, etime, ut, st, *_rest, comm) = _V3.unpack_from(data, off)
+        (flag, _ver, _tty, _exit, _uid, _gid, pid, ppid, btime, etime, ut, st, *_rest, comm) = _V3.unpack_from(data, off)
         out.append({"pid": pid, "ppid": ppid, "btime": btime, "etime": etime / _TICKS,
-                    "cpu": (_comp(ut) + _comp(st)) / _TICKS, "fork": bool(flag & _AFORK), "exit": exitcode,
+                    "cpu": (_comp(ut) + _comp(st)) / _TICKS, "fork": bool(flag & _AFORK),
                     "comm": comm.rstrip(b"\0").decode(errors="replace")})
     return out
 
@@ -126,7 +128,7 @@ def summary(records: list[dict], side: dict) -> str:
     if side:
         busy = side["busy_after"] - side["busy_before"]
         lines.append(f"pytest {' '.join(side.get('args', []))}: exit {side.get('rc')}, wall {side['wall_s']:.0f} s, "
-                     f"{os.cpu_count()} cores; machine busy {busy:.0f} CPU s ({busy / side['wall_s']:.2f} cores); "
+                     f"{side.get('machine', '?')}, {os.cpu_count()} cores; machine busy {busy:.0f} CPU s ({busy / side['wall_s']:.2f} cores); "
                      f"the records account for {total:.0f} CPU s ({100 * total / busy:.0f} %: the rest is the kernel's "
                      "threads and what was still running when accounting stopped)")
     else:
@@ -135,7 +137,7 @@ def summary(records: list[dict], side: dict) -> str:
     lines.append(f"{'CPU s':>8} {'share':>6} {'procs':>7}  kind")
     for k, (cpu, n) in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
         lines.append(f"{cpu:8.1f} {100 * cpu / total:5.1f}% {n:7d}  {k}")
-        if k == KINDS[-1][0]:
+        if k == PYTHON:
             for who, (pcpu, pn) in sorted(python_by_parent.items(), key=lambda kv: -kv[1][0]):
                 lines.append(f"{pcpu:8.1f} {'':6} {pn:7d}    {who}")
     lines.append("")
@@ -158,9 +160,8 @@ def _other_python_by_parent(records: list[dict], pytest_pids: set[int]) -> dict[
         return max(fits, key=lambda p: p["btime"]) if fits else None
 
     out: dict[str, list] = collections.defaultdict(lambda: [0.0, 0])
-    python = KINDS[-1][1]
     for r in records:
-        if r["pid"] in pytest_pids or r["comm"] not in python:
+        if r["pid"] in pytest_pids or r["comm"] not in PYTHON_NAMES:
             continue
         p = parent(r)
         if r["fork"]:
@@ -209,7 +210,7 @@ def run(out: Path, pytest_args: list[str]) -> int:
     out.with_suffix(".json").write_text(json.dumps(side, indent=1), encoding="utf-8")
     print(summary(read_records(out), side))
     print(f"\nrecords: {out} (and {out.with_suffix('.json').name}); again with --read {out}")
-    return 0
+    return side["rc"]  # pytest's: a failed suite is not a measurement to trust
 
 
 def main() -> int:
